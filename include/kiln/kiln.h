@@ -1,0 +1,8 @@
+// The kiln public API: lazy tensors compiled into fused kernels for the CPU and GPUs.
+#pragma once
+
+#include "kiln/device.h"
+#include "kiln/dtype.h"
+#include "kiln/error.h"
+#include "kiln/stats.h"
+#include "kiln/tensor.h"

@@ -1,0 +1,246 @@
+// kiln::Tensor and the op library.
+//
+// A Tensor is a cheap handle (a shared pointer) to a node of a lazily recorded graph. Ops record
+// nodes and check shapes/dtypes immediately (throwing kiln::Error naming the op and the shapes);
+// nothing is computed until a result is needed: to_vector(), item(), realize().
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/device.h"
+#include "kiln/dtype.h"
+#include "kiln/error.h"
+
+namespace kiln {
+
+namespace detail {
+struct LazyNode;
+}
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<detail::LazyNode> node) : node_(std::move(node)) {}
+
+  // --- properties -----------------------------------------------------------------------
+  const Shape& shape() const;
+  DType dtype() const;
+  int64_t numel() const;
+  int64_t ndim() const;
+  int64_t size(int64_t axis) const;  // negative axes count from the end
+  Device device() const;
+  bool defined() const { return node_ != nullptr; }
+  bool is_realized() const;
+
+  // --- realization ----------------------------------------------------------------------
+  // Materializes the value on its device (no host copy). Returns *this for chaining.
+  const Tensor& realize() const;
+  // Realizes and copies to the host, converting to T (float, double, int32_t, int64_t,
+  // uint8_t, int8_t, bool, uint16_t for raw half bits are accepted).
+  template <typename T>
+  std::vector<T> to_vector() const;
+  // The single element of a one-element tensor, as double.
+  double item() const;
+  // Copies to another device (realizes first).
+  Tensor to(const Device& device) const;
+
+  // --- member forms of the ops ------------------------------------------------------------
+  Tensor operator-() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor abs() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor gelu(bool tanh_approx = false) const;
+  Tensor erf() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor reciprocal() const;
+  Tensor silu() const;
+  Tensor pow(const Tensor& e) const;
+  Tensor pow(double e) const;
+  Tensor clamp(double lo, double hi) const;
+  Tensor logical_not() const;
+  Tensor cast(DType t) const;
+
+  Tensor sum(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor max(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor min(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor mean(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor prod(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor argmax(int64_t axis, bool keepdim = false) const;
+  Tensor argmin(int64_t axis, bool keepdim = false) const;
+  Tensor argmax() const;  // over the flattened tensor
+  Tensor argmin() const;
+
+  Tensor reshape(Shape shape) const;
+  Tensor view(Shape shape) const { return reshape(std::move(shape)); }
+  Tensor permute(std::vector<int64_t> perm) const;
+  Tensor transpose(int64_t a, int64_t b) const;
+  Tensor t() const;  // transpose of the last two axes
+  Tensor expand(Shape shape) const;
+  Tensor broadcast_to(Shape shape) const { return expand(std::move(shape)); }
+  Tensor slice(int64_t axis, int64_t start, int64_t stop, int64_t step = 1) const;
+  Tensor pad(std::vector<std::pair<int64_t, int64_t>> widths, double value = 0.0) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t axis) const;
+  Tensor unsqueeze(int64_t axis) const;
+  Tensor flatten(int64_t start_axis = 0, int64_t end_axis = -1) const;
+  Tensor contiguous() const;  // a materialized copy when realized (no-op for the value)
+
+  Tensor matmul(const Tensor& other) const;
+  Tensor softmax(int64_t axis) const;
+  Tensor log_softmax(int64_t axis) const;
+
+  // Internal: the recorded node.
+  const std::shared_ptr<detail::LazyNode>& node() const { return node_; }
+
+ private:
+  void check_defined(const char* what) const;
+  std::shared_ptr<detail::LazyNode> node_;
+};
+
+// --- creation ----------------------------------------------------------------------------
+// Copies host data. T in {float, double, int32_t, int64_t, int8_t, uint8_t, bool}; dtype is
+// deduced from T unless given (the data is then converted).
+template <typename T>
+Tensor from_vector(const std::vector<T>& data, Shape shape, const Device& device = Device());
+template <typename T>
+Tensor from_vector(const std::vector<T>& data, Shape shape, DType dtype, const Device& device = Device());
+template <typename T>
+Tensor from_data(const T* data, Shape shape, const Device& device = Device());
+Tensor scalar(double value, DType dtype = float32, const Device& device = Device());
+Tensor full(Shape shape, double value, DType dtype = float32, const Device& device = Device());
+Tensor zeros(Shape shape, DType dtype = float32, const Device& device = Device());
+Tensor ones(Shape shape, DType dtype = float32, const Device& device = Device());
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, double value);
+Tensor arange(int64_t n, DType dtype = int64, const Device& device = Device());
+Tensor arange(double start, double stop, double step = 1.0, DType dtype = float32,
+              const Device& device = Device());
+// Uniform in [0, 1) and standard normal; the same seed gives the same values on every device
+// (up to the device's float rounding).
+Tensor rand(Shape shape, uint64_t seed, DType dtype = float32, const Device& device = Device());
+Tensor randn(Shape shape, uint64_t seed, DType dtype = float32, const Device& device = Device());
+
+// --- elementwise -------------------------------------------------------------------------
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);  // true division (ints promote to float32)
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, double b);
+Tensor operator<=(const Tensor& a, double b);
+Tensor operator>(const Tensor& a, double b);
+Tensor operator>=(const Tensor& a, double b);
+Tensor operator==(const Tensor& a, double b);
+Tensor operator!=(const Tensor& a, double b);
+Tensor operator&&(const Tensor& a, const Tensor& b);
+Tensor operator||(const Tensor& a, const Tensor& b);
+Tensor operator!(const Tensor& a);
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor neg(const Tensor& a);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor rsqrt(const Tensor& a);
+Tensor abs(const Tensor& a);
+Tensor sin(const Tensor& a);
+Tensor cos(const Tensor& a);
+Tensor tanh(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor relu(const Tensor& a);
+Tensor gelu(const Tensor& a, bool tanh_approx = false);
+Tensor erf(const Tensor& a);
+Tensor floor(const Tensor& a);
+Tensor ceil(const Tensor& a);
+Tensor reciprocal(const Tensor& a);
+Tensor silu(const Tensor& a);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, double b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, double b);
+Tensor where(const Tensor& cond, double a, const Tensor& b);
+Tensor clamp(const Tensor& a, double lo, double hi);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& a);
+Tensor cast(const Tensor& a, DType t);
+Tensor less(const Tensor& a, const Tensor& b);
+Tensor less_equal(const Tensor& a, const Tensor& b);
+Tensor greater(const Tensor& a, const Tensor& b);
+Tensor greater_equal(const Tensor& a, const Tensor& b);
+Tensor equal(const Tensor& a, const Tensor& b);
+Tensor not_equal(const Tensor& a, const Tensor& b);
+
+// --- reductions (empty axes = all axes) ----------------------------------------------------
+Tensor sum(const Tensor& a, std::vector<int64_t> axes = {}, bool keepdim = false);
+Tensor max(const Tensor& a, std::vector<int64_t> axes = {}, bool keepdim = false);
+Tensor min(const Tensor& a, std::vector<int64_t> axes = {}, bool keepdim = false);
+Tensor mean(const Tensor& a, std::vector<int64_t> axes = {}, bool keepdim = false);
+Tensor prod(const Tensor& a, std::vector<int64_t> axes = {}, bool keepdim = false);
+Tensor argmax(const Tensor& a, int64_t axis, bool keepdim = false);
+Tensor argmin(const Tensor& a, int64_t axis, bool keepdim = false);
+Tensor argmax(const Tensor& a);
+Tensor argmin(const Tensor& a);
+
+// --- movement ----------------------------------------------------------------------------
+Tensor reshape(const Tensor& a, Shape shape);
+Tensor permute(const Tensor& a, std::vector<int64_t> perm);
+Tensor transpose(const Tensor& a, int64_t axis0, int64_t axis1);
+Tensor expand(const Tensor& a, Shape shape);
+Tensor broadcast_to(const Tensor& a, Shape shape);
+Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t stop, int64_t step = 1);
+Tensor pad(const Tensor& a, std::vector<std::pair<int64_t, int64_t>> widths, double value = 0.0);
+Tensor concat(const std::vector<Tensor>& tensors, int64_t axis = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t axis = 0);
+Tensor squeeze(const Tensor& a);
+Tensor squeeze(const Tensor& a, int64_t axis);
+Tensor unsqueeze(const Tensor& a, int64_t axis);
+Tensor flatten(const Tensor& a, int64_t start_axis = 0, int64_t end_axis = -1);
+Tensor contiguous(const Tensor& a);
+
+// --- contraction and composites ------------------------------------------------------------
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);  // x @ weight + bias
+Tensor softmax(const Tensor& a, int64_t axis = -1);
+Tensor log_softmax(const Tensor& a, int64_t axis = -1);
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
+
+// Realizes several tensors as ONE graph (shared work is computed once).
+void realize(const std::vector<Tensor>& tensors);
+
+// Text of the graph that realizing `tensors` would run (the IR text format).
+std::string graph_text(const std::vector<Tensor>& tensors);
+
+}  // namespace kiln

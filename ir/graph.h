@@ -1,0 +1,95 @@
+// The graph IR: a DAG of hash-consed SSA nodes over primitive ops.
+//
+// Node ids are positions in Graph::nodes() and are always topologically ordered (inputs have
+// smaller ids). Attributes by op:
+//   input        ints = {position in the graph's input list}
+//   const        scalar = value (every element), any shape
+//   iota         1-D; element i has value i
+//   rand, randn  ints = {seed}; uniform [0,1) / standard normal, keyed by (seed, flat index)
+//   cast         target dtype = node dtype
+//   reduce_*     ints = reduced axes (sorted); reduced dims stay as size 1
+//   argmax/min   ints = {axis}; result dtype i64, reduced dim stays as size 1
+//   reshape      result shape = node shape
+//   permute      ints = permutation (result dim k is input dim ints[k])
+//   expand       result shape = node shape (size-1 dims broadcast)
+//   slice        ints = {start_0, step_0, ..., start_{r-1}, step_{r-1}}, count = node shape
+//   pad          ints = {lo_0, hi_0, ..., lo_{r-1}, hi_{r-1}} (non-negative); scalar = value
+//   concat       ints = {axis}
+//   dot          [B..., M, K] x [B..., K, N] -> [B..., M, N] (batch dims equal)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ir/op.h"
+#include "kiln/dtype.h"
+
+namespace kiln::ir {
+
+using NodeId = int32_t;
+
+struct Node {
+  Op op = Op::kConst;
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  std::vector<NodeId> inputs;
+  std::vector<int64_t> ints;
+  Scalar scalar;
+
+  bool operator==(const Node& o) const;
+  size_t hash() const;
+};
+
+class Graph {
+ public:
+  // Adds a node, or returns the id of an identical existing node (hash-consing). Input ids must
+  // be smaller than the new node's id; this is checked by verify(), not here.
+  NodeId add(Node n);
+  const Node& node(NodeId id) const { return nodes_[id]; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  size_t size() const { return nodes_.size(); }
+
+  void add_output(NodeId id) { outputs_.push_back(id); }
+  const std::vector<NodeId>& outputs() const { return outputs_; }
+  std::vector<NodeId>& mutable_outputs() { return outputs_; }
+
+  // Number of input nodes (max input position + 1).
+  int num_inputs() const;
+  // Node id of each input position (-1 when a position has no node).
+  std::vector<NodeId> input_nodes() const;
+
+  // Structural hash over ops, dtypes, shapes, attributes and edges (not input data).
+  uint64_t structural_hash() const;
+  // Structural equality (same nodes in the same order, same outputs).
+  bool operator==(const Graph& o) const;
+
+ private:
+  std::vector<Node> nodes_;
+  std::vector<NodeId> outputs_;
+  std::unordered_multimap<size_t, NodeId> intern_;
+};
+
+// Result shape/dtype inference, shared by the frontend (record-time errors) and the verifier.
+// `op_label` names the op in error messages (the user-facing name, e.g. "add" or "matmul").
+absl::StatusOr<Shape> broadcast_shapes(const Shape& a, const Shape& b, const std::string& op_label);
+
+// Checks that `n` is well formed given its inputs' shapes/dtypes (already in `g`), returning
+// an error message that names the op and the shapes.
+absl::Status check_node(const Graph& g, const Node& n);
+
+// Verifies the whole graph: topological ids, every node well formed, outputs in range.
+absl::Status verify(const Graph& g);
+
+// IR text format: print -> parse -> print is byte-identical.
+std::string print(const Graph& g);
+// Parse errors are "line:col: expected ..." statuses.
+absl::StatusOr<Graph> parse(const std::string& text);
+
+// Strides of a contiguous row-major tensor of `shape` (in elements).
+std::vector<int64_t> contiguous_strides(const Shape& shape);
+
+}  // namespace kiln::ir

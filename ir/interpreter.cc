@@ -1,0 +1,392 @@
+#include "ir/interpreter.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "ir/half.h"
+#include "ir/random.h"
+
+namespace kiln::ir {
+
+HostTensor HostTensor::make(DType dtype, Shape shape) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  if (is_float(dtype)) t.f.assign(t.numel(), 0.0);
+  else t.i.assign(t.numel(), 0);
+  return t;
+}
+
+namespace {
+
+double round_to(DType t, double v) {
+  switch (t) {
+    case DType::kFloat32: return double(float(v));
+    case DType::kFloat16: return round_half(v);
+    case DType::kBFloat16: return round_bf16(v);
+    default: return v;
+  }
+}
+
+int64_t wrap_to(DType t, int64_t v) {
+  switch (t) {
+    case DType::kBool: return v != 0;
+    case DType::kUInt8: return int64_t(uint8_t(uint64_t(v)));
+    case DType::kInt8: return int64_t(int8_t(uint8_t(uint64_t(v))));
+    case DType::kInt32: return int64_t(int32_t(uint32_t(uint64_t(v))));
+    default: return v;
+  }
+}
+
+// Multi-index helpers over row-major shapes.
+void unravel(int64_t flat, const Shape& shape, std::vector<int64_t>* idx) {
+  idx->resize(shape.size());
+  for (int d = int(shape.size()) - 1; d >= 0; --d) {
+    int64_t n = shape[d];
+    (*idx)[d] = n ? flat % n : 0;
+    flat = n ? flat / n : 0;
+  }
+}
+int64_t ravel(const std::vector<int64_t>& idx, const Shape& shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + idx[d];
+  return flat;
+}
+
+double nan_max(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  return a > b ? a : b;
+}
+double nan_min(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  return a < b ? a : b;
+}
+
+class Interp {
+ public:
+  Interp(const Graph& g, const std::vector<HostTensor>& inputs) : g_(g), inputs_(inputs) {}
+
+  absl::StatusOr<std::vector<HostTensor>> run() {
+    std::vector<bool> needed(g_.size(), false);
+    for (NodeId o : g_.outputs()) needed[o] = true;
+    for (int id = int(g_.size()) - 1; id >= 0; --id)
+      if (needed[id])
+        for (NodeId in : g_.node(id).inputs) needed[in] = true;
+    vals_.resize(g_.size());
+    for (size_t id = 0; id < g_.size(); ++id) {
+      if (!needed[id]) continue;
+      absl::Status s = eval(NodeId(id));
+      if (!s.ok()) return s;
+    }
+    std::vector<HostTensor> out;
+    for (NodeId o : g_.outputs()) out.push_back(vals_[o]);
+    return out;
+  }
+
+ private:
+  absl::Status eval(NodeId id) {
+    const Node& n = g_.node(id);
+    HostTensor r = HostTensor::make(n.dtype, n.shape);
+    int64_t N = r.numel();
+    bool fl = is_float(n.dtype);
+    switch (op_class(n.op)) {
+      case OpClass::kSource: {
+        if (n.op == Op::kInput) {
+          int64_t pos = n.ints[0];
+          if (pos >= int64_t(inputs_.size()))
+            return absl::InvalidArgumentError(absl::StrCat("missing input ", pos));
+          const HostTensor& in = inputs_[pos];
+          if (in.dtype != n.dtype || in.shape != n.shape)
+            return absl::InvalidArgumentError(absl::StrCat("input ", pos, " is ", dtype_name(in.dtype),
+                                                           shape_str(in.shape), ", graph expects ",
+                                                           dtype_name(n.dtype), shape_str(n.shape)));
+          r = in;
+          break;
+        }
+        for (int64_t k = 0; k < N; ++k) {
+          double v = 0;
+          int64_t iv = 0;
+          switch (n.op) {
+            case Op::kConst: v = n.scalar.as_double(); iv = n.scalar.as_int(); break;
+            case Op::kIota: v = double(k); iv = k; break;
+            case Op::kRand: v = rng_uniform(rng_bits(rng_key(uint64_t(n.ints[0])), uint64_t(k))); break;
+            case Op::kRandn: {
+              RngKey key = rng_key(uint64_t(n.ints[0]));
+              v = rng_normal(rng_bits(key, 2 * uint64_t(k)), rng_bits(key, 2 * uint64_t(k) + 1));
+              break;
+            }
+            default: break;
+          }
+          set(&r, k, v, iv);
+        }
+        break;
+      }
+      case OpClass::kUnary:
+      case OpClass::kBinary:
+      case OpClass::kTernary: elementwise(n, &r); break;
+      case OpClass::kReduce: reduce(n, &r); break;
+      case OpClass::kMovement: movement(n, &r); break;
+      case OpClass::kContract: dot(n, &r); break;
+      case OpClass::kKernel: return absl::InvalidArgumentError("kernel op in a graph");
+    }
+    (void)fl;
+    vals_[id] = std::move(r);
+    return absl::OkStatus();
+  }
+
+  // Stores a value computed as double (floats) or int64 (ints), with dtype rounding/wrapping.
+  static void set(HostTensor* r, int64_t k, double v, int64_t iv) {
+    if (is_float(r->dtype)) r->f[k] = round_to(r->dtype, v);
+    else r->i[k] = wrap_to(r->dtype, iv);
+  }
+
+  void elementwise(const Node& n, HostTensor* r) {
+    const HostTensor& a = vals_[n.inputs[0]];
+    int64_t N = r->numel();
+    if (n.op == Op::kCast) {
+      for (int64_t k = 0; k < N; ++k) {
+        Scalar s = is_float(a.dtype) ? Scalar::from_double(a.f[k]) : Scalar::from_int(a.i[k]);
+        Scalar c = s.cast_to(n.dtype);
+        set(r, k, c.as_double(), c.is_int ? c.i : 0);
+      }
+      return;
+    }
+    if (n.op == Op::kWhere) {
+      const HostTensor& x = vals_[n.inputs[1]];
+      const HostTensor& y = vals_[n.inputs[2]];
+      for (int64_t k = 0; k < N; ++k) {
+        const HostTensor& s = a.i[k] ? x : y;
+        if (is_float(r->dtype)) r->f[k] = s.f[k];
+        else r->i[k] = s.i[k];
+      }
+      return;
+    }
+    bool in_float = is_float(a.dtype);
+    const HostTensor* b = op_class(n.op) == OpClass::kBinary ? &vals_[n.inputs[1]] : nullptr;
+    for (int64_t k = 0; k < N; ++k) {
+      if (in_float) {
+        double x = a.f[k], y = b ? b->f[k] : 0.0, v = 0;
+        switch (n.op) {
+          case Op::kNeg: v = -x; break;
+          case Op::kExp: v = std::exp(x); break;
+          case Op::kLog: v = std::log(x); break;
+          case Op::kSqrt: v = std::sqrt(x); break;
+          case Op::kRsqrt: v = 1.0 / std::sqrt(x); break;
+          case Op::kAbs: v = std::fabs(x); break;
+          case Op::kSin: v = std::sin(x); break;
+          case Op::kCos: v = std::cos(x); break;
+          case Op::kTanh: v = std::tanh(x); break;
+          case Op::kSigmoid: v = 1.0 / (1.0 + std::exp(-x)); break;
+          case Op::kErf: v = std::erf(x); break;
+          case Op::kFloor: v = std::floor(x); break;
+          case Op::kCeil: v = std::ceil(x); break;
+          case Op::kRecip: v = 1.0 / x; break;
+          case Op::kAdd: v = x + y; break;
+          case Op::kSub: v = x - y; break;
+          case Op::kMul: v = x * y; break;
+          case Op::kDiv: v = x / y; break;
+          case Op::kPow: v = std::pow(x, y); break;
+          case Op::kMax: v = nan_max(x, y); break;
+          case Op::kMin: v = nan_min(x, y); break;
+          case Op::kLt: r->i[k] = x < y; continue;
+          case Op::kLe: r->i[k] = x <= y; continue;
+          case Op::kEq: r->i[k] = x == y; continue;
+          case Op::kNe: r->i[k] = x != y; continue;
+          default: break;
+        }
+        r->f[k] = round_to(r->dtype, v);
+      } else {
+        int64_t x = a.i[k], y = b ? b->i[k] : 0, v = 0;
+        // Wrapping arithmetic through uint64 avoids signed-overflow UB.
+        switch (n.op) {
+          case Op::kNeg: v = int64_t(0 - uint64_t(x)); break;
+          case Op::kAbs: v = x < 0 ? int64_t(0 - uint64_t(x)) : x; break;
+          case Op::kNot: v = !x; break;
+          case Op::kAdd: v = int64_t(uint64_t(x) + uint64_t(y)); break;
+          case Op::kSub: v = int64_t(uint64_t(x) - uint64_t(y)); break;
+          case Op::kMul: v = int64_t(uint64_t(x) * uint64_t(y)); break;
+          case Op::kMax: v = x > y ? x : y; break;
+          case Op::kMin: v = x < y ? x : y; break;
+          case Op::kLt: v = x < y; break;
+          case Op::kLe: v = x <= y; break;
+          case Op::kEq: v = x == y; break;
+          case Op::kNe: v = x != y; break;
+          case Op::kAnd: v = x && y; break;
+          case Op::kOr: v = x || y; break;
+          default: break;
+        }
+        r->i[k] = wrap_to(r->dtype, v);
+      }
+    }
+  }
+
+  void reduce(const Node& n, HostTensor* r) {
+    const HostTensor& a = vals_[n.inputs[0]];
+    int64_t N = a.numel();
+    bool fl = is_float(a.dtype);
+    int64_t M = r->numel();
+    // Accumulators per output element.
+    std::vector<double> facc(M);
+    std::vector<int64_t> iacc(M);
+    std::vector<int64_t> best(M, -1);
+    double finit = 0;
+    int64_t iinit = 0;
+    switch (n.op) {
+      case Op::kReduceSum: finit = 0; iinit = 0; break;
+      case Op::kReduceProd: finit = 1; iinit = 1; break;
+      case Op::kReduceMax: finit = -INFINITY; iinit = std::numeric_limits<int64_t>::min(); break;
+      case Op::kReduceMin: finit = INFINITY; iinit = std::numeric_limits<int64_t>::max(); break;
+      default: break;
+    }
+    std::fill(facc.begin(), facc.end(), finit);
+    std::fill(iacc.begin(), iacc.end(), iinit);
+    std::vector<int64_t> idx;
+    int64_t axis = n.ints.empty() ? 0 : n.ints[0];
+    for (int64_t k = 0; k < N; ++k) {
+      unravel(k, a.shape, &idx);
+      int64_t pos_along = idx.empty() ? 0 : idx[axis];
+      for (int64_t ax : n.ints) idx[ax] = 0;
+      int64_t o = ravel(idx, r->shape);
+      double x = fl ? a.f[k] : 0;
+      int64_t xi = fl ? 0 : a.i[k];
+      switch (n.op) {
+        case Op::kReduceSum:
+          if (fl) facc[o] += x;
+          else iacc[o] = int64_t(uint64_t(iacc[o]) + uint64_t(xi));
+          break;
+        case Op::kReduceProd:
+          if (fl) facc[o] *= x;
+          else iacc[o] = int64_t(uint64_t(iacc[o]) * uint64_t(xi));
+          break;
+        case Op::kReduceMax:
+          if (fl) facc[o] = nan_max(facc[o], x);
+          else iacc[o] = std::max(iacc[o], xi);
+          break;
+        case Op::kReduceMin:
+          if (fl) facc[o] = nan_min(facc[o], x);
+          else iacc[o] = std::min(iacc[o], xi);
+          break;
+        case Op::kArgMax:
+        case Op::kArgMin: {
+          // First occurrence wins; a NaN beats every number (and the first NaN wins).
+          bool better;
+          if (best[o] < 0) better = true;
+          else if (fl) {
+            double cur = facc[o];
+            if (std::isnan(cur)) better = false;
+            else if (std::isnan(x)) better = true;
+            else better = n.op == Op::kArgMax ? x > cur : x < cur;
+          } else {
+            better = n.op == Op::kArgMax ? xi > iacc[o] : xi < iacc[o];
+          }
+          if (better) {
+            best[o] = pos_along;
+            facc[o] = x;
+            iacc[o] = xi;
+          }
+          break;
+        }
+        default: break;
+      }
+    }
+    for (int64_t o = 0; o < M; ++o) {
+      if (is_arg_reduce(n.op)) r->i[o] = best[o] < 0 ? 0 : best[o];
+      else if (fl) r->f[o] = round_to(r->dtype, facc[o]);
+      else r->i[o] = wrap_to(r->dtype, iacc[o]);
+    }
+  }
+
+  void movement(const Node& n, HostTensor* r) {
+    int64_t N = r->numel();
+    bool fl = is_float(n.dtype);
+    if (n.op == Op::kReshape) {
+      const HostTensor& a = vals_[n.inputs[0]];
+      r->f = a.f;
+      r->i = a.i;
+      return;
+    }
+    std::vector<int64_t> idx, src;
+    for (int64_t k = 0; k < N; ++k) {
+      unravel(k, n.shape, &idx);
+      const HostTensor* a = &vals_[n.inputs[0]];
+      bool valid = true;
+      src = idx;
+      switch (n.op) {
+        case Op::kPermute:
+          for (size_t d = 0; d < idx.size(); ++d) src[n.ints[d]] = idx[d];
+          break;
+        case Op::kExpand:
+          for (size_t d = 0; d < idx.size(); ++d)
+            if (a->shape[d] == 1) src[d] = 0;
+          break;
+        case Op::kSlice:
+          for (size_t d = 0; d < idx.size(); ++d) src[d] = n.ints[2 * d] + idx[d] * n.ints[2 * d + 1];
+          break;
+        case Op::kPad:
+          for (size_t d = 0; d < idx.size(); ++d) {
+            src[d] = idx[d] - n.ints[2 * d];
+            if (src[d] < 0 || src[d] >= a->shape[d]) valid = false;
+          }
+          break;
+        case Op::kConcat: {
+          int64_t axis = n.ints[0], off = idx[axis];
+          for (NodeId in : n.inputs) {
+            a = &vals_[in];
+            if (off < a->shape[axis]) break;
+            off -= a->shape[axis];
+          }
+          src[axis] = off;
+          break;
+        }
+        default: break;
+      }
+      if (!valid) {
+        if (fl) r->f[k] = round_to(n.dtype, n.scalar.as_double());
+        else r->i[k] = wrap_to(n.dtype, n.scalar.as_int());
+        continue;
+      }
+      int64_t s = ravel(src, a->shape);
+      if (fl) r->f[k] = a->f[s];
+      else r->i[k] = a->i[s];
+    }
+  }
+
+  void dot(const Node& n, HostTensor* r) {
+    const HostTensor& a = vals_[n.inputs[0]];
+    const HostTensor& b = vals_[n.inputs[1]];
+    size_t rank = a.shape.size();
+    int64_t M = a.shape[rank - 2], K = a.shape[rank - 1], Nn = b.shape[rank - 1];
+    int64_t batch = 1;
+    for (size_t d = 0; d + 2 < rank; ++d) batch *= a.shape[d];
+    bool fl = is_float(n.dtype);
+    for (int64_t bt = 0; bt < batch; ++bt)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t j = 0; j < Nn; ++j) {
+          double acc = 0;
+          uint64_t iacc = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            int64_t ia = (bt * M + m) * K + k, ib = (bt * K + k) * Nn + j;
+            if (fl) acc += a.f[ia] * b.f[ib];
+            else iacc += uint64_t(a.i[ia]) * uint64_t(b.i[ib]);
+          }
+          int64_t o = (bt * M + m) * Nn + j;
+          if (fl) r->f[o] = round_to(n.dtype, acc);
+          else r->i[o] = wrap_to(n.dtype, int64_t(iacc));
+        }
+  }
+
+  const Graph& g_;
+  const std::vector<HostTensor>& inputs_;
+  std::vector<HostTensor> vals_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<HostTensor>> interpret(const Graph& g, const std::vector<HostTensor>& inputs) {
+  absl::Status v = verify(g);
+  if (!v.ok()) return v;
+  return Interp(g, inputs).run();
+}
+
+}  // namespace kiln::ir

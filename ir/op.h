@@ -1,0 +1,96 @@
+// The primitive operations of the graph IR (and the extra ones of the kernel IR).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kiln::ir {
+
+enum class OpClass : uint8_t {
+  kSource,    // input, const, iota, rand, randn
+  kUnary,     // elementwise, one operand
+  kBinary,    // elementwise, two operands of equal shape
+  kTernary,   // where
+  kReduce,    // reduce over axes, keeps reduced dims as size 1
+  kMovement,  // reshape, permute, expand, slice, pad, concat
+  kContract,  // dot
+  kKernel,    // kernel-IR only: load, valid, axis index
+};
+
+// X(name, text, class, arity). Arity -1 = variadic (concat).
+#define KILN_IR_OPS(X)                          \
+  X(Input, "input", kSource, 0)                 \
+  X(Const, "const", kSource, 0)                 \
+  X(Iota, "iota", kSource, 0)                   \
+  X(Rand, "rand", kSource, 0)                   \
+  X(Randn, "randn", kSource, 0)                 \
+  X(Neg, "neg", kUnary, 1)                      \
+  X(Exp, "exp", kUnary, 1)                      \
+  X(Log, "log", kUnary, 1)                      \
+  X(Sqrt, "sqrt", kUnary, 1)                    \
+  X(Rsqrt, "rsqrt", kUnary, 1)                  \
+  X(Abs, "abs", kUnary, 1)                      \
+  X(Sin, "sin", kUnary, 1)                      \
+  X(Cos, "cos", kUnary, 1)                      \
+  X(Tanh, "tanh", kUnary, 1)                    \
+  X(Sigmoid, "sigmoid", kUnary, 1)              \
+  X(Erf, "erf", kUnary, 1)                      \
+  X(Floor, "floor", kUnary, 1)                  \
+  X(Ceil, "ceil", kUnary, 1)                    \
+  X(Recip, "recip", kUnary, 1)                  \
+  X(Not, "not", kUnary, 1)                      \
+  X(Cast, "cast", kUnary, 1)                    \
+  X(Add, "add", kBinary, 2)                     \
+  X(Sub, "sub", kBinary, 2)                     \
+  X(Mul, "mul", kBinary, 2)                     \
+  X(Div, "div", kBinary, 2)                     \
+  X(Pow, "pow", kBinary, 2)                     \
+  X(Max, "max", kBinary, 2)                     \
+  X(Min, "min", kBinary, 2)                     \
+  X(Lt, "lt", kBinary, 2)                       \
+  X(Le, "le", kBinary, 2)                       \
+  X(Eq, "eq", kBinary, 2)                       \
+  X(Ne, "ne", kBinary, 2)                       \
+  X(And, "and", kBinary, 2)                     \
+  X(Or, "or", kBinary, 2)                       \
+  X(Where, "where", kTernary, 3)                \
+  X(ReduceSum, "reduce_sum", kReduce, 1)        \
+  X(ReduceMax, "reduce_max", kReduce, 1)        \
+  X(ReduceMin, "reduce_min", kReduce, 1)        \
+  X(ReduceProd, "reduce_prod", kReduce, 1)      \
+  X(ArgMax, "argmax", kReduce, 1)               \
+  X(ArgMin, "argmin", kReduce, 1)               \
+  X(Reshape, "reshape", kMovement, 1)           \
+  X(Permute, "permute", kMovement, 1)           \
+  X(Expand, "expand", kMovement, 1)             \
+  X(Slice, "slice", kMovement, 1)               \
+  X(Pad, "pad", kMovement, 1)                   \
+  X(Concat, "concat", kMovement, -1)            \
+  X(Dot, "dot", kContract, 2)                   \
+  X(Load, "load", kKernel, 0)                   \
+  X(Valid, "valid", kKernel, 0)                 \
+  X(AxisIndex, "axis_index", kKernel, 0)
+
+enum class Op : uint8_t {
+#define KILN_X(name, text, cls, arity) k##name,
+  KILN_IR_OPS(KILN_X)
+#undef KILN_X
+};
+
+const char* op_name(Op op);
+OpClass op_class(Op op);
+int op_arity(Op op);
+bool op_from_name(const std::string& name, Op* out);
+
+inline bool is_elementwise(Op op) {
+  OpClass c = op_class(op);
+  return c == OpClass::kUnary || c == OpClass::kBinary || c == OpClass::kTernary;
+}
+inline bool is_reduce(Op op) { return op_class(op) == OpClass::kReduce; }
+inline bool is_movement(Op op) { return op_class(op) == OpClass::kMovement; }
+inline bool is_comparison(Op op) {
+  return op == Op::kLt || op == Op::kLe || op == Op::kEq || op == Op::kNe;
+}
+inline bool is_arg_reduce(Op op) { return op == Op::kArgMax || op == Op::kArgMin; }
+
+}  // namespace kiln::ir

@@ -1,0 +1,123 @@
+#include "ir/program.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::ir {
+
+bool Kernel::has_reduce() const {
+  for (bool r : reduce)
+    if (r) return true;
+  return false;
+}
+
+int64_t Kernel::outer_count() const {
+  int64_t n = 1;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (!reduce[d]) n *= shape[d];
+  return n;
+}
+
+int64_t Kernel::reduce_count() const {
+  int64_t n = 1;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (reduce[d]) n *= shape[d];
+  return n;
+}
+
+namespace {
+// Whether a map's value changes along any reduce axis.
+bool map_depends_on_reduce(const IndexMap& m, const std::vector<bool>& reduce) {
+  const View& v = m.views.back();
+  for (size_t d = 0; d < reduce.size(); ++d) {
+    if (!reduce[d] || v.shape[d] == 1) continue;
+    if (v.strides[d] != 0) return true;
+    if (v.has_mask() && (v.mask[d].first > 0 || v.mask[d].second < v.shape[d])) return true;
+  }
+  return false;
+}
+}  // namespace
+
+std::string Kernel::finalize() {
+  if (reduce.size() != shape.size()) return "reduce flags do not match the kernel rank";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    KNode& n = nodes[i];
+    for (KNodeId in : n.inputs)
+      if (in < 0 || size_t(in) >= i) return absl::StrCat("node ", i, " uses a later node");
+    if (n.op == Op::kLoad || n.op == Op::kValid || n.op == Op::kIota || n.op == Op::kRand ||
+        n.op == Op::kRandn) {
+      if (n.map.views.empty() || n.map.shape() != shape) return absl::StrCat("node ", i, " has a map of the wrong shape");
+      n.inner = map_depends_on_reduce(n.map, reduce);
+    } else if (n.op == Op::kAxisIndex) {
+      n.inner = reduce[n.ints[0]];
+    } else if (is_reduce(n.op)) {
+      if (!nodes[n.inputs[0]].inner && !has_reduce()) return absl::StrCat("reduce node ", i, " in a kernel without reduce axes");
+      n.inner = false;
+    } else {
+      n.inner = false;
+      for (KNodeId in : n.inputs) n.inner = n.inner || nodes[in].inner;
+    }
+  }
+  for (const Store& s : stores) {
+    if (s.map.views.empty() || s.map.shape() != shape) return "store map has the wrong shape";
+    bool store_inner = map_depends_on_reduce(s.map, reduce);
+    if (nodes[s.value].inner && !store_inner) return "inner-level value stored at an outer-level map";
+  }
+  return "";
+}
+
+std::string kernel_to_string(const Kernel& k) {
+  std::string r = absl::StrCat("kernel ", k.name, " shape=", shape_str(k.shape), " reduce=[");
+  bool first = true;
+  for (size_t d = 0; d < k.reduce.size(); ++d)
+    if (k.reduce[d]) {
+      absl::StrAppend(&r, first ? "" : ",", d);
+      first = false;
+    }
+  r += "]";
+  if (k.contraction.reduce >= 0)
+    absl::StrAppend(&r, " contraction(m=", k.contraction.m_axis, ",n=", k.contraction.n_axis, ",k=",
+                    k.contraction.k_axis, ")");
+  r += " {\n";
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    const KNode& n = k.nodes[i];
+    absl::StrAppend(&r, "  $", i, " = ", op_name(n.op));
+    for (size_t j = 0; j < n.inputs.size(); ++j) absl::StrAppend(&r, j ? ", $" : " $", n.inputs[j]);
+    if (n.op == Op::kConst) absl::StrAppend(&r, " ", n.scalar.is_int ? std::to_string(n.scalar.i) : absl::StrCat(n.scalar.f));
+    if (n.buffer >= 0) absl::StrAppend(&r, " buf", n.buffer);
+    if (!n.ints.empty()) {
+      r += " ints=";
+      r += shape_str(n.ints);
+    }
+    if (!n.map.views.empty()) absl::StrAppend(&r, " ", n.map.to_string());
+    absl::StrAppend(&r, " : ", dtype_name(n.dtype), n.inner ? " inner" : " outer", "\n");
+  }
+  for (const Store& s : k.stores)
+    absl::StrAppend(&r, "  store buf", s.buffer, " <- $", s.value, " ", s.map.to_string(), "\n");
+  for (const std::string& note : k.notes) absl::StrAppend(&r, "  # ", note, "\n");
+  return r + "}\n";
+}
+
+std::string Program::to_string() const {
+  std::string r = "program {\n";
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const BufferDesc& b = buffers[i];
+    const char* kind = b.kind == BufferKind::kInput ? "input" : b.kind == BufferKind::kOutput ? "output" : "temp";
+    absl::StrAppend(&r, "  buf", i, " = ", kind, " ", b.index, " : ", dtype_name(b.dtype), shape_str(b.shape));
+    if (b.kind == BufferKind::kIntermediate) absl::StrAppend(&r, " @arena+", b.offset);
+    r += "\n";
+  }
+  absl::StrAppend(&r, "  arena_bytes = ", arena_bytes, " (unplanned ", unplanned_bytes, ")\n");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    absl::StrAppend(&r, "  step ", i, ": ", kernels[steps[i].kernel].name);
+    if (!steps[i].deps.empty()) {
+      r += " after";
+      for (int d : steps[i].deps) absl::StrAppend(&r, " ", d);
+    }
+    r += "\n";
+  }
+  r += "}\n";
+  for (const Kernel& k : kernels) r += kernel_to_string(k);
+  return r;
+}
+
+}  // namespace kiln::ir

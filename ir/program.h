@@ -1,0 +1,112 @@
+// The kernel IR: what the scheduler produces and every backend consumes.
+//
+// A Program has buffers (inputs, outputs, arena-planned intermediates), kernels, and steps with
+// explicit dependency edges. A Kernel iterates over `shape`; axes marked in `reduce` are the
+// inner (reduction) axes, the rest are outer axes that backends parallelize over. Each expression
+// node is evaluated either once per outer index ("outer level": it does not depend on reduce
+// axes, e.g. a finished reduction) or once per full index ("inner level"). Reduce nodes fold an
+// inner-level operand over the reduce axes into an outer-level value. A kernel with several
+// reduce nodes (softmax, layer_norm) evaluates them in node order, one pass each.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/op.h"
+#include "ir/view.h"
+#include "kiln/dtype.h"
+
+namespace kiln::ir {
+
+using KNodeId = int32_t;
+
+// Kernel expression node. `op` reuses the graph ops:
+//   load       buffer + map: the element at map(index) of buffer (0 where the map is masked)
+//   valid      map: bool, whether map(index) is inside every mask
+//   const      scalar
+//   iota       map: the flat index map(index) as a value
+//   rand/randn map + seed (ints[0]): the random value of flat index map(index)
+//   axis_index ints = {axis}: the loop index along a kernel axis (i64)
+//   elementwise ops and cast: as in the graph IR
+//   reduce_* / argmax / argmin: fold the operand over the kernel's reduce axes (argmax/argmin
+//     return the position along the single reduce axis)
+struct KNode {
+  Op op = Op::kConst;
+  DType dtype = DType::kFloat32;
+  std::vector<KNodeId> inputs;
+  Scalar scalar;
+  std::vector<int64_t> ints;
+  int buffer = -1;
+  IndexMap map;
+  bool inner = false;  // depends on the reduce axes (computed by Kernel::finalize)
+
+  bool operator==(const KNode& o) const {
+    return op == o.op && dtype == o.dtype && inputs == o.inputs && scalar == o.scalar &&
+           ints == o.ints && buffer == o.buffer && map == o.map;
+  }
+};
+
+struct Store {
+  int buffer = -1;
+  IndexMap map;  // over the kernel shape; stride 0 on reduce axes for outer-level values
+  KNodeId value = -1;
+};
+
+// A matmul-shaped reduction: sum over k of lhs(.., m, k) * rhs(.., k, n). Backends may emit a
+// tiled kernel for it; the generic loop nest is always a correct fallback.
+struct Contraction {
+  KNodeId reduce = -1;  // the reduce_sum node
+  KNodeId lhs = -1, rhs = -1;  // the two factors (lhs independent of n_axis, rhs of m_axis)
+  int m_axis = -1, n_axis = -1, k_axis = -1;
+};
+
+struct Kernel {
+  std::string name;
+  Shape shape;
+  std::vector<bool> reduce;  // per axis
+  std::vector<KNode> nodes;  // topological
+  std::vector<Store> stores;
+  Contraction contraction;  // reduce < 0 when absent
+  std::vector<std::string> notes;  // fusion decisions, for dumps
+
+  bool has_reduce() const;
+  int64_t outer_count() const;  // product of outer axes
+  int64_t reduce_count() const;  // product of reduce axes
+  // Computes KNode::inner and checks that the kernel is well formed.
+  std::string finalize();
+};
+
+enum class BufferKind : uint8_t { kInput, kOutput, kIntermediate };
+
+struct BufferDesc {
+  BufferKind kind = BufferKind::kIntermediate;
+  int index = 0;  // position among inputs / outputs
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  int64_t offset = -1;  // arena offset in bytes (intermediates), set by plan_memory
+  int64_t bytes() const { return shape_numel(shape) * dtype_size(dtype); }
+};
+
+struct Step {
+  int kernel = -1;
+  std::vector<int> deps;  // indices of earlier steps this one must wait for
+};
+
+struct Program {
+  std::vector<BufferDesc> buffers;
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+  int64_t arena_bytes = 0;         // size of the intermediate arena
+  int64_t unplanned_bytes = 0;     // sum of all intermediates (no reuse), for comparison
+  int num_inputs = 0, num_outputs = 0;
+  // Graph outputs that are plain inputs need no kernel: output k aliases input alias[k] (-1 = none).
+  std::vector<int> output_alias;
+
+  std::string to_string() const;
+};
+
+// Text form of one kernel (used in dumps and error reports).
+std::string kernel_to_string(const Kernel& k);
+
+}  // namespace kiln::ir

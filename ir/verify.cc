@@ -1,0 +1,255 @@
+// Well-formedness rules of the graph IR (see graph.h for each op's attributes).
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "ir/graph.h"
+
+namespace kiln::ir {
+namespace {
+
+absl::Status err(const Node& n, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(op_name(n.op), ": ", what));
+}
+
+bool valid_shape(const Shape& s) {
+  for (int64_t d : s)
+    if (d < 0) return false;
+  return shape_numel(s) >= 0;
+}
+
+absl::Status check_elementwise(const Graph& g, const Node& n) {
+  for (NodeId in : n.inputs) {
+    if (g.node(in).shape != n.shape)
+      return err(n, absl::StrCat("operand shape ", shape_str(g.node(in).shape),
+                                 " differs from result shape ", shape_str(n.shape)));
+  }
+  const Node& a = g.node(n.inputs[0]);
+  switch (n.op) {
+    case Op::kCast: return absl::OkStatus();
+    case Op::kNot:
+    case Op::kAnd:
+    case Op::kOr:
+      for (NodeId in : n.inputs)
+        if (g.node(in).dtype != DType::kBool) return err(n, "operands must be bool");
+      if (n.dtype != DType::kBool) return err(n, "result must be bool");
+      return absl::OkStatus();
+    case Op::kNeg:
+    case Op::kAbs:
+      if (a.dtype == DType::kBool) return err(n, "operand must be numeric, got bool");
+      break;
+    case Op::kWhere: {
+      if (a.dtype != DType::kBool) return err(n, "condition must be bool");
+      if (g.node(n.inputs[1]).dtype != n.dtype || g.node(n.inputs[2]).dtype != n.dtype)
+        return err(n, "branches must have the result dtype");
+      return absl::OkStatus();
+    }
+    default: break;
+  }
+  OpClass cls = op_class(n.op);
+  if (cls == OpClass::kBinary && g.node(n.inputs[1]).dtype != a.dtype)
+    return err(n, absl::StrCat("operand dtypes differ: ", dtype_name(a.dtype), " and ",
+                               dtype_name(g.node(n.inputs[1]).dtype)));
+  if (is_comparison(n.op)) {
+    if (n.dtype != DType::kBool) return err(n, "comparison result must be bool");
+    return absl::OkStatus();
+  }
+  if (n.dtype != a.dtype) return err(n, "result dtype must equal the operand dtype");
+  switch (n.op) {
+    case Op::kNeg:
+    case Op::kAbs:
+    case Op::kAdd:
+    case Op::kSub:
+    case Op::kMul:
+    case Op::kMax:
+    case Op::kMin:
+      if (n.dtype == DType::kBool && n.op != Op::kMax && n.op != Op::kMin)
+        return err(n, "operands must be numeric, got bool");
+      return absl::OkStatus();
+    default:
+      if (!is_float(n.dtype))
+        return err(n, absl::StrCat("needs a floating-point operand, got ", dtype_name(n.dtype)));
+      return absl::OkStatus();
+  }
+}
+
+absl::Status check_axes(const Node& n, const Shape& in, bool single) {
+  if (single && n.ints.size() != 1) return err(n, "expects exactly one axis");
+  for (size_t i = 0; i < n.ints.size(); ++i) {
+    if (n.ints[i] < 0 || n.ints[i] >= int64_t(in.size()))
+      return err(n, absl::StrCat("axis ", n.ints[i], " out of range for shape ", shape_str(in)));
+    if (i && n.ints[i] <= n.ints[i - 1]) return err(n, "axes must be sorted and unique");
+  }
+  Shape out = in;
+  for (int64_t a : n.ints) out[a] = 1;
+  if (out != n.shape)
+    return err(n, absl::StrCat("result shape ", shape_str(n.shape), " should be ", shape_str(out)));
+  return absl::OkStatus();
+}
+
+absl::Status check_movement(const Graph& g, const Node& n) {
+  const Node& a = g.node(n.inputs[0]);
+  if (n.op != Op::kConcat && n.dtype != a.dtype) return err(n, "result dtype must equal the operand dtype");
+  const Shape& in = a.shape;
+  size_t r = in.size();
+  switch (n.op) {
+    case Op::kReshape:
+      if (shape_numel(in) != shape_numel(n.shape))
+        return err(n, absl::StrCat("cannot reshape ", shape_str(in), " to ", shape_str(n.shape)));
+      return absl::OkStatus();
+    case Op::kPermute: {
+      if (n.ints.size() != r) return err(n, "permutation length differs from the rank");
+      std::vector<bool> seen(r, false);
+      Shape out(r);
+      for (size_t k = 0; k < r; ++k) {
+        int64_t p = n.ints[k];
+        if (p < 0 || p >= int64_t(r) || seen[p]) return err(n, "not a permutation");
+        seen[p] = true;
+        out[k] = in[p];
+      }
+      if (out != n.shape) return err(n, "result shape does not match the permutation");
+      return absl::OkStatus();
+    }
+    case Op::kExpand:
+      if (n.shape.size() != r) return err(n, "expand keeps the rank");
+      for (size_t k = 0; k < r; ++k)
+        if (in[k] != n.shape[k] && in[k] != 1)
+          return err(n, absl::StrCat("cannot expand ", shape_str(in), " to ", shape_str(n.shape)));
+      return absl::OkStatus();
+    case Op::kSlice:
+      if (n.ints.size() != 2 * r || n.shape.size() != r) return err(n, "needs start and step per axis");
+      for (size_t k = 0; k < r; ++k) {
+        int64_t start = n.ints[2 * k], step = n.ints[2 * k + 1], count = n.shape[k];
+        if (step == 0) return err(n, "step must not be zero");
+        if (count == 0) continue;
+        int64_t last = start + (count - 1) * step;
+        if (start < 0 || start >= in[k] || last < 0 || last >= in[k])
+          return err(n, absl::StrCat("slice of axis ", k, " out of bounds for shape ", shape_str(in)));
+      }
+      return absl::OkStatus();
+    case Op::kPad:
+      if (n.ints.size() != 2 * r || n.shape.size() != r) return err(n, "needs lo and hi per axis");
+      for (size_t k = 0; k < r; ++k) {
+        if (n.ints[2 * k] < 0 || n.ints[2 * k + 1] < 0) return err(n, "pad widths must be non-negative");
+        if (n.shape[k] != in[k] + n.ints[2 * k] + n.ints[2 * k + 1])
+          return err(n, "result shape does not match the pad widths");
+      }
+      return absl::OkStatus();
+    case Op::kConcat: {
+      if (n.ints.size() != 1 || n.ints[0] < 0 || n.ints[0] >= int64_t(r)) return err(n, "bad axis");
+      int64_t axis = n.ints[0], total = 0;
+      for (NodeId id : n.inputs) {
+        const Node& x = g.node(id);
+        if (x.dtype != n.dtype) return err(n, "operand dtypes differ");
+        if (x.shape.size() != r) return err(n, "operand ranks differ");
+        for (size_t k = 0; k < r; ++k)
+          if (int64_t(k) != axis && x.shape[k] != n.shape[k])
+            return err(n, absl::StrCat("operand shape ", shape_str(x.shape), " does not match ",
+                                       shape_str(n.shape), " outside axis ", axis));
+        total += x.shape[axis];
+      }
+      if (n.shape.size() != r || total != n.shape[axis]) return err(n, "result shape is not the concatenation");
+      return absl::OkStatus();
+    }
+    default: return err(n, "not a movement op");
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Shape> broadcast_shapes(const Shape& a, const Shape& b, const std::string& op_label) {
+  size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return absl::InvalidArgumentError(absl::StrCat(op_label, ": shapes ", shape_str(a), " and ",
+                                                     shape_str(b), " cannot be broadcast together"));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+absl::Status check_node(const Graph& g, const Node& n) {
+  if (!valid_shape(n.shape)) return err(n, absl::StrCat("invalid shape ", shape_str(n.shape)));
+  int arity = op_arity(n.op);
+  if (arity >= 0 && int(n.inputs.size()) != arity)
+    return err(n, absl::StrCat("expects ", arity, " operands, got ", n.inputs.size()));
+  if (arity < 0 && n.inputs.empty()) return err(n, "expects at least one operand");
+  switch (op_class(n.op)) {
+    case OpClass::kSource:
+      switch (n.op) {
+        case Op::kInput:
+          if (n.ints.size() != 1 || n.ints[0] < 0) return err(n, "needs an input position");
+          return absl::OkStatus();
+        case Op::kConst:
+          if (n.scalar.is_int == is_float(n.dtype)) return err(n, "value kind does not match the dtype");
+          return absl::OkStatus();
+        case Op::kIota:
+          if (n.shape.size() != 1) return err(n, "iota is 1-D");
+          if (n.dtype == DType::kBool) return err(n, "iota cannot be bool");
+          return absl::OkStatus();
+        default:
+          if (n.ints.size() != 1) return err(n, "needs a seed");
+          if (!is_float(n.dtype)) return err(n, "random values need a float dtype");
+          return absl::OkStatus();
+      }
+    case OpClass::kUnary:
+    case OpClass::kBinary:
+    case OpClass::kTernary: return check_elementwise(g, n);
+    case OpClass::kReduce: {
+      const Node& a = g.node(n.inputs[0]);
+      if (is_arg_reduce(n.op)) {
+        if (n.dtype != DType::kInt64) return err(n, "result must be i64");
+      } else if (n.dtype != a.dtype || n.dtype == DType::kBool) {
+        return err(n, "result dtype must equal the numeric operand dtype");
+      }
+      return check_axes(n, a.shape, is_arg_reduce(n.op));
+    }
+    case OpClass::kMovement: return check_movement(g, n);
+    case OpClass::kContract: {
+      const Node& a = g.node(n.inputs[0]);
+      const Node& b = g.node(n.inputs[1]);
+      size_t r = a.shape.size();
+      if (r < 2 || b.shape.size() != r || n.shape.size() != r)
+        return err(n, absl::StrCat("operands ", shape_str(a.shape), " and ", shape_str(b.shape),
+                                   " must have equal rank >= 2"));
+      if (a.dtype != b.dtype || n.dtype != a.dtype || a.dtype == DType::kBool)
+        return err(n, "operand dtypes must be equal and numeric");
+      for (size_t i = 0; i + 2 < r; ++i)
+        if (a.shape[i] != b.shape[i] || n.shape[i] != a.shape[i]) return err(n, "batch dims differ");
+      if (a.shape[r - 1] != b.shape[r - 2])
+        return err(n, absl::StrCat("contraction dims differ: ", shape_str(a.shape), " and ",
+                                   shape_str(b.shape)));
+      if (n.shape[r - 2] != a.shape[r - 2] || n.shape[r - 1] != b.shape[r - 1])
+        return err(n, "result shape is not [..., M, N]");
+      return absl::OkStatus();
+    }
+    case OpClass::kKernel: return err(n, "kernel-IR op in a graph");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status verify(const Graph& g) {
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.node(NodeId(i));
+    for (NodeId in : n.inputs)
+      if (in < 0 || size_t(in) >= i)
+        return absl::InvalidArgumentError(
+            absl::StrCat("%", i, " (", op_name(n.op), "): operand %", in, " is not defined before it"));
+    absl::Status s = check_node(g, n);
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("%", i, ": ", s.message()));
+  }
+  if (g.outputs().empty()) return absl::InvalidArgumentError("graph has no outputs");
+  for (NodeId o : g.outputs())
+    if (o < 0 || size_t(o) >= g.size()) return absl::InvalidArgumentError(absl::StrCat("output %", o, " out of range"));
+  std::vector<int> seen(g.num_inputs(), 0);
+  for (const Node& n : g.nodes())
+    if (n.op == Op::kInput) seen[n.ints[0]]++;
+  for (size_t i = 0; i < seen.size(); ++i)
+    if (seen[i] != 1)
+      return absl::InvalidArgumentError(absl::StrCat("input position ", i, seen[i] ? " appears twice" : " is missing"));
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::ir
