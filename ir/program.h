@@ -99,9 +99,11 @@ struct Program {
   std::vector<Step> steps;
   int64_t arena_bytes = 0;         // size of the intermediate arena
   int64_t unplanned_bytes = 0;     // sum of all intermediates (no reuse), for comparison
-  int num_inputs = 0, num_outputs = 0;
-  // Graph outputs that are plain inputs need no kernel: output k aliases input alias[k] (-1 = none).
-  std::vector<int> output_alias;
+  int num_inputs = 0;   // input buffers are buffers [0, num_inputs), by input position
+  int num_outputs = 0;  // output buffers (kind kOutput), by BufferDesc::index
+  // Buffer holding each graph output, in output order. It may be an input buffer (the output is
+  // an input, unchanged) or the same output buffer twice (the same node listed twice).
+  std::vector<int> outputs;
 
   std::string to_string() const;
 };

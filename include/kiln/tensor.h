@@ -95,7 +95,7 @@ class Tensor {
   Tensor squeeze(int64_t axis) const;
   Tensor unsqueeze(int64_t axis) const;
   Tensor flatten(int64_t start_axis = 0, int64_t end_axis = -1) const;
-  Tensor contiguous() const;  // a materialized copy when realized (no-op for the value)
+  Tensor contiguous() const;  // returns *this: kiln tensors have no user-visible layout
 
   Tensor matmul(const Tensor& other) const;
   Tensor softmax(int64_t axis) const;

@@ -1,0 +1,120 @@
+// kiln::Device and the default device.
+#include <cstdlib>
+#include <cstdio>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "kiln/device.h"
+#include "kiln/error.h"
+#include "kiln/stats.h"
+#include "runtime/device.h"
+#include "runtime/stats.h"
+
+namespace kiln {
+namespace {
+
+std::mutex& default_mutex() {
+  static std::mutex m;
+  return m;
+}
+runtime::Device*& default_slot() {
+  static runtime::Device* d = nullptr;
+  return d;
+}
+
+bool debug_enabled() {
+  const char* d = std::getenv("KILN_DEBUG");
+  return d && std::atoi(d) >= 1;
+}
+
+runtime::Device* initial_default() {
+  if (const char* env = std::getenv("KILN_DEVICE"); env && *env) {
+    auto d = runtime::get_device(env);
+    if (d.ok()) {
+      if (debug_enabled()) std::fprintf(stderr, "kiln: default device %s (KILN_DEVICE)\n", (*d)->description().c_str());
+      return *d;
+    }
+    std::fprintf(stderr, "kiln: KILN_DEVICE=%s is not available (%s); using the best available device\n", env,
+                 std::string(d.status().message()).c_str());
+  }
+  runtime::Device* best = runtime::best_device();
+  if (debug_enabled() && best) std::fprintf(stderr, "kiln: default device %s\n", best->description().c_str());
+  return best;
+}
+
+}  // namespace
+
+Device::Device() : impl_(default_device().impl()) {}
+
+Device::Device(const std::string& name) {
+  auto d = runtime::get_device(name);
+  if (!d.ok()) throw Error(d.status());
+  impl_ = *d;
+}
+
+absl::StatusOr<Device> Device::get(const std::string& name) {
+  auto d = runtime::get_device(name);
+  if (!d.ok()) return d.status();
+  return Device(*d);
+}
+
+std::string Device::name() const { return impl_ ? impl_->name() : "none"; }
+std::string Device::description() const { return impl_ ? impl_->description() : "none"; }
+
+std::vector<std::string> known_devices() { return runtime::known_device_names(); }
+
+std::vector<std::string> available_devices() {
+  std::vector<std::string> r;
+  for (const std::string& n : runtime::known_device_names())
+    if (runtime::get_device(n).ok()) r.push_back(n);
+  return r;
+}
+
+Device default_device() {
+  std::lock_guard<std::mutex> lock(default_mutex());
+  runtime::Device*& d = default_slot();
+  if (!d) d = initial_default();
+  if (!d) throw Error(absl::UnavailableError("no kiln device is available (was the CPU backend built?)"));
+  return Device(d);
+}
+
+absl::Status set_default_device(const std::string& name) {
+  auto d = runtime::get_device(name);
+  if (!d.ok()) return d.status();
+  std::lock_guard<std::mutex> lock(default_mutex());
+  default_slot() = *d;
+  return absl::OkStatus();
+}
+
+Stats stats() {
+  runtime::Counters& c = runtime::counters();
+  Stats s;
+  s.graphs_realized = c.graphs_realized.load();
+  s.executables_built = c.executables_built.load();
+  s.executable_cache_hits = c.executable_cache_hits.load();
+  s.kernels_compiled = c.kernels_compiled.load();
+  s.kernel_disk_cache_hits = c.kernel_disk_cache_hits.load();
+  s.kernels_launched = c.kernels_launched.load();
+  s.bytes_allocated = c.bytes_allocated.load();
+  return s;
+}
+
+void reset_stats() {
+  runtime::Counters& c = runtime::counters();
+  c.graphs_realized = 0;
+  c.executables_built = 0;
+  c.executable_cache_hits = 0;
+  c.kernels_compiled = 0;
+  c.kernel_disk_cache_hits = 0;
+  c.kernels_launched = 0;
+  c.bytes_allocated = 0;
+}
+
+std::string Stats::to_string() const {
+  return absl::StrCat("graphs_realized=", graphs_realized, " executables_built=", executables_built,
+                      " executable_cache_hits=", executable_cache_hits, " kernels_compiled=", kernels_compiled,
+                      " kernel_disk_cache_hits=", kernel_disk_cache_hits, " kernels_launched=", kernels_launched,
+                      " bytes_allocated=", bytes_allocated);
+}
+
+}  // namespace kiln

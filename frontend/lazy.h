@@ -1,0 +1,55 @@
+// The recorded (lazy) graph behind kiln::Tensor.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/op.h"
+#include "kiln/tensor.h"
+
+namespace kiln::runtime {
+class Buffer;
+class Device;
+}  // namespace kiln::runtime
+
+namespace kiln::detail {
+
+// One recorded op. When `buffer` is set the node is realized: its value lives in device memory,
+// and its inputs have been dropped so that the history it came from can be freed.
+struct LazyNode {
+  ir::Op op = ir::Op::kConst;
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  std::vector<std::shared_ptr<LazyNode>> inputs;
+  std::vector<int64_t> ints;
+  Scalar scalar;
+  runtime::Device* device = nullptr;
+  std::shared_ptr<runtime::Buffer> buffer;  // guarded by realize_mutex()
+};
+
+using NodePtr = std::shared_ptr<LazyNode>;
+
+// Records a node after checking it with the IR's rules; throws kiln::Error naming `label`
+// (the user-facing op name) on a shape or dtype error.
+Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, std::vector<Tensor> inputs,
+              std::vector<int64_t> ints = {}, Scalar scalar = {}, runtime::Device* device = nullptr);
+
+// A realized node holding `buffer`.
+Tensor from_buffer(std::shared_ptr<runtime::Buffer> buffer, DType dtype, Shape shape);
+
+// Throws kiln::Error(InvalidArgument) with "label: message".
+[[noreturn]] void fail(const std::string& label, const std::string& message);
+
+// Normalizes an axis against `rank` (negative counts from the end); throws when out of range.
+int64_t normalize_axis(const std::string& label, int64_t axis, int64_t rank);
+
+// Common device of `ts`; throws when they differ.
+runtime::Device* common_device(const std::string& label, const std::vector<Tensor>& ts);
+
+// Elementwise helpers used across the op files.
+Tensor cast_to(const Tensor& t, DType dtype);
+Tensor broadcast_to_shape(const std::string& label, const Tensor& t, const Shape& shape);
+Tensor constant(double value, DType dtype, const Shape& shape, runtime::Device* device);
+
+}  // namespace kiln::detail

@@ -1,0 +1,83 @@
+// Recording nodes: every op goes through record(), which checks it with the IR's rules.
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "frontend/lazy.h"
+#include "ir/graph.h"
+#include "runtime/device.h"
+
+namespace kiln::detail {
+
+void fail(const std::string& label, const std::string& message) {
+  throw Error(absl::InvalidArgumentError(absl::StrCat(label, ": ", message)));
+}
+
+int64_t normalize_axis(const std::string& label, int64_t axis, int64_t rank) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    fail(label, absl::StrCat("axis ", axis, " out of range for a tensor of rank ", rank));
+  return a;
+}
+
+runtime::Device* common_device(const std::string& label, const std::vector<Tensor>& ts) {
+  runtime::Device* d = nullptr;
+  for (const Tensor& t : ts) {
+    if (!t.defined()) fail(label, "undefined tensor");
+    runtime::Device* td = t.node()->device;
+    if (d && td != d)
+      fail(label, absl::StrCat("tensors are on different devices (", d->name(), " and ", td->name(),
+                               "); use .to(device) first"));
+    d = td;
+  }
+  return d;
+}
+
+Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, std::vector<Tensor> inputs,
+              std::vector<int64_t> ints, Scalar scalar, runtime::Device* device) {
+  runtime::Device* dev = inputs.empty() ? device : common_device(label, inputs);
+  if (!dev) dev = Device().impl();
+  int64_t numel = shape_numel(shape);
+  if (numel < 0 || (numel > 0 && numel > std::numeric_limits<int64_t>::max() / 8))
+    fail(label, absl::StrCat("shape ", shape_str(shape), " has too many elements"));
+  for (int64_t d : shape)
+    if (d < 0) fail(label, absl::StrCat("negative dimension in shape ", shape_str(shape)));
+  // Check with the IR's rules on a scratch graph of the operands.
+  ir::Graph g;
+  ir::Node n;
+  n.op = op;
+  n.dtype = dtype;
+  n.shape = shape;
+  n.ints = ints;
+  n.scalar = scalar;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ir::Node in;
+    in.op = ir::Op::kInput;
+    in.dtype = inputs[i].dtype();
+    in.shape = inputs[i].shape();
+    in.ints = {int64_t(i)};
+    n.inputs.push_back(g.add(in));
+  }
+  absl::Status s = ir::check_node(g, n);
+  if (!s.ok()) fail(label, std::string(s.message()));
+  auto node = std::make_shared<LazyNode>();
+  node->op = op;
+  node->dtype = dtype;
+  node->shape = std::move(shape);
+  node->ints = std::move(ints);
+  node->scalar = scalar;
+  node->device = dev;
+  for (Tensor& t : inputs) node->inputs.push_back(t.node());
+  return Tensor(std::move(node));
+}
+
+Tensor from_buffer(std::shared_ptr<runtime::Buffer> buffer, DType dtype, Shape shape) {
+  auto node = std::make_shared<LazyNode>();
+  node->op = ir::Op::kInput;
+  node->dtype = dtype;
+  node->shape = std::move(shape);
+  node->device = buffer->device();
+  node->buffer = std::move(buffer);
+  return Tensor(std::move(node));
+}
+
+}  // namespace kiln::detail

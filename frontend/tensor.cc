@@ -1,0 +1,137 @@
+// Tensor properties, realization and host readback.
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "frontend/lazy.h"
+#include "ir/half.h"
+#include "runtime/device.h"
+
+namespace kiln {
+namespace detail {
+void realize_nodes(const std::vector<NodePtr>& nodes);
+std::string graph_text_of(const std::vector<NodePtr>& nodes);
+}  // namespace detail
+
+void Tensor::check_defined(const char* what) const {
+  if (!node_) throw Error(absl::FailedPreconditionError(absl::StrCat(what, ": undefined tensor")));
+}
+
+const Shape& Tensor::shape() const {
+  check_defined("shape");
+  return node_->shape;
+}
+DType Tensor::dtype() const {
+  check_defined("dtype");
+  return node_->dtype;
+}
+int64_t Tensor::numel() const { return shape_numel(shape()); }
+int64_t Tensor::ndim() const { return int64_t(shape().size()); }
+int64_t Tensor::size(int64_t axis) const { return shape()[detail::normalize_axis("size", axis, ndim())]; }
+Device Tensor::device() const {
+  check_defined("device");
+  return Device(node_->device);
+}
+bool Tensor::is_realized() const { return node_ && node_->buffer != nullptr; }
+
+const Tensor& Tensor::realize() const {
+  check_defined("realize");
+  detail::realize_nodes({node_});
+  return *this;
+}
+
+void realize(const std::vector<Tensor>& tensors) {
+  std::vector<detail::NodePtr> nodes;
+  for (const Tensor& t : tensors) {
+    if (!t.defined()) throw Error(absl::InvalidArgumentError("realize: undefined tensor"));
+    nodes.push_back(t.node());
+  }
+  detail::common_device("realize", tensors);
+  detail::realize_nodes(nodes);
+}
+
+std::string graph_text(const std::vector<Tensor>& tensors) {
+  std::vector<detail::NodePtr> nodes;
+  for (const Tensor& t : tensors) nodes.push_back(t.node());
+  return detail::graph_text_of(nodes);
+}
+
+namespace {
+
+// Reads the realized bytes of `t` to the host.
+std::vector<uint8_t> read_bytes(const Tensor& t) {
+  t.realize();
+  const auto& buf = t.node()->buffer;
+  std::vector<uint8_t> bytes(size_t(t.numel() * dtype_size(t.dtype())));
+  if (!bytes.empty()) {
+    absl::Status s = buf->device()->download(buf.get(), bytes.data(), int64_t(bytes.size()));
+    if (!s.ok()) throw Error(s);
+  }
+  return bytes;
+}
+
+template <typename T>
+T convert_element(DType dt, const uint8_t* p) {
+  switch (dt) {
+    case DType::kBool: return T(*p != 0);
+    case DType::kUInt8: return T(*p);
+    case DType::kInt8: return T(int8_t(*p));
+    case DType::kInt32: { int32_t v; std::memcpy(&v, p, 4); return T(v); }
+    case DType::kInt64: { int64_t v; std::memcpy(&v, p, 8); return T(v); }
+    case DType::kFloat16: { uint16_t v; std::memcpy(&v, p, 2); return T(ir::half_to_float(v)); }
+    case DType::kBFloat16: { uint16_t v; std::memcpy(&v, p, 2); return T(ir::bf16_to_float(v)); }
+    case DType::kFloat32: { float v; std::memcpy(&v, p, 4); return T(v); }
+    case DType::kFloat64: { double v; std::memcpy(&v, p, 8); return T(v); }
+  }
+  return T();
+}
+
+}  // namespace
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  check_defined("to_vector");
+  std::vector<uint8_t> bytes = read_bytes(*this);
+  int64_t n = numel(), es = dtype_size(dtype());
+  std::vector<T> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[i] = convert_element<T>(dtype(), bytes.data() + i * es);
+  return out;
+}
+
+template <>
+std::vector<uint16_t> Tensor::to_vector<uint16_t>() const {
+  check_defined("to_vector");
+  if (dtype() != DType::kFloat16 && dtype() != DType::kBFloat16)
+    throw Error(absl::InvalidArgumentError("to_vector<uint16_t>: raw 16-bit access needs a f16 or bf16 tensor"));
+  std::vector<uint8_t> bytes = read_bytes(*this);
+  std::vector<uint16_t> out(static_cast<size_t>(numel()));
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+template std::vector<int8_t> Tensor::to_vector<int8_t>() const;
+template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
+template std::vector<bool> Tensor::to_vector<bool>() const;
+
+double Tensor::item() const {
+  if (numel() != 1)
+    throw Error(absl::InvalidArgumentError(
+        absl::StrCat("item: tensor of shape ", shape_str(shape()), " has ", numel(), " elements, not 1")));
+  return to_vector<double>()[0];
+}
+
+Tensor Tensor::to(const Device& device) const {
+  check_defined("to");
+  if (device.impl() == node_->device) return *this;
+  std::vector<uint8_t> bytes = read_bytes(*this);
+  auto buf = device.impl()->alloc(int64_t(bytes.size()));
+  if (!buf.ok()) throw Error(buf.status());
+  absl::Status s = device.impl()->upload(buf->get(), bytes.data(), int64_t(bytes.size()));
+  if (!s.ok()) throw Error(s);
+  return detail::from_buffer(*std::move(buf), dtype(), shape());
+}
+
+}  // namespace kiln

@@ -1,0 +1,33 @@
+// fuse: partitions a graph into kernels.
+//
+// Every node that must live in memory (outputs, reductions, contractions, expensive matmul
+// operands) starts as its own group; elementwise and movement nodes are inlined into the groups
+// that read them. Groups then merge vertically while one reads another at maps that the merged
+// kernel can produce (elementwise producers, a reduction absorbing consumers of its output
+// shape, row-wise normalizations whose reductions share the consumer's rows, a contraction
+// absorbing its epilogue), and horizontally when independent and over the same space.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/space.h"
+#include "runtime/target_info.h"
+
+namespace kiln::passes {
+
+struct Group {
+  std::vector<ir::NodeId> computed;  // nodes computed by this kernel
+  Space space;
+};
+
+struct FusionPlan {
+  std::vector<Group> groups;          // in a valid execution order
+  std::vector<bool> stored;           // per graph node: written to a buffer
+  std::vector<std::string> decisions; // why groups merged or did not (KILN_DEBUG=2)
+};
+
+FusionPlan fuse(const ir::Graph& g, const runtime::TargetInfo& target, bool enable_fusion);
+
+}  // namespace kiln::passes

@@ -1,0 +1,267 @@
+#include "passes/lower.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+
+namespace kiln::passes {
+namespace {
+
+using ir::IndexMap;
+using ir::KNode;
+using ir::KNodeId;
+using ir::Node;
+using ir::NodeId;
+using ir::Op;
+using ir::View;
+
+size_t hash_map(const IndexMap& m) {
+  size_t h = 0;
+  for (const View& v : m.views) {
+    std::vector<int64_t> mask;
+    for (auto& p : v.mask) {
+      mask.push_back(p.first);
+      mask.push_back(p.second);
+    }
+    h = absl::HashOf(h, v.shape, v.strides, v.offset, mask);
+  }
+  return h;
+}
+
+size_t hash_knode(const KNode& n) {
+  return absl::HashOf(int(n.op), int(n.dtype), n.inputs, n.scalar.is_int, n.scalar.i, n.scalar.f, n.ints, n.buffer,
+                      hash_map(n.map));
+}
+
+class Builder {
+ public:
+  explicit Builder(const LowerRequest& r) : r_(r), g_(*r.graph) {
+    for (NodeId n : r.computed) computed_.push_back(n);
+    k_.shape = r.space.full;
+    k_.reduce = r.space.reduce;
+  }
+
+  absl::StatusOr<ir::Kernel> build() {
+    for (NodeId root : r_.stores) {
+      IndexMap m;
+      if (!r_.space.natural_map(g_.node(root).shape, &m))
+        return absl::InternalError(absl::StrCat("root %", root, " of shape ", shape_str(g_.node(root).shape),
+                                                " does not fit kernel space ", shape_str(r_.space.full)));
+      auto v = lower(root, m, /*as_root=*/true);
+      if (!v.ok()) return v.status();
+      ir::Store s;
+      s.buffer = (*r_.buffer_of)[root];
+      s.map = m;
+      s.value = *v;
+      k_.stores.push_back(s);
+    }
+    std::string err = k_.finalize();
+    if (!err.empty()) return absl::InternalError("lowered kernel is malformed: " + err);
+    return std::move(k_);
+  }
+
+ private:
+  bool is_computed(NodeId n) const { return std::find(computed_.begin(), computed_.end(), n) != computed_.end(); }
+
+  KNodeId emit(KNode n) {
+    size_t h = hash_knode(n);
+    auto range = intern_.equal_range(h);
+    for (auto it = range.first; it != range.second; ++it)
+      if (k_.nodes[it->second] == n) return it->second;
+    KNodeId id = KNodeId(k_.nodes.size());
+    k_.nodes.push_back(std::move(n));
+    intern_.emplace(h, id);
+    return id;
+  }
+
+  KNodeId constant(Scalar s, DType dt) {
+    KNode c;
+    c.op = Op::kConst;
+    c.dtype = dt;
+    c.scalar = s;
+    return emit(c);
+  }
+
+  KNodeId op(Op o, DType dt, std::vector<KNodeId> in, std::vector<int64_t> ints = {}) {
+    KNode n;
+    n.op = o;
+    n.dtype = dt;
+    n.inputs = std::move(in);
+    n.ints = std::move(ints);
+    return emit(n);
+  }
+
+  KNodeId valid(const IndexMap& m) {
+    KNode v;
+    v.op = Op::kValid;
+    v.dtype = DType::kBool;
+    v.map = m;
+    return emit(v);
+  }
+
+  absl::StatusOr<KNodeId> lower(NodeId id, const IndexMap& m, bool as_root = false) {
+    auto key = std::make_pair(id, hash_map(m));
+    auto range = memo_.equal_range(key);
+    for (auto it = range.first; it != range.second; ++it)
+      if (it->second.first == m) return it->second.second;
+    auto r = lower_uncached(id, m, as_root);
+    if (r.ok()) memo_.emplace(key, std::make_pair(m, *r));
+    return r;
+  }
+
+  absl::StatusOr<KNodeId> lower_uncached(NodeId id, const IndexMap& m, bool as_root) {
+    const Node& n = g_.node(id);
+    int buf = (*r_.buffer_of)[id];
+    if (n.op == Op::kInput || (buf >= 0 && !as_root && !is_computed(id))) {
+      if (r_.on_read) r_.on_read(id, m);
+      KNode l;
+      l.op = Op::kLoad;
+      l.dtype = n.dtype;
+      l.buffer = buf;
+      l.map = m;
+      return emit(l);
+    }
+    switch (ir::op_class(n.op)) {
+      case ir::OpClass::kSource: {
+        if (n.op == Op::kConst) return constant(n.scalar, n.dtype);
+        KNode s;
+        s.op = n.op;
+        s.dtype = n.dtype;
+        s.ints = n.ints;
+        s.map = m;
+        return emit(s);
+      }
+      case ir::OpClass::kUnary:
+      case ir::OpClass::kBinary:
+      case ir::OpClass::kTernary: {
+        std::vector<KNodeId> in;
+        for (NodeId x : n.inputs) {
+          auto v = lower(x, m);
+          if (!v.ok()) return v;
+          in.push_back(*v);
+        }
+        return op(n.op, n.dtype, in);
+      }
+      case ir::OpClass::kMovement: return lower_movement(n, m);
+      case ir::OpClass::kReduce: return lower_reduce(id, n, m);
+      case ir::OpClass::kContract: return lower_dot(id, n, m);
+      case ir::OpClass::kKernel: break;
+    }
+    return absl::InternalError("unexpected kernel op in a graph");
+  }
+
+  absl::StatusOr<KNodeId> lower_movement(const Node& n, const IndexMap& m) {
+    const Shape& in = g_.node(n.inputs.empty() ? 0 : n.inputs[0]).shape;
+    switch (n.op) {
+      case Op::kReshape: return lower(n.inputs[0], ir::compose(m, ir::reshape_view(n.shape)));
+      case Op::kPermute: return lower(n.inputs[0], ir::compose(m, ir::permute_view(in, n.ints)));
+      case Op::kExpand: return lower(n.inputs[0], ir::compose(m, ir::expand_view(in, n.shape)));
+      case Op::kSlice: return lower(n.inputs[0], ir::compose(m, ir::slice_view(in, n.ints, n.shape)));
+      case Op::kPad: {
+        IndexMap inner = ir::compose(m, ir::pad_view(in, n.ints));
+        auto x = lower(n.inputs[0], inner);
+        if (!x.ok()) return x;
+        const KNode& xn = k_.nodes[*x];
+        bool zero = n.scalar.as_double() == 0 && !(n.scalar.is_int == false && std::signbit(n.scalar.f));
+        // A masked load already reads 0 outside its masks.
+        if (zero && xn.op == Op::kLoad && xn.map == inner) return *x;
+        return op(Op::kWhere, n.dtype, {valid(inner), *x, constant(n.scalar, n.dtype)});
+      }
+      case Op::kConcat: {
+        int64_t axis = n.ints[0], total = n.shape[axis], off = 0;
+        std::vector<std::pair<KNodeId, KNodeId>> parts;  // (valid, value)
+        for (NodeId x : n.inputs) {
+          const Shape& xs = g_.node(x).shape;
+          std::vector<int64_t> w(2 * xs.size(), 0);
+          w[2 * axis] = off;
+          w[2 * axis + 1] = total - off - xs[axis];
+          off += xs[axis];
+          IndexMap inner = ir::compose(m, ir::pad_view(xs, w));
+          auto v = lower(x, inner);
+          if (!v.ok()) return v;
+          parts.push_back({valid(inner), *v});
+        }
+        KNodeId acc = parts.back().second;
+        for (size_t i = parts.size() - 1; i-- > 0;) acc = op(Op::kWhere, n.dtype, {parts[i].first, parts[i].second, acc});
+        return acc;
+      }
+      default: break;
+    }
+    return absl::InternalError("unknown movement op");
+  }
+
+  absl::Status check_natural(NodeId id, const IndexMap& m) {
+    IndexMap want;
+    if (!r_.space.natural_map(g_.node(id).shape, &want) || !(want == m))
+      return absl::InternalError(absl::StrCat("reduction %", id, " is read at ", m.to_string(),
+                                              ", not at its natural map in this kernel"));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<KNodeId> lower_reduce(NodeId id, const Node& n, const IndexMap& m) {
+    if (absl::Status s = check_natural(id, m); !s.ok()) return s;
+    if (r_.space.dot || g_.node(n.inputs[0]).shape != r_.space.full)
+      return absl::InternalError(absl::StrCat("reduction %", id, " does not match the kernel space"));
+    auto x = lower(n.inputs[0], IndexMap::of(View::contiguous(r_.space.full)));
+    if (!x.ok()) return x;
+    return op(n.op, n.dtype, {*x});
+  }
+
+  absl::StatusOr<KNodeId> lower_dot(NodeId id, const Node& n, const IndexMap& m) {
+    if (absl::Status s = check_natural(id, m); !s.ok()) return s;
+    if (!r_.space.dot || k_.contraction.reduce >= 0) return absl::InternalError("contraction outside a dot kernel");
+    const Shape& F = r_.space.full;
+    size_t r = n.shape.size();
+    const Shape& as = g_.node(n.inputs[0]).shape;
+    const Shape& bs = g_.node(n.inputs[1]).shape;
+    std::vector<int64_t> ca = ir::contiguous_strides(as), cb = ir::contiguous_strides(bs);
+    View va, vb;
+    va.shape = vb.shape = F;
+    va.strides.assign(r + 1, 0);
+    vb.strides.assign(r + 1, 0);
+    for (size_t d = 0; d + 2 < r; ++d) {
+      va.strides[d] = ca[d];
+      vb.strides[d] = cb[d];
+    }
+    va.strides[r - 2] = ca[r - 2];  // m
+    va.strides[r] = ca[r - 1];      // k
+    vb.strides[r - 1] = cb[r - 1];  // n
+    vb.strides[r] = cb[r - 2];      // k
+    va.canonicalize();
+    vb.canonicalize();
+    auto a = lower(n.inputs[0], IndexMap::of(va));
+    if (!a.ok()) return a;
+    auto b = lower(n.inputs[1], IndexMap::of(vb));
+    if (!b.ok()) return b;
+    DType acc = (n.dtype == DType::kFloat16 || n.dtype == DType::kBFloat16) ? DType::kFloat32 : n.dtype;
+    KNodeId x = acc == n.dtype ? *a : op(Op::kCast, acc, {*a});
+    KNodeId y = acc == n.dtype ? *b : op(Op::kCast, acc, {*b});
+    KNodeId prod = op(Op::kMul, acc, {x, y});
+    KNodeId red = op(Op::kReduceSum, acc, {prod});
+    k_.contraction.reduce = red;
+    k_.contraction.lhs = x;
+    k_.contraction.rhs = y;
+    k_.contraction.m_axis = int(r - 2);
+    k_.contraction.n_axis = int(r - 1);
+    k_.contraction.k_axis = int(r);
+    return acc == n.dtype ? red : op(Op::kCast, n.dtype, {red});
+  }
+
+  const LowerRequest& r_;
+  const ir::Graph& g_;
+  std::vector<NodeId> computed_;
+  ir::Kernel k_;
+  std::unordered_multimap<size_t, KNodeId> intern_;
+  struct PairHash {
+    size_t operator()(const std::pair<NodeId, size_t>& p) const { return absl::HashOf(p.first, p.second); }
+  };
+  std::unordered_multimap<std::pair<NodeId, size_t>, std::pair<IndexMap, KNodeId>, PairHash> memo_;
+};
+
+}  // namespace
+
+absl::StatusOr<ir::Kernel> lower_group(const LowerRequest& req) { return Builder(req).build(); }
+
+}  // namespace kiln::passes

@@ -1,0 +1,32 @@
+// Lowering a group of graph nodes into one kernel: movement ops fold into index maps (view
+// folding), elementwise ops inline, reductions and contractions of the group become reduce
+// nodes, and every other materialized node becomes a load.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "ir/program.h"
+#include "passes/space.h"
+
+namespace kiln::passes {
+
+struct LowerRequest {
+  const ir::Graph* graph = nullptr;
+  Space space;
+  std::vector<ir::NodeId> computed;  // nodes this kernel computes (its roots, incl. fused reductions)
+  std::vector<ir::NodeId> stores;    // the subset written to buffers
+  // Buffer of each node that lives in memory (inputs and materialized nodes), -1 otherwise.
+  const std::vector<int>* buffer_of = nullptr;
+  // Called for every load of a materialized node (analysis for the fuser); may be empty.
+  std::function<void(ir::NodeId, const ir::IndexMap&)> on_read;
+};
+
+// Builds the kernel. An error means the group is not expressible as one kernel (a reduction of
+// the group is read at a map other than its natural one); the fuser never asks for that.
+absl::StatusOr<ir::Kernel> lower_group(const LowerRequest& req);
+
+}  // namespace kiln::passes

@@ -1,0 +1,136 @@
+#include "passes/pipeline.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sys/stat.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "passes/fuse.h"
+#include "passes/insert_barriers.h"
+#include "passes/plan_memory.h"
+#include "passes/schedule.h"
+#include "passes/simplify.h"
+#include "passes/split_reduce.h"
+
+namespace kiln::passes {
+
+Options Options::from_env() {
+  Options o;
+  if (const char* f = std::getenv("KILN_FUSION")) o.fusion = std::string(f) != "0";
+  if (const char* d = std::getenv("KILN_DEBUG")) o.debug = std::atoi(d);
+  if (const char* d = std::getenv("KILN_DUMP_DIR")) o.dump_dir = d;
+  return o;
+}
+
+void write_dump(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  if (!f) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) std::fprintf(stderr, "kiln: cannot write dump file %s\n", path.c_str());
+  }
+}
+
+std::string to_dot(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& kernels) {
+  std::string r = "digraph kiln {\n  rankdir=TB;\n  node [shape=box, fontname=monospace, fontsize=10];\n";
+  std::vector<int> owner(g.size(), -1);
+  for (size_t k = 0; k < kernels.size(); ++k)
+    for (ir::NodeId n : kernels[k]) owner[n] = int(k);
+  auto label = [&](size_t i) {
+    const ir::Node& n = g.node(ir::NodeId(i));
+    return absl::StrCat("%", i, " ", ir::op_name(n.op), "\\n", dtype_name(n.dtype), shape_str(n.shape));
+  };
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    absl::StrAppend(&r, "  subgraph cluster_k", k, " {\n    label=\"kernel ", k, "\"; style=filled; color=lightgrey;\n");
+    for (ir::NodeId n : kernels[k]) absl::StrAppend(&r, "    n", n, " [label=\"", label(n), "\"];\n");
+    r += "  }\n";
+  }
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (owner[i] < 0) {
+      const char* shape = g.node(ir::NodeId(i)).op == ir::Op::kInput ? "ellipse" : "box";
+      absl::StrAppend(&r, "  n", i, " [label=\"", label(i), "\", shape=", shape, "];\n");
+    }
+    for (ir::NodeId x : g.node(ir::NodeId(i)).inputs) absl::StrAppend(&r, "  n", x, " -> n", i, ";\n");
+  }
+  for (ir::NodeId o : g.outputs()) absl::StrAppend(&r, "  n", o, " -> out", o, ";\n  out", o, " [shape=plaintext, label=\"output\"];\n");
+  return r + "}\n";
+}
+
+namespace {
+
+// Nodes each kernel computes: its group's nodes plus the elementwise/movement nodes it inlines.
+std::vector<std::vector<ir::NodeId>> kernel_members(const ir::Graph& g, const FusionPlan& plan) {
+  std::vector<std::vector<ir::NodeId>> r;
+  for (const Group& grp : plan.groups) {
+    std::vector<ir::NodeId> m;
+    std::vector<bool> seen(g.size(), false);
+    std::vector<ir::NodeId> stack = grp.computed;
+    while (!stack.empty()) {
+      ir::NodeId n = stack.back();
+      stack.pop_back();
+      if (seen[n]) continue;
+      seen[n] = true;
+      bool own = std::find(grp.computed.begin(), grp.computed.end(), n) != grp.computed.end();
+      if (!own && (plan.stored[n] || g.node(n).op == ir::Op::kInput)) continue;
+      m.push_back(n);
+      for (ir::NodeId x : g.node(n).inputs) stack.push_back(x);
+    }
+    std::sort(m.begin(), m.end());
+    r.push_back(m);
+  }
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const runtime::TargetInfo& target, const Options& opts) {
+  static std::atomic<int> counter{0};
+  Compiled out;
+  bool dump = !opts.dump_dir.empty();
+  if (dump) {
+    ::mkdir(opts.dump_dir.c_str(), 0755);
+    out.dump_prefix = absl::StrFormat("%s/g%03d_", opts.dump_dir, counter.fetch_add(1));
+  }
+  int stage = 0;
+  auto after = [&](const std::string& pass, const std::string& text) {
+    if (opts.debug >= 3) std::fprintf(stderr, "kiln: --- after %s ---\n%s", pass.c_str(), text.c_str());
+    if (dump) write_dump(absl::StrFormat("%s%02d_%s.txt", out.dump_prefix, stage, pass), text);
+    ++stage;
+  };
+  if (absl::Status s = ir::verify(input); !s.ok()) return s;
+  after("input", ir::print(input));
+  ir::Graph g = simplify(input);
+  after("simplify", ir::print(g));
+  int64_t min_outputs = int64_t(target.parallelism) * (target.is_gpu ? 256 : 4);
+  g = split_reduce(g, min_outputs, target.is_gpu ? 8192 : 65536);
+  g = simplify(g);
+  after("split_reduce", ir::print(g));
+  if (absl::Status s = ir::verify(g); !s.ok()) return absl::InternalError(absl::StrCat("passes broke the graph: ", s.message()));
+  FusionPlan plan = fuse(g, target, opts.fusion);
+  std::string decisions;
+  for (const std::string& d : plan.decisions) absl::StrAppend(&decisions, d, "\n");
+  if (opts.debug >= 2 && !decisions.empty()) std::fprintf(stderr, "kiln: fusion decisions:\n%s", decisions.c_str());
+  if (dump) {
+    write_dump(absl::StrFormat("%s%02d_fusion.txt", out.dump_prefix, stage++), decisions);
+    std::string dot = to_dot(g, kernel_members(g, plan));
+    std::string path = absl::StrFormat("%s%02d_graph.dot", out.dump_prefix, stage++);
+    write_dump(path, dot);
+    if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+      std::string cmd = absl::StrCat("dot -Tsvg '", path, "' -o '", path.substr(0, path.size() - 4), ".svg' 2>/dev/null");
+      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "kiln: dot failed for %s\n", path.c_str());
+    }
+  }
+  auto p = schedule(g, plan);
+  if (!p.ok()) return p.status();
+  plan_memory(&*p);
+  insert_barriers(&*p);
+  after("program", p->to_string());
+  out.program = *std::move(p);
+  return out;
+}
+
+}  // namespace kiln::passes

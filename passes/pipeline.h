@@ -1,0 +1,33 @@
+// The pass manager: Graph -> Program, with the debug dumps of KILN_DEBUG and KILN_DUMP_DIR.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "ir/program.h"
+#include "runtime/target_info.h"
+
+namespace kiln::passes {
+
+struct Options {
+  bool fusion = true;    // KILN_FUSION=0 turns it off (one kernel per primitive)
+  int debug = 0;         // KILN_DEBUG level
+  std::string dump_dir;  // KILN_DUMP_DIR
+  static Options from_env();
+};
+
+struct Compiled {
+  ir::Program program;
+  std::string dump_prefix;  // "<dump_dir>/gNNN_" when dumping, for the backend's source files
+};
+
+absl::StatusOr<Compiled> compile_graph(const ir::Graph& g, const runtime::TargetInfo& target, const Options& opts);
+
+// Graphviz text of a graph with each kernel of `p` drawn as a cluster.
+std::string to_dot(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& kernels);
+
+// Writes `text` to `path`; failures are reported on stderr once (dumps never fail a realize).
+void write_dump(const std::string& path, const std::string& text);
+
+}  // namespace kiln::passes

@@ -1,0 +1,92 @@
+#include "passes/split_reduce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace kiln::passes {
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::NodeId;
+using ir::Op;
+
+Scalar identity_of(Op op, DType t) {
+  bool f = is_float(t);
+  switch (op) {
+    case Op::kReduceSum: return f ? Scalar::from_double(0) : Scalar::from_int(0);
+    case Op::kReduceProd: return f ? Scalar::from_double(1) : Scalar::from_int(1);
+    case Op::kReduceMax:
+      if (f) return Scalar::from_double(-INFINITY);
+      return Scalar::from_int(t == DType::kUInt8 ? 0 : t == DType::kInt8 ? -128 : t == DType::kInt32 ? INT32_MIN : INT64_MIN);
+    case Op::kReduceMin:
+      if (f) return Scalar::from_double(INFINITY);
+      return Scalar::from_int(t == DType::kUInt8 ? 255 : t == DType::kInt8 ? 127 : t == DType::kInt32 ? INT32_MAX : INT64_MAX);
+    default: return {};
+  }
+}
+
+NodeId add(Graph* g, Op op, DType dt, Shape shape, std::vector<NodeId> in, std::vector<int64_t> ints = {},
+           Scalar s = {}) {
+  Node n;
+  n.op = op;
+  n.dtype = dt;
+  n.shape = std::move(shape);
+  n.inputs = std::move(in);
+  n.ints = std::move(ints);
+  n.scalar = s;
+  return g->add(std::move(n));
+}
+
+}  // namespace
+
+ir::Graph split_reduce(const ir::Graph& g, int64_t min_outputs, int64_t min_reduce) {
+  Graph r;
+  std::vector<NodeId> map(g.size());
+  for (size_t id = 0; id < g.size(); ++id) {
+    Node n = g.node(NodeId(id));
+    for (NodeId& x : n.inputs) x = map[x];
+    bool plain = n.op == Op::kReduceSum || n.op == Op::kReduceProd || n.op == Op::kReduceMax || n.op == Op::kReduceMin;
+    if (!plain) {
+      map[id] = r.add(std::move(n));
+      continue;
+    }
+    const Shape& in = r.node(n.inputs[0]).shape;
+    int64_t outer = shape_numel(n.shape), red = shape_numel(in) / std::max<int64_t>(outer, 1);
+    if (outer == 0 || outer >= min_outputs || red < min_reduce) {
+      map[id] = r.add(std::move(n));
+      continue;
+    }
+    // Chunks: enough to reach min_outputs, each at least 4096 elements.
+    int64_t P = 1;
+    while (outer * P < min_outputs && red / (P * 2) >= 4096) P *= 2;
+    if (P == 1) {
+      map[id] = r.add(std::move(n));
+      continue;
+    }
+    int64_t chunk = (red + P - 1) / P;
+    // x -> permute reduce axes last -> [outer, red] -> pad to P*chunk -> [outer, P, chunk].
+    std::vector<int64_t> perm, keep_axes;
+    Shape pshape;
+    for (size_t d = 0; d < in.size(); ++d)
+      if (std::find(n.ints.begin(), n.ints.end(), int64_t(d)) == n.ints.end()) perm.push_back(int64_t(d));
+    for (int64_t a : n.ints) perm.push_back(a);
+    for (int64_t p : perm) pshape.push_back(in[p]);
+    NodeId x = n.inputs[0];
+    bool identity_perm = true;
+    for (size_t k = 0; k < perm.size(); ++k) identity_perm = identity_perm && perm[k] == int64_t(k);
+    if (!identity_perm) x = add(&r, Op::kPermute, n.dtype, pshape, {x}, perm);
+    x = add(&r, Op::kReshape, n.dtype, {outer, red}, {x});
+    if (P * chunk != red)
+      x = add(&r, Op::kPad, n.dtype, {outer, P * chunk}, {x}, {0, 0, 0, P * chunk - red}, identity_of(n.op, n.dtype));
+    x = add(&r, Op::kReshape, n.dtype, {outer, P, chunk}, {x});
+    x = add(&r, n.op, n.dtype, {outer, P, 1}, {x}, {2});
+    x = add(&r, n.op, n.dtype, {outer, 1, 1}, {x}, {1});
+    map[id] = add(&r, Op::kReshape, n.dtype, n.shape, {x});
+  }
+  for (NodeId o : g.outputs()) r.add_output(map[o]);
+  return r;
+}
+
+}  // namespace kiln::passes

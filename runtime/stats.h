@@ -1,0 +1,21 @@
+// Process-wide counters behind kiln::stats().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace kiln::runtime {
+
+struct Counters {
+  std::atomic<int64_t> graphs_realized{0};
+  std::atomic<int64_t> executables_built{0};
+  std::atomic<int64_t> executable_cache_hits{0};
+  std::atomic<int64_t> kernels_compiled{0};
+  std::atomic<int64_t> kernel_disk_cache_hits{0};
+  std::atomic<int64_t> kernels_launched{0};
+  std::atomic<int64_t> bytes_allocated{0};
+};
+
+Counters& counters();
+
+}  // namespace kiln::runtime
