@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "frontend/capture.h"
 #include "frontend/lazy.h"
 #include "ir/graph.h"
 #include "runtime/engine.h"
@@ -100,6 +101,15 @@ void realize_nodes(const std::vector<NodePtr>& nodes) {
     n->inputs.clear();
     n->ints.clear();
   }
+}
+
+ir::Graph capture(const std::vector<Tensor>& tensors, std::vector<std::shared_ptr<runtime::Buffer>>* inputs) {
+  std::vector<NodePtr> nodes;
+  for (const Tensor& t : tensors) nodes.push_back(t.node());
+  std::lock_guard<std::mutex> lock(realize_mutex());
+  Collected c = collect(nodes);
+  if (inputs) *inputs = c.inputs;
+  return c.graph;
 }
 
 std::string graph_text_of(const std::vector<NodePtr>& nodes) {

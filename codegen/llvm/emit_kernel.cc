@@ -556,8 +556,7 @@ class Emitter {
         row_axes.push_back(d);
         rows *= k_.shape[d];
       }
-    int64_t tiles = rows * nb;
-    if (shape_numel(k_.shape) == 0) tiles = 0;
+    int64_t tiles = rows * nb;  // an empty reduce axis still writes the identity
     std::vector<std::vector<KNodeId>> after_phase;
     plan_outer_cache(&after_phase);
     // Storage for reductions and cached outer values, one slot per j in the block.

@@ -33,8 +33,9 @@ Value* poly(llvm::IRBuilder<>& b, Value* x, std::initializer_list<double> c) {
   return r;
 }
 
-// 2^n for an integer-valued float n in [-252, 254], as two exact power-of-two factors.
-Value* pow2(llvm::IRBuilder<>& b, Value* n_f) {
+// p * 2^n for an integer-valued float n in [-252, 254], scaling by two exact power-of-two
+// factors in turn so that neither factor overflows.
+Value* scale_pow2(llvm::IRBuilder<>& b, Value* p, Value* n_f) {
   llvm::Type* i32 = b.getInt32Ty();
   Value* n = b.CreateFPToSI(n_f, i32);
   Value* h = b.CreateAShr(n, 1);
@@ -42,7 +43,7 @@ Value* pow2(llvm::IRBuilder<>& b, Value* n_f) {
   auto scale = [&](Value* e) {
     return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, b.getInt32(127)), 23), b.getFloatTy());
   };
-  return b.CreateFMul(scale(h), scale(l));
+  return b.CreateFMul(b.CreateFMul(p, scale(h)), scale(l));
 }
 
 }  // namespace
@@ -55,7 +56,7 @@ Value* emit_exp(llvm::IRBuilder<>& b, Value* x) {
   Value* r = b.CreateFSub(x, b.CreateFMul(n, cf(b, x, 0.693359375)));
   r = b.CreateFSub(r, b.CreateFMul(n, cf(b, x, -2.12194440e-4)));
   Value* p = poly(b, r, {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040});
-  Value* v = b.CreateFMul(p, pow2(b, n));
+  Value* v = scale_pow2(b, p, n);
   v = b.CreateSelect(b.CreateFCmpOGT(x, cf(b, x, 88.72283905206835)), cf(b, x, INFINITY), v);
   v = b.CreateSelect(b.CreateFCmpOLT(x, cf(b, x, -103.97207708)), cf(b, x, 0.0), v);
   return v;  // NaN propagates through the polynomial

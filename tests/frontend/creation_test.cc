@@ -1,0 +1,56 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kiln/kiln.h"
+#include "testing/reference.h"
+
+namespace kiln {
+namespace {
+
+TEST(Creation, FullZerosOnesArange) {
+  EXPECT_EQ(full({2, 2}, 3.5).to_vector<float>(), (std::vector<float>{3.5, 3.5, 3.5, 3.5}));
+  EXPECT_EQ(ones({3}, int8).to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(arange(5).dtype(), int64);
+  EXPECT_EQ(arange(5).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(arange(2, 11, 3, int32).to_vector<int64_t>(), (std::vector<int64_t>{2, 5, 8}));
+  EXPECT_EQ(arange(1.0, 0.0, -0.25).to_vector<float>(), (std::vector<float>{1.0, 0.75, 0.5, 0.25}));
+  EXPECT_EQ(arange(0).numel(), 0);
+  EXPECT_EQ(scalar(2.0).item(), 2.0);
+}
+
+TEST(Creation, FromVectorConvertsAndKeepsData) {
+  std::vector<double> d = {1.5, -2.25, 1e300};
+  Tensor t = from_vector(d, {3});
+  EXPECT_EQ(t.dtype(), float64);
+  EXPECT_EQ(t.to_vector<double>(), d);
+  Tensor h = from_vector(std::vector<float>{1.0f, 0.333333f, 65504.0f, 70000.0f}, {4}, float16);
+  auto hv = h.to_vector<float>();
+  EXPECT_EQ(hv[0], 1.0f);
+  EXPECT_NEAR(hv[1], 0.333333f, 2e-4);
+  EXPECT_EQ(hv[2], 65504.0f);
+  EXPECT_TRUE(std::isinf(hv[3]));
+  std::vector<bool> bits = {true, false, true};
+  EXPECT_EQ(from_vector(bits, {3}).to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 1}));
+  int32_t raw[4] = {4, 3, 2, 1};
+  EXPECT_EQ(from_data(raw, {2, 2}).sum().item(), 10.0);
+}
+
+TEST(Creation, RandomIsDeterministicPerSeedAndMatchesTheReference) {
+  Tensor a = rand({1000}, 7), b = rand({1000}, 7), c = rand({1000}, 8);
+  EXPECT_EQ(a.to_vector<float>(), b.to_vector<float>());
+  EXPECT_NE(a.to_vector<float>(), c.to_vector<float>());
+  Tensor n = randn({4096}, 3);
+  double mean = n.mean().item(), var = (n * n).mean().item();
+  EXPECT_NEAR(mean, 0.0, 0.06);
+  EXPECT_NEAR(var, 1.0, 0.08);
+  EXPECT_MATCHES_REFERENCE({rand({3, 5}, 11), randn({3, 5}, 12), rand({4, 4}, 13, float64).t(), randn({6}, 14, bfloat16)});
+  auto u = rand({10000}, 1).to_vector<float>();
+  for (float v : u) {
+    ASSERT_GE(v, 0.0f);
+    ASSERT_LT(v, 1.0f);
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,170 @@
+// Every elementwise op and dtype against the reference interpreter.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "kiln/kiln.h"
+#include "testing/reference.h"
+
+namespace kiln {
+namespace {
+
+using testing::random_tensor;
+
+const DType kFloats[] = {float32, float64, float16, bfloat16};
+const DType kAll[] = {float32, float64, float16, bfloat16, int32, int64, int8, uint8, bool_};
+
+struct Unary {
+  const char* name;
+  std::function<Tensor(const Tensor&)> fn;
+  double lo, hi;
+};
+
+TEST(Elementwise, UnaryOpsOnEveryFloatDtype) {
+  const Unary ops[] = {
+      {"neg", [](const Tensor& x) { return -x; }, -3, 3},
+      {"exp", [](const Tensor& x) { return exp(x); }, -10, 10},
+      {"log", [](const Tensor& x) { return log(x); }, 1e-3, 100},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, 0, 100},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, 0.01, 100},
+      {"abs", [](const Tensor& x) { return abs(x); }, -3, 3},
+      {"sin", [](const Tensor& x) { return sin(x); }, -10, 10},
+      {"cos", [](const Tensor& x) { return cos(x); }, -10, 10},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, -6, 6},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, -20, 20},
+      {"relu", [](const Tensor& x) { return relu(x); }, -3, 3},
+      {"gelu", [](const Tensor& x) { return gelu(x); }, -5, 5},
+      {"gelu_tanh", [](const Tensor& x) { return gelu(x, true); }, -5, 5},
+      {"erf", [](const Tensor& x) { return erf(x); }, -4, 4},
+      {"floor", [](const Tensor& x) { return floor(x); }, -5, 5},
+      {"ceil", [](const Tensor& x) { return ceil(x); }, -5, 5},
+      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, 0.1, 10},
+      {"silu", [](const Tensor& x) { return silu(x); }, -6, 6},
+      {"square", [](const Tensor& x) { return x.pow(2.0); }, -3, 3},
+      {"pow", [](const Tensor& x) { return x.pow(1.7); }, 0.1, 4},
+      {"clamp", [](const Tensor& x) { return clamp(x, -0.5, 0.75); }, -2, 2},
+  };
+  uint32_t seed = 1;
+  for (DType dt : kFloats)
+    for (const Unary& op : ops) {
+      SCOPED_TRACE(std::string(op.name) + " " + dtype_name(dt));
+      Tensor x = random_tensor({3, 37}, dt, seed++, op.lo, op.hi);
+      Tensor y = op.fn(x);
+      EXPECT_EQ(y.dtype(), dt);
+      EXPECT_MATCHES_REFERENCE({y});
+    }
+}
+
+TEST(Elementwise, TranscendentalsAreAccurateOverWideRanges) {
+  // Edge values: tiny, huge, subnormal, signed zeros, infinities, NaN.
+  std::vector<float> v = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-40f, 3e-39f, 87.0f, 88.7f, 89.0f, -87.0f, -103.0f, -104.0f,
+                          1e10f, -1e10f, INFINITY, -INFINITY, NAN, 0.5f, 1.0f, 2.0f, 0.1f, 0.125f, 0.124f};
+  Tensor x = from_vector(v, {int64_t(v.size())});
+  EXPECT_MATCHES_REFERENCE({exp(x), tanh(x), sigmoid(x), erf(x)});
+  Tensor p = abs(x) + 1e-38;
+  EXPECT_MATCHES_REFERENCE({log(p), log(x)});
+}
+
+TEST(Elementwise, BinaryOpsOnEveryDtype) {
+  uint32_t seed = 100;
+  for (DType dt : kAll) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor a = random_tensor({4, 9}, dt, seed++, -20, 20);
+    Tensor b = random_tensor({4, 9}, dt, seed++, 1, 20);
+    std::vector<Tensor> outs = {a + b, a - b, a * b, a / b, maximum(a, b), minimum(a, b), a < b, a <= b,
+                                a > b,  a >= b, a == b, a != b, logical_and(a, b), logical_or(a, b), logical_not(a)};
+    if (dt != bool_) outs.push_back(-a);
+    if (is_float(dt)) outs.push_back(pow(abs(a) + 0.5, b * 0.1));
+    EXPECT_MATCHES_REFERENCE(outs);
+  }
+}
+
+TEST(Elementwise, IntegerArithmeticWraps) {
+  Tensor a = from_vector<int32_t>({2147483647, -2147483647 - 1, 100000}, {3});
+  Tensor r = a + a;
+  EXPECT_EQ(r.to_vector<int64_t>(), (std::vector<int64_t>{-2, 0, 200000}));
+  Tensor u = from_vector<uint8_t>({250, 3, 128}, {3});
+  EXPECT_EQ((u + u).to_vector<int64_t>(), (std::vector<int64_t>{244, 6, 0}));
+  EXPECT_MATCHES_REFERENCE({a * a, u * u, -u});
+}
+
+TEST(Elementwise, CastBetweenEveryPairOfDtypes) {
+  uint32_t seed = 200;
+  for (DType from : kAll) {
+    Tensor x = random_tensor({2, 17}, from, seed++, -300, 300);
+    std::vector<Tensor> outs;
+    for (DType to : kAll) outs.push_back(x.cast(to));
+    SCOPED_TRACE(dtype_name(from));
+    EXPECT_MATCHES_REFERENCE(outs);
+  }
+}
+
+TEST(Elementwise, FloatToIntCastSaturatesAndNanBecomesZero) {
+  Tensor x = from_vector<float>({1e10f, -1e10f, NAN, 3.9f, -3.9f, 300.0f, -300.0f}, {7});
+  EXPECT_EQ(x.cast(int32).to_vector<int64_t>(),
+            (std::vector<int64_t>{2147483647, -2147483647 - 1, 0, 3, -3, 300, -300}));
+  EXPECT_EQ(x.cast(uint8).to_vector<int64_t>(), (std::vector<int64_t>{255, 0, 0, 3, 0, 255, 0}));
+  EXPECT_EQ(x.cast(int8).to_vector<int64_t>(), (std::vector<int64_t>{127, -128, 0, 3, -3, 127, -128}));
+  EXPECT_EQ(x.cast(bool_).to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1}));
+}
+
+TEST(Elementwise, WhereSelectsAndBroadcasts) {
+  Tensor c = random_tensor({3, 1, 5}, bool_, 7);
+  Tensor a = random_tensor({4, 5}, float32, 8);
+  Tensor b = random_tensor({5}, int32, 9, -5, 5);
+  Tensor w = where(c, a, b);
+  EXPECT_EQ(w.shape(), (Shape{3, 4, 5}));
+  EXPECT_EQ(w.dtype(), float32);
+  EXPECT_MATCHES_REFERENCE({w, where(c, a, 2.5), where(c, -1.0, b)});
+}
+
+TEST(Elementwise, BroadcastingCornerCases) {
+  Tensor s = random_tensor({}, float32, 1);
+  Tensor v = random_tensor({5}, float32, 2);
+  Tensor m = random_tensor({4, 1}, float32, 3);
+  Tensor t = random_tensor({2, 1, 5}, float32, 4);
+  Tensor one = random_tensor({1, 1, 1}, float32, 5);
+  EXPECT_EQ((v + m).shape(), (Shape{4, 5}));
+  EXPECT_EQ((t + m).shape(), (Shape{2, 4, 5}));
+  EXPECT_EQ((s + t).shape(), (Shape{2, 1, 5}));
+  EXPECT_EQ((one * v).shape(), (Shape{1, 1, 5}));
+  EXPECT_MATCHES_REFERENCE({v + m, t * m, s - t, one / v, m - s, s * s});
+  Tensor empty = random_tensor({0, 5}, float32, 6);
+  EXPECT_EQ((empty + v).shape(), (Shape{0, 5}));
+  EXPECT_MATCHES_REFERENCE({empty + v});
+}
+
+TEST(Elementwise, ScalarOperandsInBothOrders) {
+  Tensor x = random_tensor({6}, float32, 11, 0.5, 3);
+  EXPECT_MATCHES_REFERENCE({x + 2, 2 + x, x - 2, 2 - x, x * 3, 3 * x, x / 4, 4 / x, x < 1.0, x >= 2.0});
+  Tensor i = random_tensor({6}, int32, 12, -10, 10);
+  EXPECT_EQ((i + 2).dtype(), int32);
+  EXPECT_EQ((i * 0.5).dtype(), float32);
+  EXPECT_EQ((i / 2).dtype(), float32);
+  EXPECT_MATCHES_REFERENCE({i + 2, 3 - i, i * 0.5, i / 2, 7 / i.cast(float32)});
+}
+
+TEST(Elementwise, TypePromotionFollowsNumPy) {
+  auto t = [](DType d) { return zeros({2}, d); };
+  EXPECT_EQ((t(int32) + t(float16)).dtype(), float16);
+  EXPECT_EQ((t(int64) + t(int8)).dtype(), int64);
+  EXPECT_EQ((t(uint8) + t(int8)).dtype(), int32);
+  EXPECT_EQ((t(float16) + t(bfloat16)).dtype(), float32);
+  EXPECT_EQ((t(float32) + t(float64)).dtype(), float64);
+  EXPECT_EQ((t(bool_) + t(bool_)).dtype(), int64);
+  EXPECT_EQ((t(bool_) + t(uint8)).dtype(), uint8);
+  EXPECT_EQ((t(int32) < t(float32)).dtype(), bool_);
+}
+
+TEST(Elementwise, NanAndInfPropagateAsIeeeSays) {
+  Tensor x = from_vector<float>({NAN, INFINITY, -INFINITY, 1.0f}, {4});
+  Tensor y = from_vector<float>({1.0f, -INFINITY, -INFINITY, NAN}, {4});
+  EXPECT_MATCHES_REFERENCE({x + y, x * 0.0, maximum(x, y), minimum(x, y), relu(x), x / y, exp(x), sqrt(x)});
+  auto m = maximum(x, y).to_vector<float>();
+  EXPECT_TRUE(std::isnan(m[0]));
+  EXPECT_TRUE(std::isnan(m[3]));
+}
+
+}  // namespace
+}  // namespace kiln

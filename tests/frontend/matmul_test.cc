@@ -1,0 +1,69 @@
+#include <gtest/gtest.h>
+
+#include "kiln/kiln.h"
+#include "testing/reference.h"
+
+namespace kiln {
+namespace {
+
+using testing::random_tensor;
+
+TEST(Matmul, OddSizes) {
+  uint32_t seed = 1;
+  for (int64_t m : {1, 7, 33, 129})
+    for (int64_t k : {1, 7, 33, 129})
+      for (int64_t n : {1, 7, 33, 129}) {
+        if ((m * n * k) % 5 != 0 && !(m == 129 && n == 129)) continue;  // a spread of combinations
+        SCOPED_TRACE(::testing::Message() << m << "x" << k << "x" << n);
+        Tensor a = random_tensor({m, k}, float32, seed++);
+        Tensor b = random_tensor({k, n}, float32, seed++);
+        EXPECT_MATCHES_REFERENCE({matmul(a, b)});
+      }
+}
+
+TEST(Matmul, OneDimensionalOperands) {
+  Tensor v = random_tensor({7}, float32, 1);
+  Tensor w = random_tensor({7}, float32, 2);
+  Tensor m = random_tensor({7, 5}, float32, 3);
+  Tensor n = random_tensor({3, 7}, float32, 4);
+  EXPECT_EQ(matmul(v, w).shape(), Shape{});
+  EXPECT_EQ(matmul(v, m).shape(), (Shape{5}));
+  EXPECT_EQ(matmul(n, v).shape(), (Shape{3}));
+  EXPECT_MATCHES_REFERENCE({matmul(v, w), matmul(v, m), matmul(n, v)});
+}
+
+TEST(Matmul, BatchedWithBroadcast) {
+  Tensor a = random_tensor({2, 1, 4, 7}, float32, 5);
+  Tensor b = random_tensor({3, 7, 6}, float32, 6);
+  Tensor c = random_tensor({7, 6}, float32, 7);
+  EXPECT_EQ(matmul(a, b).shape(), (Shape{2, 3, 4, 6}));
+  EXPECT_EQ(matmul(a, c).shape(), (Shape{2, 1, 4, 6}));
+  Tensor v = random_tensor({7}, float32, 8);
+  EXPECT_EQ(matmul(a, v).shape(), (Shape{2, 1, 4}));
+  EXPECT_MATCHES_REFERENCE({matmul(a, b), matmul(a, c), matmul(a, v), matmul(b.transpose(1, 2), a.transpose(-1, -2))});
+}
+
+TEST(Matmul, DtypesAndTransposedOperands) {
+  Tensor a = random_tensor({9, 17}, float64, 9);
+  Tensor b = random_tensor({17, 5}, float64, 10);
+  Tensor i = random_tensor({4, 6}, int32, 11, -5, 5);
+  Tensor j = random_tensor({6, 3}, int32, 12, -5, 5);
+  Tensor h = random_tensor({8, 16}, bfloat16, 13);
+  Tensor g = random_tensor({16, 8}, bfloat16, 14);
+  EXPECT_MATCHES_REFERENCE({matmul(a, b), matmul(b.t(), a.t()), matmul(i, j)});
+  EXPECT_MATCHES_REFERENCE({matmul(h, g), matmul(h.cast(float16), g.cast(float16))}, {3e-2, 3e-2});
+}
+
+TEST(Matmul, EpilogueAndPrologueValues) {
+  Tensor x = random_tensor({33, 64}, float32, 15);
+  Tensor w1 = random_tensor({64, 48}, float32, 16, -0.2, 0.2);
+  Tensor b1 = random_tensor({48}, float32, 17);
+  Tensor w2 = random_tensor({48, 10}, float32, 18, -0.2, 0.2);
+  Tensor b2 = random_tensor({10}, float32, 19);
+  Tensor h = gelu(matmul(x, w1) + b1, true);
+  Tensor y = matmul(h, w2) + b2;
+  EXPECT_MATCHES_REFERENCE({y, relu(matmul(x * 2, w1.exp()))});
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,69 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kiln/kiln.h"
+#include "testing/reference.h"
+
+namespace kiln {
+namespace {
+
+using testing::random_tensor;
+
+TEST(Reduce, EveryAxisSubsetOfA4DTensorWithAndWithoutKeepdim) {
+  Tensor x = random_tensor({3, 4, 5, 6}, float32, 1, 0.5, 1.5);
+  for (int mask = 0; mask < 16; ++mask) {
+    std::vector<int64_t> axes;
+    for (int d = 0; d < 4; ++d)
+      if (mask & (1 << d)) axes.push_back(d);
+    for (bool keep : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "mask " << mask << " keepdim " << keep);
+      std::vector<Tensor> outs = {x.sum(axes, keep), x.max(axes, keep), x.min(axes, keep), x.mean(axes, keep)};
+      if (axes.size() <= 2) outs.push_back(x.prod(axes, keep));
+      EXPECT_MATCHES_REFERENCE(outs);
+    }
+  }
+}
+
+TEST(Reduce, NegativeAxesAndEveryDtype) {
+  uint32_t seed = 3;
+  for (DType dt : {float32, float64, float16, bfloat16, int32, int64, int8, uint8, bool_}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor x = random_tensor({5, 7}, dt, seed++, -4, 4);
+    Tensor s = x.sum({-1});
+    EXPECT_EQ(s.shape(), (Shape{5}));
+    EXPECT_EQ(s.dtype(), is_float(dt) || dt == int64 ? dt : int64);
+    EXPECT_MATCHES_REFERENCE({s, x.max({-2}, true), x.min({0}), x.prod({1}), x.argmax(-1), x.argmin(0, true)});
+  }
+}
+
+TEST(Reduce, ArgmaxTakesTheFirstMaximumAndNanWins) {
+  Tensor x = from_vector<float>({1, 5, 5, 2, NAN, 3, NAN, 0}, {2, 4});
+  EXPECT_EQ(x.argmax(1).to_vector<int64_t>(), (std::vector<int64_t>{1, 0}));
+  Tensor y = from_vector<float>({1, 5, 5, 2, 7, NAN, 3, 0}, {2, 4});
+  EXPECT_EQ(y.argmax(1).to_vector<int64_t>(), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(y.argmin(1).to_vector<int64_t>(), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(from_vector<int32_t>({3, 9, 9, 1}, {4}).argmax().to_vector<int64_t>(), (std::vector<int64_t>{1}));
+  Tensor z = random_tensor({3, 4, 5}, float32, 9);
+  EXPECT_MATCHES_REFERENCE({z.argmax(), z.argmin(), z.argmax(1, true), z.argmin(2)});
+}
+
+TEST(Reduce, MaxPropagatesNanAndEmptySumIsZero) {
+  Tensor x = from_vector<float>({1, NAN, 3, 4}, {2, 2});
+  auto m = x.max({1}).to_vector<float>();
+  EXPECT_TRUE(std::isnan(m[0]));
+  EXPECT_EQ(m[1], 4.0f);
+  Tensor e = zeros({3, 0});
+  EXPECT_EQ(e.sum({1}).to_vector<float>(), (std::vector<float>{0, 0, 0}));
+  EXPECT_EQ(e.prod({1}).to_vector<float>(), (std::vector<float>{1, 1, 1}));
+}
+
+TEST(Reduce, LargeReductionsSplitAndStayAccurate) {
+  Tensor x = random_tensor({1 << 20}, float32, 5, 0, 1);
+  EXPECT_MATCHES_REFERENCE({x.sum(), x.max(), x.mean()}, {1e-4, 1e-6});
+  Tensor y = random_tensor({4096, 256}, float32, 6, -1, 1);
+  EXPECT_MATCHES_REFERENCE({y.mean({0}), y.sum({1})}, {1e-4, 1e-5});
+}
+
+}  // namespace
+}  // namespace kiln
