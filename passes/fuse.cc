@@ -181,7 +181,7 @@ class Fuser {
       return false;
     }
     if (!SG.has_reduce()) {
-      if (SG.full == SH.outer && all_identity()) {
+      if (shape_numel(SG.full) == shape_numel(SH.outer) && all_identity()) {
         *out = SH;
         return true;
       }
@@ -281,7 +281,10 @@ class Fuser {
     analyze();
   }
 
-  void note(std::string s) { plan_.decisions.push_back(std::move(s)); }
+  void note(std::string s) {
+    if (std::find(plan_.decisions.begin(), plan_.decisions.end(), s) == plan_.decisions.end())
+      plan_.decisions.push_back(std::move(s));
+  }
 
   const Graph& g_;
   const runtime::TargetInfo& t_;

@@ -40,6 +40,15 @@ bool Space::natural_map(const Shape& shape, ir::IndexMap* out) const {
     *out = ir::IndexMap::of(ir::View::contiguous(full));
     return true;
   }
+  // A reshape of an outer (or full) value has the same row-major flat layout.
+  if (shape_numel(shape) == shape_numel(outer)) {
+    *out = ir::IndexMap::of(outer_view());
+    return true;
+  }
+  if (shape_numel(shape) == shape_numel(full)) {
+    *out = ir::IndexMap::of(ir::View::contiguous(full));
+    return true;
+  }
   return false;
 }
 

@@ -22,8 +22,9 @@ struct Space {
   }
   // The view over `full` that addresses a row-major tensor of `outer` shape.
   ir::View outer_view() const;
-  // The map a value of `shape` gets when computed in this space, or false when the shape fits
-  // neither the full nor the outer shape.
+  // The map a value of `shape` gets when computed in this space: the outer view for the outer
+  // shape (or any shape with as many elements: a reshape keeps the row-major layout), the
+  // identity for the full shape; false when neither fits.
   bool natural_map(const Shape& shape, ir::IndexMap* out) const;
 };
 
