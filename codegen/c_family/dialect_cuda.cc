@@ -1,0 +1,240 @@
+// CUDA C (NVRTC) and HIP C (hiprtc): one dialect, two flavors.
+#include <cmath>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codegen/c_family/dialect.h"
+
+namespace kiln::codegen::gpu {
+
+std::string c_float_literal(double v, bool is_double, const std::string& float_suffix) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, is_double ? "%.17g" : "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return is_double ? s : s + float_suffix;
+}
+
+namespace {
+
+class CudaDialect : public DialectOps {
+ public:
+  explicit CudaDialect(bool hip) : hip_(hip) {}
+  Dialect kind() const override { return hip_ ? Dialect::kHip : Dialect::kCuda; }
+
+  std::string type(DType t) const override {
+    switch (t) {
+      case DType::kBool: return "bool";
+      case DType::kUInt8: return "unsigned char";
+      case DType::kInt8: return "signed char";
+      case DType::kInt32: return "int";
+      case DType::kInt64: return "long long";
+      case DType::kFloat64: return "double";
+      default: return "float";
+    }
+  }
+  std::string storage(DType t) const {
+    switch (t) {
+      case DType::kBool: return "unsigned char";
+      case DType::kFloat16:
+      case DType::kBFloat16: return "unsigned short";
+      default: return type(t);
+    }
+  }
+  std::string index_type(bool wide) const override { return wide ? "long long" : "int"; }
+  std::string index_literal(int64_t v, bool wide) const override {
+    return wide ? absl::StrCat(v, "LL") : absl::StrCat(v);
+  }
+
+  std::string literal(DType t, const Scalar& s) const override {
+    if (t == DType::kBool) return s.as_int() ? "true" : "false";
+    if (is_float(t)) {
+      bool dbl = t == DType::kFloat64;
+      double v = s.as_double();
+      if (std::isnan(v)) return dbl ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)";
+      if (std::isinf(v)) {
+        if (dbl) return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0xfff0000000000000LL)";
+        return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+      }
+      return c_float_literal(dbl ? v : double(float(v)), dbl, "f");
+    }
+    int64_t v = s.as_int();
+    switch (t) {
+      case DType::kInt64:
+        if (v == INT64_MIN) return "(-9223372036854775807LL - 1LL)";
+        return absl::StrCat("(", v, "LL)");
+      case DType::kInt32:
+        if (v == INT32_MIN) return "(-2147483647 - 1)";
+        return absl::StrCat("(", v, ")");
+      case DType::kInt8: return absl::StrCat("((signed char)", v, ")");
+      case DType::kUInt8: return absl::StrCat("((unsigned char)", v, ")");
+      default: return absl::StrCat(v);
+    }
+  }
+
+  std::string preamble(const Features&) const override {
+    std::string p;
+    if (hip_) {
+      p += "#include <hip/hip_runtime.h>\n";
+      p += "__device__ __forceinline__ float kiln_h2f(unsigned short x) { return (float)__builtin_bit_cast(_Float16, x); }\n";
+      p += "__device__ __forceinline__ unsigned short kiln_f2h(float f) { return __builtin_bit_cast(unsigned short, (_Float16)f); }\n";
+    } else {
+      p += "__device__ __forceinline__ float kiln_h2f(unsigned short x) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(x)); return f; }\n";
+      p += "__device__ __forceinline__ unsigned short kiln_f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
+    }
+    p += R"(__device__ __forceinline__ float kiln_bf2f(unsigned short x) { return __uint_as_float(((unsigned)x) << 16); }
+__device__ __forceinline__ unsigned short kiln_f2bf(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+__device__ __forceinline__ float kiln_maxf(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
+__device__ __forceinline__ float kiln_minf(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
+__device__ __forceinline__ double kiln_maxd(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
+__device__ __forceinline__ double kiln_mind(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
+__device__ __forceinline__ int kiln_sat_i32(double v) { return v != v ? 0 : v >= 2147483647.0 ? 2147483647 : v <= -2147483648.0 ? (-2147483647 - 1) : (int)v; }
+__device__ __forceinline__ long long kiln_sat_i64(double v) { return v != v ? 0LL : v >= 9.2233720368547758e18 ? 9223372036854775807LL : v <= -9.2233720368547758e18 ? (-9223372036854775807LL - 1LL) : (long long)v; }
+__device__ __forceinline__ signed char kiln_sat_i8(double v) { return v != v ? 0 : v >= 127.0 ? 127 : v <= -128.0 ? -128 : (signed char)v; }
+__device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ? 0 : v >= 255.0 ? 255 : v <= 0.0 ? 0 : (unsigned char)v; }
+)";
+    return p;
+  }
+
+  std::string kernel_open(const std::string& name, const std::vector<BufferParam>& bufs, int block,
+                          const std::string& shared_decls) const override {
+    std::vector<std::string> params;
+    for (const BufferParam& b : bufs)
+      params.push_back(absl::StrCat(b.written ? "" : "const ", storage(b.dtype), "* __restrict__ b", b.id));
+    return absl::StrCat("extern \"C\" __global__ void __launch_bounds__(", block, ") ", name, "(",
+                        absl::StrJoin(params, ", "), ") {\n", shared_decls);
+  }
+  std::string shared_decl(const std::string& type, const std::string& name, int64_t n) const override {
+    return absl::StrCat("  __shared__ ", type, " ", name, "[", n, "];\n");
+  }
+
+  std::string load(int buf, DType dt, const std::string& index) const override {
+    std::string e = absl::StrCat("b", buf, "[", index, "]");
+    switch (dt) {
+      case DType::kBool: return absl::StrCat("(", e, " != 0)");
+      case DType::kFloat16: return absl::StrCat("kiln_h2f(", e, ")");
+      case DType::kBFloat16: return absl::StrCat("kiln_bf2f(", e, ")");
+      default: return e;
+    }
+  }
+  std::string store(int buf, DType dt, const std::string& index, const std::string& v) const override {
+    std::string val = v;
+    switch (dt) {
+      case DType::kBool: val = absl::StrCat("(unsigned char)(", v, " ? 1 : 0)"); break;
+      case DType::kFloat16: val = absl::StrCat("kiln_f2h(", v, ")"); break;
+      case DType::kBFloat16: val = absl::StrCat("kiln_f2bf(", v, ")"); break;
+      default: break;
+    }
+    return absl::StrCat("b", buf, "[", index, "] = ", val, ";");
+  }
+
+  std::string local_id() const override { return "(int)threadIdx.x"; }
+  std::string group_id() const override { return "(long long)blockIdx.x"; }
+  std::string num_groups() const override { return "(long long)gridDim.x"; }
+  std::string barrier() const override { return "__syncthreads();"; }
+
+  std::string op(ir::Op o, DType t, const std::vector<std::string>& a) const override {
+    bool f = is_float(t), d = t == DType::kFloat64;
+    auto fn = [&](const char* name) { return absl::StrCat(name, d ? "" : "f", "(", a[0], ")"); };
+    // Wrapping integer arithmetic without signed-overflow UB.
+    auto wrap = [&](const char* sym) {
+      if (t == DType::kInt32) return absl::StrCat("(int)((unsigned)", a[0], " ", sym, " (unsigned)", a[1], ")");
+      if (t == DType::kInt64)
+        return absl::StrCat("(long long)((unsigned long long)", a[0], " ", sym, " (unsigned long long)", a[1], ")");
+      return absl::StrCat("(", type(t), ")(", a[0], " ", sym, " ", a[1], ")");
+    };
+    switch (o) {
+      case ir::Op::kNeg:
+        if (f) return absl::StrCat("(-", a[0], ")");
+        if (t == DType::kInt32) return absl::StrCat("(int)(0u - (unsigned)", a[0], ")");
+        if (t == DType::kInt64) return absl::StrCat("(long long)(0ull - (unsigned long long)", a[0], ")");
+        return absl::StrCat("(", type(t), ")(-", a[0], ")");
+      case ir::Op::kExp: return fn("exp");
+      case ir::Op::kLog: return fn("log");
+      case ir::Op::kSqrt: return fn("sqrt");
+      case ir::Op::kRsqrt: return fn("rsqrt");
+      case ir::Op::kAbs:
+        if (f) return fn("fabs");
+        if (t == DType::kUInt8) return a[0];
+        if (t == DType::kInt32) return absl::StrCat("(", a[0], " < 0 ? (int)(0u - (unsigned)", a[0], ") : ", a[0], ")");
+        if (t == DType::kInt64)
+          return absl::StrCat("(", a[0], " < 0 ? (long long)(0ull - (unsigned long long)", a[0], ") : ", a[0], ")");
+        return absl::StrCat("(", type(t), ")(", a[0], " < 0 ? -", a[0], " : ", a[0], ")");
+      case ir::Op::kSin: return fn("sin");
+      case ir::Op::kCos: return fn("cos");
+      case ir::Op::kTanh: return fn("tanh");
+      case ir::Op::kErf: return fn("erf");
+      case ir::Op::kFloor: return fn("floor");
+      case ir::Op::kCeil: return fn("ceil");
+      case ir::Op::kSigmoid:
+        return d ? absl::StrCat("(1.0 / (1.0 + exp(-", a[0], ")))") : absl::StrCat("(1.0f / (1.0f + expf(-", a[0], ")))");
+      case ir::Op::kRecip: return absl::StrCat("(", d ? "1.0" : "1.0f", " / ", a[0], ")");
+      case ir::Op::kNot: return absl::StrCat("(!", a[0], ")");
+      case ir::Op::kAdd: return f ? absl::StrCat("(", a[0], " + ", a[1], ")") : wrap("+");
+      case ir::Op::kSub: return f ? absl::StrCat("(", a[0], " - ", a[1], ")") : wrap("-");
+      case ir::Op::kMul: return f ? absl::StrCat("(", a[0], " * ", a[1], ")") : wrap("*");
+      case ir::Op::kDiv: return absl::StrCat("(", a[0], " / ", a[1], ")");
+      case ir::Op::kPow: return absl::StrCat(d ? "pow(" : "powf(", a[0], ", ", a[1], ")");
+      case ir::Op::kMax:
+        if (f) return absl::StrCat(d ? "kiln_maxd(" : "kiln_maxf(", a[0], ", ", a[1], ")");
+        if (t == DType::kBool) return absl::StrCat("(", a[0], " || ", a[1], ")");
+        return absl::StrCat("(", a[0], " > ", a[1], " ? ", a[0], " : ", a[1], ")");
+      case ir::Op::kMin:
+        if (f) return absl::StrCat(d ? "kiln_mind(" : "kiln_minf(", a[0], ", ", a[1], ")");
+        if (t == DType::kBool) return absl::StrCat("(", a[0], " && ", a[1], ")");
+        return absl::StrCat("(", a[0], " < ", a[1], " ? ", a[0], " : ", a[1], ")");
+      case ir::Op::kLt: return absl::StrCat("(", a[0], " < ", a[1], ")");
+      case ir::Op::kLe: return absl::StrCat("(", a[0], " <= ", a[1], ")");
+      case ir::Op::kEq: return absl::StrCat("(", a[0], " == ", a[1], ")");
+      case ir::Op::kNe: return absl::StrCat("(", a[0], " != ", a[1], ")");
+      case ir::Op::kAnd: return absl::StrCat("(", a[0], " && ", a[1], ")");
+      case ir::Op::kOr: return absl::StrCat("(", a[0], " || ", a[1], ")");
+      default: return "/*unsupported op*/0";
+    }
+  }
+
+  std::string cast(DType from, DType to, const std::string& v) const override {
+    if (from == to) return v;
+    if (to == DType::kBool) return is_float(from) ? absl::StrCat("(", v, " != 0.0)") : absl::StrCat("(", v, " != 0)");
+    if (from == DType::kBool) return absl::StrCat("(", type(to), ")(", v, " ? 1 : 0)");
+    if (is_float(from) && is_float(to)) {
+      std::string r = absl::StrCat("(", type(to), ")(", v, ")");
+      if (to == DType::kFloat16) return absl::StrCat("kiln_h2f(kiln_f2h(", r, "))");
+      if (to == DType::kBFloat16) return absl::StrCat("kiln_bf2f(kiln_f2bf(", r, "))");
+      return r;
+    }
+    if (is_float(from)) {
+      const char* f = to == DType::kInt32 ? "kiln_sat_i32" : to == DType::kInt64 ? "kiln_sat_i64"
+                      : to == DType::kInt8 ? "kiln_sat_i8" : "kiln_sat_u8";
+      return absl::StrCat(f, "((double)(", v, "))");
+    }
+    return absl::StrCat("(", type(to), ")(", v, ")");
+  }
+
+  std::string is_nan(DType, const std::string& v) const override { return absl::StrCat("(", v, " != ", v, ")"); }
+  std::string u32() const override { return "unsigned"; }
+  std::string u32_literal(uint32_t v) const override { return absl::StrCat(v, "u"); }
+  std::string u32_to_float(const std::string& v, DType t) const override {
+    return t == DType::kFloat64 ? absl::StrCat("((double)(", v, " >> 8) * 5.9604644775390625e-08)")
+                                : absl::StrCat("((float)(", v, " >> 8) * 5.9604644775390625e-08f)");
+  }
+  std::string index_to_u32(const std::string& v, int shift) const override {
+    return shift ? absl::StrCat("(unsigned)((unsigned long long)(", v, ") >> ", shift, ")")
+                 : absl::StrCat("(unsigned)(", v, ")");
+  }
+
+ private:
+  bool hip_;
+};
+
+}  // namespace
+
+std::unique_ptr<DialectOps> make_cuda_dialect(bool hip) { return std::make_unique<CudaDialect>(hip); }
+
+}  // namespace kiln::codegen::gpu

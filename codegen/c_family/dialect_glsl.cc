@@ -1,0 +1,282 @@
+// GLSL 4.60 compute shaders for Vulkan: memory through buffer device addresses (see
+// gpu_program.h for the address-table contract).
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/c_family/dialect.h"
+
+namespace kiln::codegen::gpu {
+namespace {
+
+class GlslDialect : public DialectOps {
+ public:
+  Dialect kind() const override { return Dialect::kGlsl; }
+
+  std::string type(DType t) const override {
+    switch (t) {
+      case DType::kBool: return "bool";
+      case DType::kUInt8: return "uint8_t";
+      case DType::kInt8: return "int8_t";
+      case DType::kInt32: return "int";
+      case DType::kInt64: return "int64_t";
+      case DType::kFloat64: return "double";
+      default: return "float";
+    }
+  }
+  // Name of the buffer_reference block type holding elements of dtype t.
+  static const char* block(DType t) {
+    switch (t) {
+      case DType::kBool:
+      case DType::kUInt8: return "BufU8";
+      case DType::kInt8: return "BufI8";
+      case DType::kInt32: return "BufI32";
+      case DType::kInt64: return "BufI64";
+      case DType::kFloat16:
+      case DType::kBFloat16: return "BufU16";
+      case DType::kFloat64: return "BufF64";
+      default: return "BufF32";
+    }
+  }
+  std::string index_type(bool wide) const override { return wide ? "int64_t" : "int"; }
+  std::string index_literal(int64_t v, bool wide) const override {
+    return wide ? absl::StrCat(v, "l") : absl::StrCat(v);
+  }
+
+  std::string literal(DType t, const Scalar& s) const override {
+    if (t == DType::kBool) return s.as_int() ? "true" : "false";
+    if (is_float(t)) {
+      bool dbl = t == DType::kFloat64;
+      double v = s.as_double();
+      if (dbl) {
+        uint64_t bits;
+        std::memcpy(&bits, &v, 8);
+        if (!std::isfinite(v))
+          return absl::StrCat("packDouble2x32(uvec2(", uint32_t(bits), "u, ", uint32_t(bits >> 32), "u))");
+        return c_float_literal(v, true, "") + "lf";
+      }
+      float f = float(v);
+      if (!std::isfinite(f)) {
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        if (std::isnan(f)) bits = 0x7fc00000u;
+        return absl::StrCat("uintBitsToFloat(", bits, "u)");
+      }
+      return c_float_literal(double(f), false, "");
+    }
+    int64_t v = s.as_int();
+    switch (t) {
+      case DType::kInt64:
+        if (v == INT64_MIN) return "(-9223372036854775807l - 1l)";
+        return absl::StrCat("int64_t(", v, "l)");
+      case DType::kInt32:
+        if (v == INT32_MIN) return "(-2147483647 - 1)";
+        return absl::StrCat("(", v, ")");
+      case DType::kInt8: return absl::StrCat("int8_t(", v, ")");
+      case DType::kUInt8: return absl::StrCat("uint8_t(", v, ")");
+      default: return absl::StrCat(v);
+    }
+  }
+
+  std::string preamble(const Features& f) const override {
+    std::string p = R"(#version 460
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_16bit_storage : require
+)";
+    p += "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Table { uint64_t a[]; };\n";
+    p += "layout(push_constant) uniform PC { uint64_t table; } pc;\n";
+    p += "layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufF32 { float v[]; };\n";
+    p += "layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufI32 { int v[]; };\n";
+    p += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufI64 { int64_t v[]; };\n";
+    p += "layout(buffer_reference, std430, buffer_reference_align = 1) buffer BufU8 { uint8_t v[]; };\n";
+    p += "layout(buffer_reference, std430, buffer_reference_align = 1) buffer BufI8 { int8_t v[]; };\n";
+    p += "layout(buffer_reference, std430, buffer_reference_align = 2) buffer BufU16 { uint16_t v[]; };\n";
+    if (f.f64) p += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufF64 { double v[]; };\n";
+    p += R"(float kiln_h2f(uint16_t x) { return unpackHalf2x16(uint(x)).x; }
+uint16_t kiln_f2h(float f) { return uint16_t(packHalf2x16(vec2(f, 0.0)) & 0xffffu); }
+float kiln_bf2f(uint16_t x) { return uintBitsToFloat(uint(x) << 16); }
+uint16_t kiln_f2bf(float f) {
+  uint u = floatBitsToUint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+float kiln_max(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : max(a, b); }
+float kiln_min(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : min(a, b); }
+float kiln_tanh(float x) {
+  float ax = abs(x);
+  float e = exp(-2.0 * ax);
+  float big = (1.0 - e) / (1.0 + e);
+  float x2 = x * x;
+  float small = ax * (1.0 + x2 * (-0.333333333 + x2 * (0.133333333 + x2 * (-0.0539682540 + x2 * 0.0218694885))));
+  float r = ax < 0.125 ? small : big;
+  return isnan(x) ? x : (x < 0.0 ? -r : r);
+}
+float kiln_erf(float x) {
+  float ax = abs(x);
+  float x2 = x * x;
+  float s = x * (1.1283791671 + x2 * (-0.3761263890 + x2 * (0.1128379167 + x2 * (-0.0268661706 + x2 * (0.0052239776
+           + x2 * (-0.0008548327 + x2 * (0.0001205533 + x2 * (-0.0000149253 + x2 * (0.0000016462 + x2 * (-0.0000001637
+           + x2 * 0.0000000148))))))))));
+  float t = 1.0 / (1.0 + 0.5 * ax);
+  float p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807
+           + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  float l = 1.0 - t * exp(-ax * ax + p);
+  float r = ax < 1.0 ? s : (x < 0.0 ? -l : l);
+  return isnan(x) ? x : r;
+}
+int kiln_sat_i32(float v) { return isnan(v) ? 0 : v >= 2147483648.0 ? 2147483647 : v <= -2147483648.0 ? (-2147483647 - 1) : int(v); }
+int64_t kiln_sat_i64(float v) { return isnan(v) ? 0l : v >= 9.2233720368547758e18 ? 9223372036854775807l : v <= -9.2233720368547758e18 ? (-9223372036854775807l - 1l) : int64_t(v); }
+int8_t kiln_sat_i8(float v) { return isnan(v) ? int8_t(0) : v >= 127.0 ? int8_t(127) : v <= -128.0 ? int8_t(-128) : int8_t(int(v)); }
+uint8_t kiln_sat_u8(float v) { return isnan(v) ? uint8_t(0) : v >= 255.0 ? uint8_t(255) : v <= 0.0 ? uint8_t(0) : uint8_t(int(v)); }
+)";
+    if (f.f64) {
+      p += R"(double kiln_max(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : max(a, b); }
+double kiln_min(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : min(a, b); }
+double kiln_tanh(double x) { return double(kiln_tanh(float(x))); }
+double kiln_erf(double x) { return double(kiln_erf(float(x))); }
+int kiln_sat_i32(double v) { return isnan(v) ? 0 : v >= 2147483647.0lf ? 2147483647 : v <= -2147483648.0lf ? (-2147483647 - 1) : int(v); }
+int64_t kiln_sat_i64(double v) { return isnan(v) ? 0l : v >= 9.2233720368547758e18lf ? 9223372036854775807l : v <= -9.2233720368547758e18lf ? (-9223372036854775807l - 1l) : int64_t(v); }
+int8_t kiln_sat_i8(double v) { return isnan(v) ? int8_t(0) : v >= 127.0lf ? int8_t(127) : v <= -128.0lf ? int8_t(-128) : int8_t(int(v)); }
+uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? uint8_t(255) : v <= 0.0lf ? uint8_t(0) : uint8_t(int(v)); }
+)";
+    }
+    return p;
+  }
+
+  std::string kernel_open(const std::string&, const std::vector<BufferParam>& bufs, int block,
+                          const std::string& shared_decls) const override {
+    std::string s = absl::StrCat("layout(local_size_x = ", block, ") in;\n", shared_decls, "void main() {\n");
+    s += "  Table kiln_tbl = Table(pc.table);\n";
+    for (const BufferParam& b : bufs)
+      absl::StrAppend(&s, "  ", block_name(b.dtype), " b", b.id, " = ", block_name(b.dtype), "(kiln_tbl.a[", b.id, "]);\n");
+    return s;
+  }
+  static std::string block_name(DType t) { return block(t); }
+  std::string shared_decl(const std::string& type, const std::string& name, int64_t n) const override {
+    return absl::StrCat("shared ", type, " ", name, "[", n, "];\n");
+  }
+
+  std::string load(int buf, DType dt, const std::string& index) const override {
+    std::string e = absl::StrCat("b", buf, ".v[", index, "]");
+    switch (dt) {
+      case DType::kBool: return absl::StrCat("(", e, " != uint8_t(0))");
+      case DType::kFloat16: return absl::StrCat("kiln_h2f(", e, ")");
+      case DType::kBFloat16: return absl::StrCat("kiln_bf2f(", e, ")");
+      default: return e;
+    }
+  }
+  std::string store(int buf, DType dt, const std::string& index, const std::string& v) const override {
+    std::string val = v;
+    switch (dt) {
+      case DType::kBool: val = absl::StrCat("(", v, " ? uint8_t(1) : uint8_t(0))"); break;
+      case DType::kFloat16: val = absl::StrCat("kiln_f2h(", v, ")"); break;
+      case DType::kBFloat16: val = absl::StrCat("kiln_f2bf(", v, ")"); break;
+      default: break;
+    }
+    return absl::StrCat("b", buf, ".v[", index, "] = ", val, ";");
+  }
+
+  std::string local_id() const override { return "int(gl_LocalInvocationID.x)"; }
+  std::string group_id() const override { return "int64_t(gl_WorkGroupID.x)"; }
+  std::string num_groups() const override { return "int64_t(gl_NumWorkGroups.x)"; }
+  std::string barrier() const override { return "memoryBarrierShared(); barrier();"; }
+
+  std::string op(ir::Op o, DType t, const std::vector<std::string>& a) const override {
+    bool f = is_float(t), d = t == DType::kFloat64;
+    std::string one = d ? "1.0lf" : "1.0";
+    auto call = [&](const char* name) { return absl::StrCat(name, "(", a[0], ")"); };
+    auto bin = [&](const char* sym) {
+      if (f || t == DType::kInt32 || t == DType::kInt64) return absl::StrCat("(", a[0], " ", sym, " ", a[1], ")");
+      return absl::StrCat(type(t), "(", a[0], " ", sym, " ", a[1], ")");
+    };
+    // Transcendentals on doubles go through float where GLSL has no double version.
+    auto fcall = [&](const char* name) {
+      if (!d) return call(name);
+      return absl::StrCat("double(", name, "(float(", a[0], ")))");
+    };
+    switch (o) {
+      case ir::Op::kNeg: return (f || t == DType::kInt32 || t == DType::kInt64) ? absl::StrCat("(-", a[0], ")") : absl::StrCat(type(t), "(-", a[0], ")");
+      case ir::Op::kExp: return fcall("exp");
+      case ir::Op::kLog: return fcall("log");
+      case ir::Op::kSqrt: return call("sqrt");
+      case ir::Op::kRsqrt: return call("inversesqrt");
+      case ir::Op::kAbs:
+        if (f) return call("abs");
+        if (t == DType::kUInt8) return a[0];
+        return absl::StrCat("(", a[0], " < ", literal(t, Scalar::from_int(0)), " ? ", op(ir::Op::kNeg, t, a), " : ", a[0], ")");
+      case ir::Op::kSin: return fcall("sin");
+      case ir::Op::kCos: return fcall("cos");
+      case ir::Op::kTanh: return call("kiln_tanh");
+      case ir::Op::kErf: return call("kiln_erf");
+      case ir::Op::kFloor: return call("floor");
+      case ir::Op::kCeil: return call("ceil");
+      case ir::Op::kSigmoid:
+        return d ? absl::StrCat("(1.0lf / (1.0lf + double(exp(float(-", a[0], ")))))")
+                 : absl::StrCat("(1.0 / (1.0 + exp(-", a[0], ")))");
+      case ir::Op::kRecip: return absl::StrCat("(", one, " / ", a[0], ")");
+      case ir::Op::kNot: return absl::StrCat("(!", a[0], ")");
+      case ir::Op::kAdd: return bin("+");
+      case ir::Op::kSub: return bin("-");
+      case ir::Op::kMul: return bin("*");
+      case ir::Op::kDiv: return absl::StrCat("(", a[0], " / ", a[1], ")");
+      case ir::Op::kPow:
+        return d ? absl::StrCat("double(pow(float(", a[0], "), float(", a[1], ")))") : absl::StrCat("pow(", a[0], ", ", a[1], ")");
+      case ir::Op::kMax:
+        if (f) return absl::StrCat("kiln_max(", a[0], ", ", a[1], ")");
+        if (t == DType::kBool) return absl::StrCat("(", a[0], " || ", a[1], ")");
+        return absl::StrCat("(", a[0], " > ", a[1], " ? ", a[0], " : ", a[1], ")");
+      case ir::Op::kMin:
+        if (f) return absl::StrCat("kiln_min(", a[0], ", ", a[1], ")");
+        if (t == DType::kBool) return absl::StrCat("(", a[0], " && ", a[1], ")");
+        return absl::StrCat("(", a[0], " < ", a[1], " ? ", a[0], " : ", a[1], ")");
+      case ir::Op::kLt: return absl::StrCat("(", a[0], " < ", a[1], ")");
+      case ir::Op::kLe: return absl::StrCat("(", a[0], " <= ", a[1], ")");
+      case ir::Op::kEq: return absl::StrCat("(", a[0], " == ", a[1], ")");
+      case ir::Op::kNe: return absl::StrCat("(", a[0], " != ", a[1], ")");
+      case ir::Op::kAnd: return absl::StrCat("(", a[0], " && ", a[1], ")");
+      case ir::Op::kOr: return absl::StrCat("(", a[0], " || ", a[1], ")");
+      default: return "0";
+    }
+  }
+
+  std::string cast(DType from, DType to, const std::string& v) const override {
+    if (from == to) return v;
+    if (to == DType::kBool) return absl::StrCat("(", v, " != ", literal(from, Scalar::from_int(0).cast_to(from)), ")");
+    if (from == DType::kBool) return absl::StrCat(type(to), "(", v, ")");
+    if (is_float(from) && is_float(to)) {
+      std::string r = absl::StrCat(type(to), "(", v, ")");
+      if (to == DType::kFloat16) return absl::StrCat("kiln_h2f(kiln_f2h(", r, "))");
+      if (to == DType::kBFloat16) return absl::StrCat("kiln_bf2f(kiln_f2bf(", r, "))");
+      return r;
+    }
+    if (is_float(from)) {
+      const char* f = to == DType::kInt32 ? "kiln_sat_i32" : to == DType::kInt64 ? "kiln_sat_i64"
+                      : to == DType::kInt8 ? "kiln_sat_i8" : "kiln_sat_u8";
+      return absl::StrCat(f, "(", v, ")");
+    }
+    return absl::StrCat(type(to), "(", v, ")");
+  }
+
+  std::string is_nan(DType, const std::string& v) const override { return absl::StrCat("isnan(", v, ")"); }
+  std::string u32() const override { return "uint"; }
+  std::string u32_literal(uint32_t v) const override { return absl::StrCat(v, "u"); }
+  std::string u32_to_float(const std::string& v, DType t) const override {
+    return t == DType::kFloat64 ? absl::StrCat("(double(", v, " >> 8) * 5.9604644775390625e-08lf)")
+                                : absl::StrCat("(float(", v, " >> 8) * 5.9604644775390625e-08)");
+  }
+  std::string index_to_u32(const std::string& v, int shift) const override {
+    return shift ? absl::StrCat("uint(uint64_t(", v, ") >> ", shift, ")") : absl::StrCat("uint(", v, ")");
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<DialectOps> make_glsl_dialect() { return std::make_unique<GlslDialect>(); }
+
+}  // namespace kiln::codegen::gpu

@@ -1,0 +1,302 @@
+#include "codegen/c_family/kernel_writer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "ir/graph.h"
+#include "ir/random.h"
+
+namespace kiln::codegen::gpu {
+
+using ir::KNode;
+using ir::KNodeId;
+using ir::Op;
+
+KernelWriter::KernelWriter(const ir::Program& p, const ir::Kernel& k, const DialectOps& d)
+    : p_(p), k_(k), d_(d), axis_(k.shape.size()) {
+  // 64-bit index arithmetic only when some buffer or the iteration space needs it.
+  int64_t biggest = shape_numel(k.shape);
+  for (const ir::BufferDesc& b : p.buffers) biggest = std::max(biggest, shape_numel(b.shape));
+  wide_ = biggest >= (int64_t(1) << 31) - 1;
+  scopes_.emplace_back();
+}
+
+void KernelWriter::line(const std::string& s) {
+  body_.append(size_t(indent_) * 2, ' ');
+  body_ += s;
+  body_ += '\n';
+}
+void KernelWriter::open(const std::string& s) {
+  line(s + " {");
+  ++indent_;
+  push_scope();
+}
+void KernelWriter::close() {
+  pop_scope();
+  --indent_;
+  line("}");
+}
+std::string KernelWriter::fresh(const char* prefix) { return absl::StrCat(prefix, counter_++); }
+
+void KernelWriter::unravel(const std::string& flat, const std::vector<int>& axes) {
+  int64_t stride = 1;
+  for (size_t i = axes.size(); i-- > 0;) {
+    int a = axes[i];
+    std::string v = fresh("i");
+    std::string q = stride == 1 ? flat : absl::StrCat("(", flat, " / ", ilit(stride), ")");
+    std::string e = i == 0 ? q : absl::StrCat("(", q, " % ", ilit(k_.shape[a]), ")");
+    if (k_.shape[a] == 1) e = ilit(0);
+    line(absl::StrCat(idx_t(), " ", v, " = ", e, ";"));
+    axis_[a] = v;
+    stride *= k_.shape[a];
+  }
+}
+
+std::string KernelWriter::lookup(KNodeId id) const {
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+    auto f = it->find(id);
+    if (f != it->end()) return f->second;
+  }
+  return "";
+}
+
+KernelWriter::Addr KernelWriter::address(const ir::IndexMap& m) {
+  std::vector<std::string> idx;
+  for (size_t d = 0; d < k_.shape.size(); ++d) idx.push_back(axis_[d].empty() ? ilit(0) : axis_[d]);
+  std::string valid, flat;
+  for (size_t j = m.views.size(); j-- > 0;) {
+    const ir::View& v = m.views[j];
+    std::string e = v.offset ? ilit(v.offset) : "";
+    for (size_t d = 0; d < v.shape.size(); ++d) {
+      if (v.has_mask() && (v.mask[d].first > 0 || v.mask[d].second < v.shape[d])) {
+        std::string c;
+        if (v.mask[d].first > 0) c = absl::StrCat(idx[d], " >= ", ilit(v.mask[d].first));
+        if (v.mask[d].second < v.shape[d])
+          absl::StrAppend(&c, c.empty() ? "" : " && ", idx[d], " < ", ilit(v.mask[d].second));
+        if (v.mask[d].first >= v.mask[d].second) c = "false";
+        valid = valid.empty() ? absl::StrCat("(", c, ")") : absl::StrCat(valid, " && (", c, ")");
+      }
+      if (v.strides[d] == 0 || v.shape[d] == 1) continue;
+      std::string term = v.strides[d] == 1 ? idx[d] : absl::StrCat(idx[d], " * ", ilit(v.strides[d]));
+      e = e.empty() ? term : absl::StrCat(e, " + ", term);
+    }
+    if (e.empty()) e = ilit(0);
+    flat = fresh("f");
+    line(absl::StrCat(idx_t(), " ", flat, " = ", e, ";"));
+    if (j > 0) {
+      const Shape& s = m.views[j - 1].shape;
+      std::vector<int64_t> cs = ir::contiguous_strides(s);
+      idx.assign(s.size(), "");
+      for (size_t d = 0; d < s.size(); ++d) {
+        std::string q = cs[d] == 1 ? flat : absl::StrCat("(", flat, " / ", ilit(cs[d]), ")");
+        std::string x = d == 0 ? q : absl::StrCat("(", q, " % ", ilit(s[d]), ")");
+        std::string var = fresh("u");
+        line(absl::StrCat(idx_t(), " ", var, " = ", x, ";"));
+        idx[d] = var;
+      }
+    }
+  }
+  return {flat, valid};
+}
+
+std::string KernelWriter::rng_bits(const KNode& n, const std::string& counter) {
+  ir::RngKey key = ir::rng_key(uint64_t(n.ints[0]));
+  std::string u = d_.u32();
+  std::string lo = d_.index_to_u32(counter, 0);
+  std::string hi = wide_ ? d_.index_to_u32(counter, 32) : d_.u32_literal(0);
+  auto mix = [&](const std::string& in) {
+    std::string x = fresh("h");
+    line(absl::StrCat(u, " ", x, " = ", in, ";"));
+    line(absl::StrCat(x, " ^= ", x, " >> 16; ", x, " *= ", d_.u32_literal(0x7feb352du), "; ", x, " ^= ", x,
+                      " >> 15; ", x, " *= ", d_.u32_literal(0x846ca68bu), "; ", x, " ^= ", x, " >> 16;"));
+    return x;
+  };
+  std::string a = mix(absl::StrCat(lo, " ^ ", d_.u32_literal(key.k0)));
+  return mix(absl::StrCat(a, " + (", hi, " ^ ", d_.u32_literal(key.k1), ")"));
+}
+
+std::string KernelWriter::eval(KNodeId id) {
+  std::string v = lookup(id);
+  if (!v.empty()) return v;
+  v = eval_uncached(id);
+  scopes_.back()[id] = v;
+  return v;
+}
+
+std::string KernelWriter::eval_uncached(KNodeId id) {
+  const KNode& n = k_.nodes[id];
+  std::string t = d_.type(n.dtype);
+  auto def = [&](const std::string& e) {
+    std::string var = fresh("v");
+    line(absl::StrCat(t, " ", var, " = ", e, ";"));
+    return var;
+  };
+  switch (n.op) {
+    case Op::kConst: return d_.literal(n.dtype, n.scalar);
+    case Op::kLoad: {
+      Addr a = address(n.map);
+      std::string ld = d_.load(n.buffer, n.dtype, a.offset);
+      if (a.valid.empty()) return def(ld);
+      return def(d_.select(a.valid, ld, d_.literal(n.dtype, Scalar::from_int(0).cast_to(n.dtype))));
+    }
+    case Op::kValid: {
+      Addr a = address(n.map);
+      return a.valid.empty() ? std::string("true") : def(absl::StrCat("(", a.valid, ")"));
+    }
+    case Op::kIota: {
+      Addr a = address(n.map);
+      return def(d_.cast(wide_ ? DType::kInt64 : DType::kInt32, n.dtype, a.offset));
+    }
+    case Op::kRand: {
+      Addr a = address(n.map);
+      return def(d_.u32_to_float(rng_bits(n, a.offset), n.dtype));
+    }
+    case Op::kRandn: {
+      Addr a = address(n.map);
+      std::string c0 = fresh("c");
+      line(absl::StrCat(idx_t(), " ", c0, " = ", a.offset, " * ", ilit(2), ";"));
+      std::string u1 = d_.u32_to_float(rng_bits(n, c0), n.dtype);
+      std::string u2 = d_.u32_to_float(rng_bits(n, absl::StrCat(c0, " + ", ilit(1))), n.dtype);
+      Scalar one = Scalar::from_double(1.0), m2 = Scalar::from_double(-2.0), tau = Scalar::from_double(6.283185307179586);
+      std::string rad = d_.op(Op::kSqrt, n.dtype,
+                              {d_.op(Op::kMul, n.dtype,
+                                     {d_.literal(n.dtype, m2),
+                                      d_.op(Op::kLog, n.dtype, {d_.op(Op::kSub, n.dtype, {d_.literal(n.dtype, one), u1})})})});
+      std::string ang = d_.op(Op::kCos, n.dtype, {d_.op(Op::kMul, n.dtype, {d_.literal(n.dtype, tau), u2})});
+      return def(d_.op(Op::kMul, n.dtype, {rad, ang}));
+    }
+    case Op::kCast: return def(d_.cast(k_.nodes[n.inputs[0]].dtype, n.dtype, eval(n.inputs[0])));
+    case Op::kWhere: return def(d_.select(eval(n.inputs[0]), eval(n.inputs[1]), eval(n.inputs[2])));
+    default: break;
+  }
+  if (ir::is_elementwise(n.op)) {
+    std::vector<std::string> args;
+    for (KNodeId in : n.inputs) args.push_back(eval(in));
+    DType operand = k_.nodes[n.inputs[0]].dtype;
+    return def(d_.op(n.op, operand, args));
+  }
+  // Reductions are bound by the strategy before they are read; reaching here is a bug.
+  return absl::StrCat("/* unbound node ", id, " */", d_.literal(n.dtype, Scalar::from_int(0).cast_to(n.dtype)));
+}
+
+bool KernelWriter::store_is_inner(const ir::Store& s) const {
+  const ir::View& v = s.map.views.back();
+  for (size_t d = 0; d < k_.shape.size(); ++d)
+    if (k_.reduce[d] && v.strides[d] != 0 && v.shape[d] != 1) return true;
+  return false;
+}
+
+void KernelWriter::store(const ir::Store& s) {
+  std::string v = eval(s.value);
+  Addr a = address(s.map);
+  line(d_.store(s.buffer, p_.buffers[s.buffer].dtype, a.offset, v));
+}
+
+DType KernelWriter::acc_type(KNodeId id) const {
+  const KNode& n = k_.nodes[id];
+  return ir::is_arg_reduce(n.op) ? k_.nodes[n.inputs[0]].dtype : n.dtype;
+}
+
+KernelWriter::Acc KernelWriter::declare_acc(KNodeId id) {
+  const KNode& n = k_.nodes[id];
+  Acc a;
+  a.type = acc_type(id);
+  a.value = fresh("acc");
+  bool f = is_float(a.type);
+  Scalar init;
+  switch (n.op) {
+    case Op::kReduceSum: init = Scalar::from_int(0); break;
+    case Op::kReduceProd: init = Scalar::from_int(1); break;
+    case Op::kReduceMax:
+    case Op::kArgMax:
+      if (f) init = Scalar::from_double(-INFINITY);
+      else init = Scalar::from_int(a.type == DType::kUInt8 ? 0 : a.type == DType::kInt8 ? -128 : a.type == DType::kInt32 ? INT32_MIN : INT64_MIN);
+      break;
+    case Op::kReduceMin:
+    case Op::kArgMin:
+      if (f) init = Scalar::from_double(INFINITY);
+      else init = Scalar::from_int(a.type == DType::kUInt8 ? 255 : a.type == DType::kInt8 ? 127 : a.type == DType::kInt32 ? INT32_MAX : INT64_MAX);
+      break;
+    default: break;
+  }
+  if (f && init.is_int) init = Scalar::from_double(double(init.i));
+  line(absl::StrCat(d_.type(a.type), " ", a.value, " = ", d_.literal(a.type, init.cast_to(a.type)), ";"));
+  if (ir::is_arg_reduce(n.op)) {
+    a.index = fresh("arg");
+    line(absl::StrCat(d_.type(DType::kInt64), " ", a.index, " = ", d_.literal(DType::kInt64, Scalar::from_int(INT64_MAX)), ";"));
+  }
+  return a;
+}
+
+void KernelWriter::combine_into(KNodeId id, const std::string& av, const std::string& ai, const std::string& bv,
+                                const std::string& bi) {
+  const KNode& n = k_.nodes[id];
+  DType t = acc_type(id);
+  switch (n.op) {
+    case Op::kReduceSum: line(absl::StrCat(av, " = ", d_.op(Op::kAdd, t, {av, bv}), ";")); return;
+    case Op::kReduceProd: line(absl::StrCat(av, " = ", d_.op(Op::kMul, t, {av, bv}), ";")); return;
+    case Op::kReduceMax: line(absl::StrCat(av, " = ", d_.op(Op::kMax, t, {av, bv}), ";")); return;
+    case Op::kReduceMin: line(absl::StrCat(av, " = ", d_.op(Op::kMin, t, {av, bv}), ";")); return;
+    case Op::kArgMax:
+    case Op::kArgMin: {
+      // First occurrence wins; NaN beats numbers; among NaNs the first wins.
+      std::string better = n.op == Op::kArgMax ? d_.op(Op::kLt, t, {av, bv}) : d_.op(Op::kLt, t, {bv, av});
+      std::string tie = absl::StrCat("(", d_.op(Op::kEq, t, {av, bv}), " && ", bi, " < ", ai, ")");
+      std::string cond = absl::StrCat("(", better, " || ", tie, ")");
+      if (is_float(t)) {
+        std::string an = d_.is_nan(t, av), bn = d_.is_nan(t, bv);
+        cond = absl::StrCat("(", an, " ? (", bn, " && ", bi, " < ", ai, ") : (", bn, " || ", cond, "))");
+      }
+      std::string c = fresh("take");
+      line(absl::StrCat("bool ", c, " = ", cond, ";"));
+      line(absl::StrCat(av, " = ", d_.select(c, bv, av), ";"));
+      line(absl::StrCat(ai, " = ", d_.select(c, bi, ai), ";"));
+      return;
+    }
+    default: line("/* unknown reduction */"); return;
+  }
+}
+
+void KernelWriter::update_acc(KNodeId id, const Acc& a, const std::string& value, const std::string& pos) {
+  std::string p = pos.empty() ? "" : d_.cast(wide_ ? DType::kInt64 : DType::kInt32, DType::kInt64, pos);
+  combine_into(id, a.value, a.index, value, p);
+}
+
+std::string KernelWriter::acc_result(KNodeId id, const Acc& a) const {
+  const KNode& n = k_.nodes[id];
+  if (ir::is_arg_reduce(n.op)) {
+    // An empty reduction never happens (the frontend rejects it); guard the sentinel anyway.
+    return d_.select(absl::StrCat(a.index, " == ", d_.literal(DType::kInt64, Scalar::from_int(INT64_MAX))),
+                     d_.literal(DType::kInt64, Scalar::from_int(0)), a.index);
+  }
+  return a.value;
+}
+
+std::vector<BufferParam> KernelWriter::params() const {
+  std::map<int, BufferParam> m;
+  for (const KNode& n : k_.nodes)
+    if (n.op == Op::kLoad) m.emplace(n.buffer, BufferParam{n.buffer, p_.buffers[n.buffer].dtype, false});
+  for (const ir::Store& s : k_.stores) {
+    auto it = m.find(s.buffer);
+    if (it == m.end()) m.emplace(s.buffer, BufferParam{s.buffer, p_.buffers[s.buffer].dtype, true});
+    else it->second.written = true;
+  }
+  std::vector<BufferParam> r;
+  for (auto& [id, b] : m) r.push_back(b);
+  return r;
+}
+
+Features KernelWriter::features() const {
+  Features f;
+  for (const BufferParam& b : params()) f.storage.insert(b.dtype);
+  for (const KNode& n : k_.nodes) {
+    f.f64 = f.f64 || n.dtype == DType::kFloat64;
+    f.i64 = f.i64 || n.dtype == DType::kInt64;
+  }
+  for (DType t : f.storage) f.f64 = f.f64 || t == DType::kFloat64;
+  return f;
+}
+
+}  // namespace kiln::codegen::gpu

@@ -1,0 +1,92 @@
+// Writes the expression part of a kernel in any C-family dialect: index maps, loads, stores,
+// elementwise ops, casts, random numbers, and reduction accumulators. The thread-mapping
+// strategies (strategies.cc) drive it.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/c_family/dialect.h"
+#include "ir/program.h"
+
+namespace kiln::codegen::gpu {
+
+class KernelWriter {
+ public:
+  KernelWriter(const ir::Program& p, const ir::Kernel& k, const DialectOps& d);
+
+  const ir::Kernel& kernel() const { return k_; }
+  const DialectOps& dialect() const { return d_; }
+  bool wide() const { return wide_; }
+  std::string idx_t() const { return d_.index_type(wide_); }
+  std::string ilit(int64_t v) const { return d_.index_literal(v, wide_); }
+
+  // --- text output
+  void line(const std::string& s);
+  void open(const std::string& s);  // "s {" and indent
+  void close();                     // "}" and dedent
+  std::string fresh(const char* prefix);
+  const std::string& body() const { return body_; }
+
+  // --- loop context
+  void set_axis(int axis, const std::string& var) { axis_[axis] = var; }
+  void clear_axis(int axis) { axis_[axis].clear(); }
+  const std::string& axis(int a) const { return axis_[a]; }
+  // Declares per-axis index variables unravelling `flat` over `axes` (row-major over them, the
+  // last listed axis fastest).
+  void unravel(const std::string& flat, const std::vector<int>& axes);
+  // Memo scopes: values computed inside a C block stay inside it.
+  void push_scope() { scopes_.emplace_back(); }
+  void pop_scope() { scopes_.pop_back(); }
+  // Makes node `id` read `expr` (a reduction result, a shared broadcast) in the current scope.
+  void bind(ir::KNodeId id, const std::string& expr) { scopes_.back()[id] = expr; }
+
+  // --- expressions
+  std::string eval(ir::KNodeId id);
+  void store(const ir::Store& s);
+  // Whether a store writes at every reduce index (inner) or once per outer index.
+  bool store_is_inner(const ir::Store& s) const;
+
+  // --- reductions: accumulator variables for reduce node `id`
+  struct Acc {
+    std::string value, index;  // index: argmax/argmin position, else empty
+    DType type;
+  };
+  Acc declare_acc(ir::KNodeId id);
+  // acc <- combine(acc, value at the current loop index); `pos` is the position along the
+  // reduce axes (argmax/argmin).
+  void update_acc(ir::KNodeId id, const Acc& a, const std::string& value, const std::string& pos);
+  // Text of combine((av, ai), (bv, bi)) assignments into (av, ai).
+  void combine_into(ir::KNodeId id, const std::string& av, const std::string& ai, const std::string& bv,
+                    const std::string& bi);
+  // The reduction's result value from its accumulator.
+  std::string acc_result(ir::KNodeId id, const Acc& a) const;
+  DType acc_type(ir::KNodeId id) const;
+
+  // Buffers read and written by the kernel.
+  std::vector<BufferParam> params() const;
+  Features features() const;
+
+ private:
+  struct Addr {
+    std::string offset, valid;  // valid empty = always
+  };
+  Addr address(const ir::IndexMap& m);
+  std::string lookup(ir::KNodeId id) const;
+  std::string eval_uncached(ir::KNodeId id);
+  std::string rng_bits(const ir::KNode& n, const std::string& counter);
+
+  const ir::Program& p_;
+  const ir::Kernel& k_;
+  const DialectOps& d_;
+  bool wide_;
+  std::string body_;
+  int indent_ = 1;
+  int counter_ = 0;
+  std::vector<std::string> axis_;
+  std::vector<std::unordered_map<ir::KNodeId, std::string>> scopes_;
+};
+
+}  // namespace kiln::codegen::gpu

@@ -1,0 +1,426 @@
+// The shared C-family GPU renderer: maps each kernel's iteration space onto threads and writes
+// it in the requested dialect.
+//
+// Strategies:
+//   elementwise     one thread per element, grid-stride loop over the flattened space
+//   row reduction   one workgroup per outer index when the reduced axis is contiguous in memory:
+//                   threads stride over the row, partial results meet in a shared-memory tree,
+//                   every thread sees each finished reduction (softmax/layer_norm in one kernel)
+//   per-output      one thread per outer index looping over the reduce axes, with the thread
+//                   index running along the outer axis that is contiguous (coalesced columns)
+//   contraction     64x64 output tiles per workgroup, 16-deep k slices staged in shared memory,
+//                   4x4 outputs per thread, the elementwise epilogue applied per output
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/c_family/dialect.h"
+#include "codegen/c_family/kernel_writer.h"
+
+namespace kiln::codegen::gpu {
+
+std::unique_ptr<DialectOps> make_cuda_dialect(bool hip);
+std::unique_ptr<DialectOps> make_glsl_dialect();
+
+std::unique_ptr<DialectOps> make_dialect(Dialect d) {
+  switch (d) {
+    case Dialect::kCuda: return make_cuda_dialect(false);
+    case Dialect::kHip: return make_cuda_dialect(true);
+    case Dialect::kGlsl: return make_glsl_dialect();
+    case Dialect::kMsl: return nullptr;
+  }
+  return nullptr;
+}
+
+namespace {
+
+using ir::KNodeId;
+using ir::Op;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t pow2_at_least(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+class Renderer {
+ public:
+  Renderer(const ir::Program& p, const ir::Kernel& k, const DialectOps& d, const runtime::TargetInfo& t)
+      : p_(p), k_(k), d_(d), t_(t), w_(p, k, d) {
+    for (size_t a = 0; a < k.shape.size(); ++a) (k.reduce[a] ? reduce_axes_ : outer_axes_).push_back(int(a));
+    for (size_t i = 0; i < k.nodes.size(); ++i)
+      if (ir::is_reduce(k.nodes[i].op)) phases_.push_back(KNodeId(i));
+    // Grid sizes: enough groups to fill the device, and within every API's limit.
+    max_groups_ = d.kind() == Dialect::kGlsl ? 65535 : std::max<int64_t>(int64_t(t.parallelism) * 32, 1024);
+  }
+
+  absl::StatusOr<KernelSource> run(const std::string& name) {
+    KernelSource out;
+    out.name = name;
+    int block = 256;
+    if (k_.contraction.reduce >= 0) {
+      block = contraction(&out);
+    } else if (phases_.empty()) {
+      elementwise(&out, block);
+    } else if (use_row_strategy()) {
+      block = row_reduction(&out);
+    } else {
+      per_output(&out, block);
+    }
+    out.block[0] = uint32_t(block);
+    for (const BufferParam& b : w_.params()) out.buffers.push_back(b.id);
+    std::string shared;
+    for (auto& [type, nm, n] : shared_) shared += d_.shared_decl(type, nm, n);
+    out.source = d_.kernel_open(name, w_.params(), block, shared) + w_.body() + d_.kernel_close();
+    return out;
+  }
+
+  Features features() const {
+    Features f = w_.features();
+    f.shared = !shared_.empty();
+    return f;
+  }
+
+ private:
+  uint32_t groups_for(int64_t work_items, int block) const {
+    int64_t g = std::max<int64_t>(1, ceil_div(work_items, block));
+    return uint32_t(std::min<int64_t>(g, max_groups_));
+  }
+
+  std::string shared_array(DType t, int64_t n) {
+    std::string name = absl::StrCat("sm", shared_.size());
+    shared_.push_back({d_.type(t), name, n});
+    return name;
+  }
+  // One reduction scratch array per element type, reused by every phase (each phase ends with
+  // a barrier before the array is written again).
+  std::string scratch(DType t, int64_t n) {
+    std::string key = absl::StrCat(d_.type(t), "/", n);
+    auto it = scratch_.find(key);
+    if (it != scratch_.end()) return it->second;
+    std::string name = shared_array(t, n);
+    scratch_[key] = name;
+    return name;
+  }
+  // Grid-stride loop over [0, total) in units of `unit` items per group step.
+  void grid_loop(const std::string& var, int64_t total, const std::string& start, const std::string& step) {
+    w_.open(absl::StrCat("for (", w_.idx_t(), " ", var, " = ", start, "; ", var, " < ", w_.ilit(total), "; ", var,
+                         " += ", step, ")"));
+  }
+
+  std::string idx_cast(const std::string& e) const {
+    return absl::StrCat(w_.idx_t(), "(", e, ")");
+  }
+
+  // ------------------------------------------------------------------ elementwise
+  void elementwise(KernelSource* out, int block) {
+    int64_t total = shape_numel(k_.shape);
+    std::string start = absl::StrCat(idx_cast(d_.group_id()), " * ", w_.ilit(block), " + ", idx_cast(d_.local_id()));
+    std::string step = absl::StrCat(idx_cast(d_.num_groups()), " * ", w_.ilit(block));
+    grid_loop("e", total, start, step);
+    std::vector<int> axes;
+    for (size_t a = 0; a < k_.shape.size(); ++a) axes.push_back(int(a));
+    w_.unravel("e", axes);
+    for (const ir::Store& s : k_.stores) w_.store(s);
+    w_.close();
+    out->grid[0] = groups_for(total, block);
+    out->strategy = "elementwise: one thread per element";
+  }
+
+  // ------------------------------------------------------------------ reductions
+  // Smallest |stride| of the inner-level loads along kernel axis `a`, or 0 when none moves.
+  int64_t load_stride(int a) const {
+    int64_t best = 0;
+    for (const ir::KNode& n : k_.nodes) {
+      if (n.op != Op::kLoad || n.map.views.empty()) continue;
+      const ir::View& v = n.map.views.back();
+      int64_t s = std::llabs(v.strides[a]);
+      if (s != 0 && v.shape[a] > 1 && (best == 0 || s < best)) best = s;
+    }
+    return best;
+  }
+
+  bool use_row_strategy() const {
+    int64_t R = k_.reduce_count();
+    if (R < 64) return false;
+    int last = reduce_axes_.back();
+    int64_t s = load_stride(last);
+    // Contiguous rows, or too few outputs to keep threads busy any other way.
+    return s == 1 || s == 0 || k_.outer_count() < int64_t(t_.parallelism) * 64;
+  }
+
+  // Which outer axes the fastest-varying thread index should walk: the contiguous one last.
+  std::vector<int> thread_axis_order() const {
+    std::vector<int> order = outer_axes_;
+    int best = -1;
+    int64_t best_s = 0;
+    for (int a : outer_axes_) {
+      int64_t s = load_stride(a);
+      if (s != 0 && (best < 0 || s < best_s)) {
+        best = a;
+        best_s = s;
+      }
+    }
+    if (best >= 0 && !order.empty() && order.back() != best) {
+      order.erase(std::find(order.begin(), order.end(), best));
+      order.push_back(best);
+    }
+    return order;
+  }
+
+  // Nested loops over the reduce axes, running `body` at each index.
+  void reduce_loops(size_t level, const std::function<void()>& body) {
+    if (level == reduce_axes_.size()) {
+      body();
+      return;
+    }
+    int a = reduce_axes_[level];
+    std::string v = w_.fresh("r");
+    w_.open(absl::StrCat("for (", w_.idx_t(), " ", v, " = ", w_.ilit(0), "; ", v, " < ", w_.ilit(k_.shape[a]), "; ++", v, ")"));
+    w_.set_axis(a, v);
+    reduce_loops(level + 1, body);
+    w_.close();
+    w_.clear_axis(a);
+  }
+
+  void per_output(KernelSource* out, int block) {
+    int64_t O = k_.outer_count();
+    std::vector<int> order = thread_axis_order();
+    std::string start = absl::StrCat(idx_cast(d_.group_id()), " * ", w_.ilit(block), " + ", idx_cast(d_.local_id()));
+    std::string step = absl::StrCat(idx_cast(d_.num_groups()), " * ", w_.ilit(block));
+    grid_loop("o", O, start, step);
+    w_.unravel("o", order);
+    for (KNodeId ph : phases_) {
+      KernelWriter::Acc acc = w_.declare_acc(ph);
+      reduce_loops(0, [&] {
+        std::string pos = flat_reduce_index();
+        w_.update_acc(ph, acc, w_.eval(k_.nodes[ph].inputs[0]), pos);
+      });
+      std::string r = w_.fresh("red");
+      w_.line(absl::StrCat(d_.type(k_.nodes[ph].dtype), " ", r, " = ", w_.acc_result(ph, acc), ";"));
+      w_.bind(ph, r);
+    }
+    for (const ir::Store& s : k_.stores)
+      if (!w_.store_is_inner(s)) w_.store(s);
+    bool any_inner = false;
+    for (const ir::Store& s : k_.stores) any_inner = any_inner || w_.store_is_inner(s);
+    if (any_inner) reduce_loops(0, [&] {
+        for (const ir::Store& s : k_.stores)
+          if (w_.store_is_inner(s)) w_.store(s);
+      });
+    w_.close();
+    out->grid[0] = groups_for(O, block);
+    out->strategy = "per-output: one thread per outer index";
+  }
+
+  // Row-major position over the reduce axes at the current loop index.
+  std::string flat_reduce_index() {
+    std::string r;
+    for (int a : reduce_axes_) {
+      const std::string& var = w_.axis(a);
+      r = r.empty() ? var : absl::StrCat("(", r, ") * ", w_.ilit(k_.shape[a]), " + ", var);
+    }
+    return r.empty() ? w_.ilit(0) : r;
+  }
+
+  int row_reduction(KernelSource* out) {
+    int64_t R = k_.reduce_count(), O = k_.outer_count();
+    int block = int(std::min<int64_t>(std::max<int64_t>(pow2_at_least(ceil_div(R, 8)), 64), std::min(t_.max_workgroup, 1024)));
+    if (block < 32) block = 32;
+    std::string lid = w_.fresh("lid");
+    w_.line(absl::StrCat("int ", lid, " = ", d_.local_id(), ";"));
+    grid_loop("o", O, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+    w_.unravel("o", outer_axes_);
+    for (KNodeId ph : phases_) {
+      const ir::KNode& rn = k_.nodes[ph];
+      KernelWriter::Acc acc = w_.declare_acc(ph);
+      std::string rv = w_.fresh("rr");
+      w_.open(absl::StrCat("for (", w_.idx_t(), " ", rv, " = ", idx_cast(lid), "; ", rv, " < ", w_.ilit(R), "; ", rv,
+                           " += ", w_.ilit(block), ")"));
+      w_.unravel(rv, reduce_axes_);
+      w_.update_acc(ph, acc, w_.eval(rn.inputs[0]), rv);
+      w_.close();
+      // Tree reduction in shared memory; every thread reads the result.
+      DType at = w_.acc_type(ph);
+      std::string sv = scratch(at, block);
+      std::string si = ir::is_arg_reduce(rn.op) ? scratch(DType::kInt64, block) : "";
+      w_.line(absl::StrCat(sv, "[", lid, "] = ", acc.value, ";"));
+      if (!si.empty()) w_.line(absl::StrCat(si, "[", lid, "] = ", acc.index, ";"));
+      w_.line(d_.barrier());
+      for (int s = block / 2; s > 0; s /= 2) {
+        w_.open(absl::StrCat("if (", lid, " < ", s, ")"));
+        std::string bv = absl::StrCat(sv, "[", lid, " + ", s, "]");
+        std::string bi = si.empty() ? "" : absl::StrCat(si, "[", lid, " + ", s, "]");
+        w_.combine_into(ph, absl::StrCat(sv, "[", lid, "]"), si.empty() ? "" : absl::StrCat(si, "[", lid, "]"), bv, bi);
+        w_.close();
+        w_.line(d_.barrier());
+      }
+      KernelWriter::Acc fin{absl::StrCat(sv, "[0]"), si.empty() ? "" : absl::StrCat(si, "[0]"), at};
+      std::string r = w_.fresh("red");
+      w_.line(absl::StrCat(d_.type(rn.dtype), " ", r, " = ", w_.acc_result(ph, fin), ";"));
+      w_.line(d_.barrier());  // the shared array may be reused by the next phase
+      w_.bind(ph, r);
+    }
+    bool any_outer = false, any_inner = false;
+    for (const ir::Store& s : k_.stores) (w_.store_is_inner(s) ? any_inner : any_outer) = true;
+    if (any_outer) {
+      w_.open(absl::StrCat("if (", lid, " == 0)"));
+      for (const ir::Store& s : k_.stores)
+        if (!w_.store_is_inner(s)) w_.store(s);
+      w_.close();
+    }
+    if (any_inner) {
+      std::string rv = w_.fresh("rs");
+      w_.open(absl::StrCat("for (", w_.idx_t(), " ", rv, " = ", idx_cast(lid), "; ", rv, " < ", w_.ilit(R), "; ", rv,
+                           " += ", w_.ilit(block), ")"));
+      w_.unravel(rv, reduce_axes_);
+      for (const ir::Store& s : k_.stores)
+        if (w_.store_is_inner(s)) w_.store(s);
+      w_.close();
+    }
+    w_.close();
+    out->grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(O, 1), max_groups_));
+    out->strategy = absl::StrCat("row reduction: one workgroup of ", block, " per outer index");
+    return block;
+  }
+
+  // ------------------------------------------------------------------ contraction
+  int contraction(KernelSource* out) {
+    const ir::Contraction& c = k_.contraction;
+    constexpr int BM = 64, BN = 64, BK = 16, TM = 4, TN = 4, block = 256;
+    int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
+    std::vector<int> batch_axes;
+    int64_t batch = 1;
+    for (int a = 0; a < int(k_.shape.size()); ++a)
+      if (a != c.m_axis && a != c.n_axis && a != c.k_axis) {
+        batch_axes.push_back(a);
+        batch *= k_.shape[a];
+      }
+    int64_t mt = ceil_div(M, BM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
+    DType at = w_.acc_type(c.reduce);
+    std::string as = shared_array(at, BK * BM), bs = shared_array(at, BK * BN);
+    std::string lid = w_.fresh("lid");
+    w_.line(absl::StrCat("int ", lid, " = ", d_.local_id(), ";"));
+    w_.line(absl::StrCat("int tx = ", lid, " % 16;"));
+    w_.line(absl::StrCat("int ty = ", lid, " / 16;"));
+    grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+    w_.line(absl::StrCat(w_.idx_t(), " mtile = tile % ", w_.ilit(mt), ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " rest = tile / ", w_.ilit(mt), ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " ntile = rest % ", w_.ilit(nt), ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " bt = rest / ", w_.ilit(nt), ";"));
+    w_.unravel("bt", batch_axes);
+    w_.line(absl::StrCat(w_.idx_t(), " m0 = mtile * ", w_.ilit(BM), ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " n0 = ntile * ", w_.ilit(BN), ";"));
+    std::string zero = d_.literal(at, Scalar::from_int(0).cast_to(at));
+    w_.line(absl::StrCat(d_.type(at), " acc[", TM * TN, "];"));
+    w_.line(absl::StrCat("for (int q = 0; q < ", TM * TN, "; ++q) acc[q] = ", zero, ";"));
+    w_.open(absl::StrCat("for (", w_.idx_t(), " k0 = ", w_.ilit(0), "; k0 < ", w_.ilit(K), "; k0 += ", w_.ilit(BK), ")"));
+    // Stage the lhs slice: BM x BK, k fastest across threads.
+    w_.open(absl::StrCat("for (int e = ", lid, "; e < ", BM * BK, "; e += ", block, ")"));
+    w_.line("int mm = e / " + std::to_string(BK) + ";");
+    w_.line("int kk = e % " + std::to_string(BK) + ";");
+    w_.line(absl::StrCat(w_.idx_t(), " am = m0 + ", idx_cast("mm"), ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " ak = k0 + ", idx_cast("kk"), ";"));
+    w_.line(absl::StrCat(d_.type(at), " av = ", zero, ";"));
+    w_.open(absl::StrCat("if (am < ", w_.ilit(M), " && ak < ", w_.ilit(K), ")"));
+    w_.set_axis(c.m_axis, "am");
+    w_.set_axis(c.k_axis, "ak");
+    w_.clear_axis(c.n_axis);
+    w_.line(absl::StrCat("av = ", w_.eval(c.lhs), ";"));
+    w_.close();
+    w_.line(absl::StrCat(as, "[kk * ", BM, " + mm] = av;"));
+    w_.close();
+    // Stage the rhs slice: BK x BN, n fastest.
+    w_.open(absl::StrCat("for (int e = ", lid, "; e < ", BK * BN, "; e += ", block, ")"));
+    w_.line("int kk = e / " + std::to_string(BN) + ";");
+    w_.line("int nn = e % " + std::to_string(BN) + ";");
+    w_.line(absl::StrCat(w_.idx_t(), " bk = k0 + ", idx_cast("kk"), ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " bn = n0 + ", idx_cast("nn"), ";"));
+    w_.line(absl::StrCat(d_.type(at), " bv = ", zero, ";"));
+    w_.open(absl::StrCat("if (bk < ", w_.ilit(K), " && bn < ", w_.ilit(N), ")"));
+    w_.set_axis(c.n_axis, "bn");
+    w_.set_axis(c.k_axis, "bk");
+    w_.clear_axis(c.m_axis);
+    w_.line(absl::StrCat("bv = ", w_.eval(c.rhs), ";"));
+    w_.close();
+    w_.line(absl::StrCat(bs, "[kk * ", BN, " + nn] = bv;"));
+    w_.close();
+    w_.clear_axis(c.k_axis);
+    w_.line(d_.barrier());
+    w_.open(absl::StrCat("for (int kk = 0; kk < ", BK, "; ++kk)"));
+    w_.line(absl::StrCat(d_.type(at), " a[", TM, "];"));
+    w_.line(absl::StrCat(d_.type(at), " b[", TN, "];"));
+    w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) a[i] = ", as, "[kk * ", BM, " + ty * ", TM, " + i];"));
+    w_.line(absl::StrCat("for (int j = 0; j < ", TN, "; ++j) b[j] = ", bs, "[kk * ", BN, " + tx * ", TN, " + j];"));
+    w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) for (int j = 0; j < ", TN, "; ++j) acc[i * ", TN,
+                         " + j] = ", d_.op(Op::kAdd, at, {absl::StrCat("acc[i * ", TN, " + j]"), d_.op(Op::kMul, at, {"a[i]", "b[j]"})}), ";"));
+    w_.close();
+    w_.line(d_.barrier());
+    w_.close();
+    // Epilogue per output of the thread's 4x4 block.
+    w_.open(absl::StrCat("for (int i = 0; i < ", TM, "; ++i)"));
+    w_.open(absl::StrCat("for (int j = 0; j < ", TN, "; ++j)"));
+    w_.line(absl::StrCat(w_.idx_t(), " om = m0 + ", idx_cast(absl::StrCat("ty * ", TM, " + i")), ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " on = n0 + ", idx_cast(absl::StrCat("tx * ", TN, " + j")), ";"));
+    w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
+    w_.set_axis(c.m_axis, "om");
+    w_.set_axis(c.n_axis, "on");
+    w_.bind(c.reduce, absl::StrCat("acc[i * ", TN, " + j]"));
+    for (const ir::Store& s : k_.stores) w_.store(s);
+    w_.close();
+    w_.close();
+    w_.close();
+    w_.close();
+    out->grid[0] = groups_for(tiles, 1);
+    out->strategy = "contraction: 64x64 tiles, 16-deep shared-memory k slices, 4x4 per thread";
+    return block;
+  }
+
+  const ir::Program& p_;
+  const ir::Kernel& k_;
+  const DialectOps& d_;
+  const runtime::TargetInfo& t_;
+  KernelWriter w_;
+  std::vector<int> outer_axes_, reduce_axes_;
+  std::vector<KNodeId> phases_;
+  int64_t max_groups_;
+  std::vector<std::tuple<std::string, std::string, int64_t>> shared_;
+  std::map<std::string, std::string> scratch_;
+};
+
+}  // namespace
+
+absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const runtime::TargetInfo& t) {
+  std::unique_ptr<DialectOps> ops = make_dialect(d);
+  if (!ops) return absl::UnimplementedError("render: this dialect has no renderer yet");
+  RenderedProgram out;
+  Features all;
+  std::vector<std::string> bodies;
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const ir::Kernel& k = p.kernels[i];
+    Renderer r(p, k, *ops, t);
+    std::string name = absl::StrCat("kiln_", k.name);
+    auto ks = r.run(name);
+    if (!ks.ok()) return ks.status();
+    Features f = r.features();
+    all.f64 = all.f64 || f.f64;
+    all.i64 = all.i64 || f.i64;
+    all.storage.insert(f.storage.begin(), f.storage.end());
+    if (d == Dialect::kGlsl || d == Dialect::kMsl) ks->source = ops->preamble(f) + ks->source;
+    out.kernels.push_back(*std::move(ks));
+  }
+  if (d == Dialect::kCuda || d == Dialect::kHip) {
+    out.module_source = ops->preamble(all);
+    for (KernelSource& k : out.kernels) {
+      out.module_source += "\n" + k.source;
+      k.source.clear();
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::codegen::gpu
