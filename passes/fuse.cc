@@ -22,12 +22,20 @@ struct Read {
 };
 
 // Whether the operand chain of a contraction is cheap enough to recompute inside its tiles:
-// movement ops, casts and negation over memory or constants.
-bool cheap_operand(const Graph& g, NodeId id, const std::vector<bool>& mat, NodeId* first_costly) {
+// movement ops and a few cheap elementwise ops (casts, negation, abs, arithmetic or max/min with
+// a constant: scaling, shifting, relu) over memory or constants.
+bool cheap_operand(const Graph& g, NodeId id, const std::vector<bool>& mat, NodeId* first_costly, int budget = 4) {
   const Node& n = g.node(id);
   if (n.op == Op::kInput || n.op == Op::kConst || mat[id]) return true;
-  if (ir::is_movement(n.op) && n.op != Op::kConcat) return cheap_operand(g, n.inputs[0], mat, first_costly);
-  if (n.op == Op::kCast || n.op == Op::kNeg) return cheap_operand(g, n.inputs[0], mat, first_costly);
+  if (ir::is_movement(n.op) && n.op != Op::kConcat) return cheap_operand(g, n.inputs[0], mat, first_costly, budget);
+  bool cheap_unary = n.op == Op::kCast || n.op == Op::kNeg || n.op == Op::kAbs;
+  bool cheap_binary = (n.op == Op::kAdd || n.op == Op::kSub || n.op == Op::kMul || n.op == Op::kDiv ||
+                       n.op == Op::kMax || n.op == Op::kMin) &&
+                      (g.node(n.inputs[0]).op == Op::kConst || g.node(n.inputs[1]).op == Op::kConst);
+  if (budget > 0 && (cheap_unary || cheap_binary)) {
+    NodeId x = cheap_unary || g.node(n.inputs[1]).op == Op::kConst ? n.inputs[0] : n.inputs[1];
+    return cheap_operand(g, x, mat, first_costly, budget - 1);
+  }
   *first_costly = id;
   return false;
 }
@@ -239,11 +247,18 @@ class Fuser {
     analyze();
     for (size_t a = 0; a < groups_.size(); ++a) {
       for (size_t b = a + 1; b < groups_.size(); ++b) {
-        if (!(groups_[a].space == groups_[b].space) || groups_[a].space.dot) continue;
+        const Space &sa = groups_[a].space, &sb = groups_[b].space;
+        if (sa.dot || sb.dot || sa.full != sb.full) continue;
+        // Same space, or an elementwise kernel joining a reduction over its full shape (its values
+        // become inner-level stores of the reduction kernel).
+        if (!(sa == sb) && sa.has_reduce() && sb.has_reduce()) continue;
+        Space merged = sa.has_reduce() ? sa : sb;
         if (any_path(int(a), int(b)) || any_path(int(b), int(a))) continue;
+        if (merged.has_reduce() && merged.reduce_count() > t_.max_fused_row && !(sa == sb)) continue;
         note(absl::StrCat("fuse independent kernels of %", groups_[a].computed.back(), " and %",
                           groups_[b].computed.back(), " horizontally (same iteration space ",
                           shape_str(groups_[a].space.full), ")"));
+        groups_[a].space = merged;
         for (NodeId n : groups_[b].computed) groups_[a].computed.push_back(n);
         std::sort(groups_[a].computed.begin(), groups_[a].computed.end());
         groups_.erase(groups_.begin() + b);
