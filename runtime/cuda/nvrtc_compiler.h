@@ -1,0 +1,32 @@
+// CUDA C -> cubin with NVRTC (linked from the CUDA toolkit found at build time).
+//
+// Every kernel of a Program is in ONE translation unit and compiles in ONE nvrtcProgram (NVRTC
+// costs 50-110 ms per call whatever the size). The same call yields the PTX at no extra cost.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::runtime::cuda {
+
+struct CudaBinary {
+  std::string cubin;  // for sm_<cc>, loadable with cuModuleLoadData
+  std::string ptx;    // the PTX NVRTC produced on the way (may be empty when not asked for)
+};
+
+// "13.0": the NVRTC kiln was built with.
+std::string nvrtc_version();
+
+// The options every module compiles with for compute capability `cc` (90 for sm_90): the
+// architecture, C++17, device code by default, and the toolkit's include folder (for
+// cuda_fp16.h / cuda_bf16.h; $KILN_CUDA_INCLUDE, $CUDA_HOME/include or the build's toolkit).
+std::vector<std::string> nvrtc_options(int cc);
+
+// Compiles `source` to a cubin for sm_<cc>. A rejected source gives an Internal error holding
+// NVRTC's log; with $KILN_DUMP_DIR set, the source and the log are written there and the error
+// names the files.
+absl::StatusOr<CudaBinary> nvrtc_compile(const std::string& source, int cc, bool keep_ptx);
+
+}  // namespace kiln::runtime::cuda

@@ -1,0 +1,92 @@
+// The CUDA device through kiln's API on a GPU: replay, output safety, the warm start, errors.
+// Skips where there is no CUDA device. (The op and fusion suites run on "cuda" too, through
+// their own ctest entries.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "runtime/engine.h"
+#include "testing/reference.h"
+
+namespace kiln {
+namespace {
+
+class CudaDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = Device::get("cuda");
+    if (!d.ok()) GTEST_SKIP() << d.status().message();
+    dev_ = std::make_unique<Device>(*d);
+  }
+  std::unique_ptr<Device> dev_;
+};
+
+std::vector<float> values(int n, float seed) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[size_t(i)] = std::sin(seed + 0.01f * float(i));
+  return v;
+}
+
+TEST_F(CudaDeviceTest, ResultHeldFromTheFirstRealizeSurvivesTheReplay) {
+  const int n = 1 << 16;
+  auto f = [](const Tensor& x) { return (x * 2.0 + 1.0).tanh() * x.sigmoid(); };
+  std::vector<float> x1 = values(n, 0.5f), x2 = values(n, -3.0f);
+  Tensor y1 = f(from_vector(x1, {n}, *dev_));
+  y1.realize();
+  const Stats before = stats();
+  Tensor y2 = f(from_vector(x2, {n}, *dev_));
+  y2.realize();
+  EXPECT_EQ(stats().executable_cache_hits - before.executable_cache_hits, 1) << "the second realize should replay";
+  std::vector<float> r1 = y1.to_vector<float>(), r2 = y2.to_vector<float>();
+  for (int i = 0; i < n; i += 257) {
+    const float want1 = std::tanh(x1[size_t(i)] * 2 + 1) / (1 + std::exp(-x1[size_t(i)])) * 1.0f;
+    const float want2 = std::tanh(x2[size_t(i)] * 2 + 1) / (1 + std::exp(-x2[size_t(i)]));
+    ASSERT_NEAR(r1[size_t(i)], want1, 1e-5) << "the first result was overwritten at " << i;
+    ASSERT_NEAR(r2[size_t(i)], want2, 1e-5) << i;
+  }
+}
+
+TEST_F(CudaDeviceTest, MatchesTheReferenceOnAFusedGraph) {
+  Tensor x = testing::random_tensor({64, 1000}, float32, 7).to(*dev_);
+  Tensor w = testing::random_tensor({1000}, float32, 8).to(*dev_);
+  Tensor y = (x * w).softmax(1) + x.mean({1}, true);
+  EXPECT_MATCHES_REFERENCE({y});
+}
+
+TEST_F(CudaDeviceTest, WarmStartCompilesNothing) {
+  auto build = [&] {
+    Tensor a = testing::random_tensor({300, 77}, float32, 3).to(*dev_);
+    return (a.exp() - a.max({1}, true)).sum({1});
+  };
+  build().realize();  // compiled, or loaded from the disk cache of an earlier test run
+  runtime::clear_executable_cache();
+  const Stats before = stats();
+  std::vector<float> r = build().to_vector<float>();
+  const Stats after = stats();
+  EXPECT_EQ(after.kernels_compiled - before.kernels_compiled, 0) << "a warm start compiled kernels";
+  EXPECT_GT(after.kernel_disk_cache_hits - before.kernel_disk_cache_hits, 0);
+  EXPECT_EQ(r.size(), 300u);
+}
+
+TEST_F(CudaDeviceTest, OutOfMemoryIsAnErrorAndTheProcessContinues) {
+  Tensor huge = full({int64_t(1) << 40}, 1.0, float32, *dev_) * 2.0;  // 4 TiB
+  try {
+    huge.realize();
+    ADD_FAILURE() << "a 4 TiB tensor was realized";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("memory"), std::string::npos) << e.what();
+  }
+  Tensor small = full({16}, 3.0, float32, *dev_) * 2.0;
+  EXPECT_EQ(small.to_vector<float>()[5], 6.0f);
+}
+
+TEST_F(CudaDeviceTest, UploadDownloadRoundTrip) {
+  std::vector<float> v = values(12345, 1.0f);
+  Tensor t = from_vector(v, {12345}, *dev_);
+  EXPECT_EQ(t.to_vector<float>(), v);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,159 @@
+// Without a GPU: every kernel that kiln generates for CUDA compiles with NVRTC to a cubin for
+// sm_90 and its PTX assembles with ptxas -arch=sm_90. The graphs come from
+//   - the benchmark workloads (BENCH.md W1-W6, at sizes that keep their kernel strategies), and
+//   - the op and fusion suites: ctest first runs them with KILN_DUMP_DIR set (fixture
+//     cuda_corpus) and passes the dump folders in $KILN_CUDA_CORPUS; every captured graph
+//     (gNNN_00_input.txt) is compiled here for an H100-like target, fused and unfused.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "codegen/c_family/gpu_program.h"
+#include "cuda/ptxas.h"
+#include "frontend/capture.h"
+#include "kiln/kiln.h"
+#include "passes/pipeline.h"
+#include "runtime/cache/disk_cache.h"
+#include "runtime/cuda/cuda_target.h"
+#include "runtime/cuda/nvrtc_compiler.h"
+#include "testing/reference.h"
+
+namespace kiln {
+namespace {
+
+struct Case {
+  std::string name;
+  ir::Graph graph;
+};
+
+struct Totals {
+  int graphs = 0, kernels = 0, modules = 0;
+  std::vector<std::string> failures;
+};
+
+// Compiles one graph for an H100 (sm_90, 132 SMs, 227 KiB shared memory); identical modules
+// (the same kernels from different tests) are compiled once.
+void check(const Case& c, Totals* t, std::set<uint64_t>* seen) {
+  const runtime::TargetInfo target = runtime::cuda::cuda_target_info(132, 232448);
+  ++t->graphs;
+  for (bool fusion : {true, false}) {
+    passes::Options opts;
+    opts.fusion = fusion;
+    const std::string what = absl::StrCat(c.name, fusion ? " (fused)" : " (unfused)");
+    auto compiled = passes::compile_graph(c.graph, target, opts);
+    if (!compiled.ok()) {
+      t->failures.push_back(absl::StrCat(what, ": passes failed: ", compiled.status().message()));
+      continue;
+    }
+    auto r = codegen::gpu::render(compiled->program, codegen::gpu::Dialect::kCuda, target);
+    if (!r.ok()) {
+      t->failures.push_back(absl::StrCat(what, ": render failed: ", r.status().message()));
+      continue;
+    }
+    t->kernels += int(r->kernels.size());
+    if (r->kernels.empty() || !seen->insert(runtime::stable_hash64(r->module_source)).second) continue;
+    ++t->modules;
+    auto bin = runtime::cuda::nvrtc_compile(r->module_source, 90, /*keep_ptx=*/true);
+    if (!bin.ok()) {
+      t->failures.push_back(absl::StrCat(what, ": ", bin.status().message(), "\n", r->module_source));
+      continue;
+    }
+    std::string log;
+    if (testing_ptxas::available() && !testing_ptxas::assemble(bin->ptx, "sm_90", &log))
+      t->failures.push_back(absl::StrCat(what, ": ptxas -arch=sm_90 rejected the PTX:\n", log));
+  }
+}
+
+void report(const Totals& t, const char* what) {
+  std::printf("%s: %d graphs, %d kernels, %d distinct modules compiled for sm_90%s\n", what, t.graphs, t.kernels,
+              t.modules, testing_ptxas::available() ? " and assembled by ptxas" : " (no ptxas: PTX not assembled)");
+  std::string first;
+  for (size_t i = 0; i < t.failures.size() && i < 5; ++i) absl::StrAppend(&first, "\n---- ", t.failures[i]);
+  EXPECT_TRUE(t.failures.empty()) << t.failures.size() << " failure(s); the first ones:" << first;
+}
+
+Case capture(const std::string& name, const std::vector<Tensor>& outs) {
+  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+  return {name, detail::capture(outs, &bufs)};
+}
+
+// BENCH.md's workloads; sizes are cut down where the full ones would only cost host memory.
+std::vector<Case> workloads() {
+  using testing::random_tensor;
+  std::vector<Case> cases;
+  {
+    Tensor x = random_tensor({1 << 20}, float32, 1), a = random_tensor({1 << 20}, float32, 2),
+           b = random_tensor({1 << 20}, float32, 3);
+    cases.push_back(capture("W1 elementwise chain", {(x * a + b).tanh() * x.sigmoid() + (-b.abs()).exp() * 0.5 - x * x}));
+  }
+  cases.push_back(capture("W2 row softmax", {random_tensor({512, 8192}, float32, 4).softmax(1)}));
+  {
+    Tensor x = random_tensor({1024, 4096}, float32, 5), w = random_tensor({4096}, float32, 6),
+           b = random_tensor({4096}, float32, 7);
+    cases.push_back(capture("W3 layer_norm", {layer_norm(x, w, b, 1e-5)}));
+  }
+  cases.push_back(capture("W4a full sum", {random_tensor({1 << 22}, float32, 8).sum()}));
+  cases.push_back(capture("W4b mean over axis 0", {random_tensor({1024, 4096}, float32, 9).mean({0})}));
+  {
+    Tensor x = random_tensor({256, 512}, bfloat16, 10), w1 = random_tensor({512, 512}, bfloat16, 11),
+           b1 = random_tensor({512}, bfloat16, 12), w2 = random_tensor({512, 512}, bfloat16, 13),
+           b2 = random_tensor({512}, bfloat16, 14);
+    cases.push_back(capture("W5 bf16 MLP", {matmul(gelu(matmul(x, w1) + b1, true), w2) + b2}));
+  }
+  {
+    Tensor x = random_tensor({4096}, float32, 15);
+    for (int i = 0; i < 64; ++i) x = i % 2 == 0 ? x * 1.0001 + 0.001 : x.tanh();
+    cases.push_back(capture("W6 64 dependent ops", {x}));
+  }
+  return cases;
+}
+
+TEST(CudaKernels, BenchmarkWorkloadsCompileForSm90) {
+  Totals t;
+  std::set<uint64_t> seen;
+  for (const Case& c : workloads()) check(c, &t, &seen);
+  report(t, "workloads");
+}
+
+TEST(CudaKernels, OpAndFusionSuitesCompileForSm90) {
+  const char* dirs = std::getenv("KILN_CUDA_CORPUS");
+  if (!dirs || !*dirs) GTEST_SKIP() << "KILN_CUDA_CORPUS is not set (ctest sets it after the cuda_corpus fixture)";
+  auto t0 = std::chrono::steady_clock::now();
+  Totals t;
+  std::set<uint64_t> seen;
+  int files = 0;
+  for (absl::string_view dir : absl::StrSplit(dirs, ':', absl::SkipEmpty())) {
+    std::error_code ec;
+    std::vector<std::filesystem::path> inputs;
+    for (const auto& e : std::filesystem::directory_iterator(std::string(dir), ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.size() > 13 && name.compare(name.size() - 13, 13, "_00_input.txt") == 0) inputs.push_back(e.path());
+    }
+    std::sort(inputs.begin(), inputs.end());
+    for (const auto& path : inputs) {
+      ++files;
+      std::ifstream in(path);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      auto g = ir::parse(ss.str());
+      if (!g.ok()) {
+        t.failures.push_back(absl::StrCat(path.string(), ": does not parse: ", g.status().message()));
+        continue;
+      }
+      check({path.string(), *std::move(g)}, &t, &seen);
+    }
+  }
+  ASSERT_GT(files, 0) << "no captured graphs under " << dirs;
+  report(t, "op and fusion suites");
+  std::printf("took %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,26 @@
+// Linked into every kiln_test binary: when KILN_DEVICE names a device this machine lacks (cuda
+// without a GPU, say), every test of the run is skipped with the reason, instead of silently
+// running on the fallback device. ctest reports those entries as skipped.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "runtime/device.h"
+
+namespace {
+
+class RequireDevice : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const char* name = std::getenv("KILN_DEVICE");
+    if (!name || !*name) return;
+    auto d = kiln::runtime::get_device(name);
+    if (!d.ok()) GTEST_SKIP() << "KILN_DEVICE=" << name << " is not available here: " << d.status().message();
+  }
+};
+
+[[maybe_unused]] ::testing::Environment* const kRequireDevice =
+    ::testing::AddGlobalTestEnvironment(new RequireDevice);
+
+}  // namespace
