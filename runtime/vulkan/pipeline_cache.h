@@ -1,0 +1,14 @@
+// The VkPipelineCache, loaded from <cache>/vulkan/pipelines-<device>.bin when the device opens
+// and written back after compiles that grew it (drivers with a real cache skip shader
+// compilation on a warm start).
+#pragma once
+
+#include "absl/status/status.h"
+#include "runtime/vulkan/context.h"
+
+namespace kiln::runtime::vk {
+
+absl::Status open_pipeline_cache(Context* c);
+void save_pipeline_cache(Context* c);
+
+}  // namespace kiln::runtime::vk

@@ -1,0 +1,59 @@
+#include "runtime/vulkan/vk_api.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::runtime::vk {
+
+PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;
+#define KILN_VK_DEFINE(name) PFN_##name name = nullptr;
+KILN_VK_GLOBAL_FUNCTIONS(KILN_VK_DEFINE)
+KILN_VK_INSTANCE_FUNCTIONS(KILN_VK_DEFINE)
+#undef KILN_VK_DEFINE
+
+absl::Status load_loader() {
+  static std::once_flag once;
+  static absl::Status status;
+  std::call_once(once, [] {
+    // The loader stays open for the life of the process: function pointers escape into objects.
+    void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char* why = dlerror();
+      status = absl::UnavailableError(absl::StrCat("vulkan: no Vulkan loader (libvulkan.so.1): ", why ? why : "dlopen failed"));
+      return;
+    }
+    vkGetInstanceProcAddr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib, "vkGetInstanceProcAddr"));
+    if (!vkGetInstanceProcAddr) {
+      status = absl::UnavailableError("vulkan: libvulkan.so.1 has no vkGetInstanceProcAddr");
+      return;
+    }
+#define KILN_VK_LOAD_GLOBAL(name)                                                                     \
+  name = reinterpret_cast<PFN_##name>(vkGetInstanceProcAddr(nullptr, #name));                       \
+  if (!name) {                                                                                        \
+    status = absl::UnavailableError("vulkan: the Vulkan loader lacks " #name " (a Vulkan 1.1+ loader is needed)"); \
+    return;                                                                                           \
+  }
+    KILN_VK_GLOBAL_FUNCTIONS(KILN_VK_LOAD_GLOBAL)
+#undef KILN_VK_LOAD_GLOBAL
+  });
+  return status;
+}
+
+absl::Status load_instance_functions(VkInstance instance) {
+  static std::mutex mu;
+  static bool loaded = false;
+  std::lock_guard<std::mutex> lock(mu);
+  if (loaded) return absl::OkStatus();
+#define KILN_VK_LOAD_INSTANCE(name)                                                                  \
+  name = reinterpret_cast<PFN_##name>(vkGetInstanceProcAddr(instance, #name));                       \
+  if (!name) return absl::UnavailableError("vulkan: the Vulkan loader lacks " #name " (Vulkan 1.2 is needed)");
+  KILN_VK_INSTANCE_FUNCTIONS(KILN_VK_LOAD_INSTANCE)
+#undef KILN_VK_LOAD_INSTANCE
+  loaded = true;
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::runtime::vk

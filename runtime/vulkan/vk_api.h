@@ -1,0 +1,104 @@
+// The Vulkan entry points kiln uses, loaded at run time from the loader (libvulkan.so.1) with
+// dlopen, so a machine without Vulkan gets an error status instead of a binary that will not
+// start. Every function is a pointer in namespace kiln::runtime::vk with its Vulkan name.
+#pragma once
+
+#ifndef VK_NO_PROTOTYPES
+#define VK_NO_PROTOTYPES
+#endif
+#include <vulkan/vulkan.h>
+
+#include "absl/status/status.h"
+
+// Commands callable before an instance exists.
+#define KILN_VK_GLOBAL_FUNCTIONS(X)         \
+  X(vkCreateInstance)                       \
+  X(vkEnumerateInstanceVersion)             \
+  X(vkEnumerateInstanceLayerProperties)     \
+  X(vkEnumerateInstanceExtensionProperties)
+
+// Instance and device commands, resolved through vkGetInstanceProcAddr(instance): the loader
+// returns trampolines that dispatch on the object, so they serve every instance and device.
+#define KILN_VK_INSTANCE_FUNCTIONS(X)       \
+  X(vkDestroyInstance)                      \
+  X(vkEnumeratePhysicalDevices)             \
+  X(vkGetPhysicalDeviceProperties)          \
+  X(vkGetPhysicalDeviceProperties2)         \
+  X(vkGetPhysicalDeviceFeatures2)           \
+  X(vkGetPhysicalDeviceMemoryProperties)    \
+  X(vkGetPhysicalDeviceQueueFamilyProperties) \
+  X(vkEnumerateDeviceExtensionProperties)   \
+  X(vkCreateDevice)                         \
+  X(vkDestroyDevice)                        \
+  X(vkGetDeviceQueue)                       \
+  X(vkDeviceWaitIdle)                       \
+  X(vkCreateBuffer)                         \
+  X(vkDestroyBuffer)                        \
+  X(vkGetBufferMemoryRequirements)          \
+  X(vkAllocateMemory)                       \
+  X(vkFreeMemory)                           \
+  X(vkBindBufferMemory)                     \
+  X(vkMapMemory)                            \
+  X(vkUnmapMemory)                          \
+  X(vkGetBufferDeviceAddress)               \
+  X(vkCreateShaderModule)                   \
+  X(vkDestroyShaderModule)                  \
+  X(vkCreatePipelineLayout)                 \
+  X(vkDestroyPipelineLayout)                \
+  X(vkCreateComputePipelines)               \
+  X(vkDestroyPipeline)                      \
+  X(vkCreatePipelineCache)                  \
+  X(vkDestroyPipelineCache)                 \
+  X(vkGetPipelineCacheData)                 \
+  X(vkCreateDescriptorSetLayout)            \
+  X(vkDestroyDescriptorSetLayout)           \
+  X(vkCreateDescriptorPool)                 \
+  X(vkDestroyDescriptorPool)                \
+  X(vkAllocateDescriptorSets)               \
+  X(vkUpdateDescriptorSets)                 \
+  X(vkCreateCommandPool)                    \
+  X(vkDestroyCommandPool)                   \
+  X(vkAllocateCommandBuffers)               \
+  X(vkFreeCommandBuffers)                   \
+  X(vkBeginCommandBuffer)                   \
+  X(vkEndCommandBuffer)                     \
+  X(vkCmdBindPipeline)                      \
+  X(vkCmdBindDescriptorSets)                \
+  X(vkCmdPushConstants)                     \
+  X(vkCmdDispatch)                          \
+  X(vkCmdPipelineBarrier)                   \
+  X(vkCmdCopyBuffer)                        \
+  X(vkCmdWriteTimestamp)                    \
+  X(vkCmdResetQueryPool)                    \
+  X(vkCreateQueryPool)                      \
+  X(vkDestroyQueryPool)                     \
+  X(vkGetQueryPoolResults)                  \
+  X(vkCreateSemaphore)                      \
+  X(vkDestroySemaphore)                     \
+  X(vkWaitSemaphores)                       \
+  X(vkGetSemaphoreCounterValue)             \
+  X(vkQueueSubmit)
+
+namespace kiln::runtime::vk {
+
+// A zeroed Vulkan info struct with its sType set.
+template <class T>
+T vk_struct(VkStructureType type) {
+  T v{};
+  v.sType = type;
+  return v;
+}
+
+#define KILN_VK_DECLARE(name) extern PFN_##name name;
+extern PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
+KILN_VK_GLOBAL_FUNCTIONS(KILN_VK_DECLARE)
+KILN_VK_INSTANCE_FUNCTIONS(KILN_VK_DECLARE)
+#undef KILN_VK_DECLARE
+
+// Opens libvulkan.so.1 and resolves the global commands (once per process).
+// Unavailable "vulkan: no Vulkan loader (libvulkan.so.1)" when it cannot be opened.
+absl::Status load_loader();
+// Resolves the instance and device commands through `instance` (once per process).
+absl::Status load_instance_functions(VkInstance instance);
+
+}  // namespace kiln::runtime::vk

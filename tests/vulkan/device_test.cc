@@ -1,0 +1,92 @@
+// Device selection, TargetInfo, and the unavailable paths.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "runtime/device.h"
+#include "runtime/vulkan/vulkan_device.h"
+#include "vulkan/vulkan_fixture.h"
+
+namespace kiln::vktest {
+namespace {
+
+using DeviceTest = VulkanTest;
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) ::setenv(name_, old_.c_str(), 1);
+    else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+TEST_F(DeviceTest, TargetInfoComesFromTheDevice) {
+  const runtime::TargetInfo& t = dev_->target();
+  EXPECT_EQ(t.name, "vulkan");
+  EXPECT_EQ(dev_->name(), "vulkan");
+  EXPECT_GE(t.subgroup_size, 1);
+  EXPECT_EQ(t.subgroup_size & (t.subgroup_size - 1), 0) << "subgroup size " << t.subgroup_size;
+  EXPECT_GE(t.max_workgroup, 128);
+  EXPECT_GE(t.shared_memory, 16 * 1024);
+  EXPECT_GT(t.max_buffer_range, 0);
+  EXPECT_GE(t.parallelism, 1);
+  EXPECT_EQ(t.max_fused_row, 8192);
+  EXPECT_TRUE(t.has_i64);
+  EXPECT_EQ(t.is_gpu, !runtime::vulkan_device_is_cpu(dev_.get()));
+  EXPECT_NE(dev_->description().find("validation on"), std::string::npos) << dev_->description();
+}
+
+TEST_F(DeviceTest, LavapipeIsNeverTheDefaultDevice) {
+  if (!runtime::vulkan_device_is_cpu(dev_.get())) GTEST_SKIP() << "a GPU Vulkan device: " << dev_->description();
+  runtime::Device* best = runtime::best_device();
+  ASSERT_NE(best, nullptr);
+  EXPECT_NE(best->name(), "vulkan") << best->description();
+}
+
+TEST_F(DeviceTest, DeviceIndexOverride) {
+  {
+    ScopedEnv idx("KILN_VULKAN_DEVICE", "0");
+    std::string why;
+    auto d = make_device(fresh_dir("idx"), &why);
+    ASSERT_NE(d, nullptr) << why;
+    EXPECT_NE(d->description().find("device 0"), std::string::npos) << d->description();
+  }
+  {
+    ScopedEnv idx("KILN_VULKAN_DEVICE", "97");
+    auto d = runtime::create_vulkan_device();
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_NE(d.status().message().find("KILN_VULKAN_DEVICE=97 but there are only"), std::string::npos) << d.status();
+  }
+  {
+    ScopedEnv idx("KILN_VULKAN_DEVICE", "gpu");
+    auto d = runtime::create_vulkan_device();
+    ASSERT_FALSE(d.ok());
+    EXPECT_NE(d.status().message().find("is not a device index"), std::string::npos) << d.status();
+  }
+}
+
+TEST(VulkanUnavailable, NoDriverIsAnUnavailableStatus) {
+  // The loader finds no ICD: vkCreateInstance fails or enumerates no device.
+  ScopedEnv a("VK_DRIVER_FILES", "/nonexistent/kiln_no_icd.json");
+  ScopedEnv b("VK_ICD_FILENAMES", "/nonexistent/kiln_no_icd.json");
+  ScopedEnv c("KILN_VULKAN_VALIDATION", "0");
+  auto d = runtime::create_vulkan_device();
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kUnavailable) << d.status();
+  EXPECT_NE(d.status().message().find("vulkan: no physical device"), std::string::npos) << d.status();
+}
+
+}  // namespace
+}  // namespace kiln::vktest
