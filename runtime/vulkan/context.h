@@ -69,7 +69,7 @@ struct Allocation {
 struct ContextOptions {
   bool validation = false;  // VK_LAYER_KHRONOS_validation with synchronization validation
   int device_index = -1;    // KILN_VULKAN_DEVICE; -1 picks the best
-  std::string cache_dir;    // where the pipeline cache lives ("" : none)
+  std::string cache_dir;    // the Vulkan folder of the disk cache ("": none)
 };
 
 class Context {

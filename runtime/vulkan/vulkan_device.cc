@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/vulkan/buffer.h"
-#include "runtime/vulkan/cache_file.h"
+#include "runtime/cache/disk_cache.h"
 #include "runtime/vulkan/context.h"
 #include "runtime/vulkan/executable.h"
 #include "runtime/vulkan/kernel_compiler.h"
@@ -42,7 +42,7 @@ class VulkanDevice : public Device {
     o.device_index = -1;
     if (const char* idx = std::getenv("KILN_VULKAN_DEVICE"); idx && *idx && !absl::SimpleAtoi(idx, &o.device_index))
       return absl::InvalidArgumentError(absl::StrCat("vulkan: KILN_VULKAN_DEVICE=", idx, " is not a device index"));
-    o.cache_dir = default_cache_dir();
+    o.cache_dir = DiskCache::for_backend("vulkan").dir();  // "" when disabled
     auto ctx = Context::create(o);
     if (!ctx.ok()) return ctx.status();
     std::unique_ptr<VulkanDevice> d(new VulkanDevice(*std::move(ctx), o.cache_dir));
@@ -98,7 +98,7 @@ class VulkanDevice : public Device {
  private:
   VulkanDevice(std::shared_ptr<Context> ctx, const std::string& cache_dir)
       : ctx_(std::move(ctx)),
-        compiler_(cache_dir, device_key(*ctx_), SpirvOptions{ctx_->caps.vulkan13, ctx_->caps.scalar_layout, true}),
+        compiler_(DiskCache(cache_dir), device_key(*ctx_), SpirvOptions{ctx_->caps.vulkan13, ctx_->caps.scalar_layout, true}),
         transfers_(ctx_) {}
   static std::string device_key(const Context& c) {
     return absl::StrFormat("%s %04x:%04x driver %x api %x", c.caps.name, c.caps.vendor_id, c.caps.device_id, c.caps.driver_version,

@@ -23,6 +23,7 @@ std::string fresh_dir(const std::string& tag) {
 std::unique_ptr<runtime::Device> make_device(const std::string& cache_dir, std::string* why) {
   ::setenv("KILN_VULKAN_VALIDATION", "1", 1);
   ::setenv("KILN_CACHE_DIR", cache_dir.c_str(), 1);
+  ::unsetenv("KILN_DISK_CACHE");
   auto d = runtime::create_vulkan_device();
   if (!d.ok()) {
     *why = std::string(d.status().message());
