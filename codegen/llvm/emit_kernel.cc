@@ -10,6 +10,7 @@
 #include "ir/random.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/MDBuilder.h"
 
 namespace kiln::codegen::cpu {
 namespace {
@@ -40,6 +41,20 @@ class Emitter {
     for (size_t i = 0; i < p_.buffers.size(); ++i) {
       Value* slot = b_.CreateGEP(ptr, bufs, b_.getInt64(int64_t(i)));
       buf_.push_back(b_.CreateLoad(ptr, slot, absl::StrCat("buf", i)));
+    }
+    // Buffers of one kernel never overlap (plan_memory keeps live intermediates apart and a
+    // kernel never reads what it writes): one alias scope per buffer lets LLVM vectorize
+    // without runtime overlap checks.
+    llvm::MDBuilder mdb(ctx_);
+    llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain("kiln");
+    std::vector<llvm::Metadata*> scopes;
+    for (size_t i = 0; i < p_.buffers.size(); ++i) scopes.push_back(mdb.createAnonymousAliasScope(domain));
+    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+      std::vector<llvm::Metadata*> others;
+      for (size_t j = 0; j < scopes.size(); ++j)
+        if (j != i) others.push_back(scopes[j]);
+      scope_.push_back(llvm::MDNode::get(ctx_, {scopes[i]}));
+      noalias_.push_back(llvm::MDNode::get(ctx_, others));
     }
     scopes_.emplace_back();
     KernelLaunch launch;
@@ -209,7 +224,9 @@ class Emitter {
     Addr a = address(n.map);
     llvm::Type* st = storage_type(n.dtype);
     Value* off = a.valid ? b_.CreateSelect(a.valid, a.offset, b_.getInt64(0)) : a.offset;
-    Value* v = from_storage(n.dtype, b_.CreateLoad(st, b_.CreateGEP(st, buf_[n.buffer], off)));
+    llvm::LoadInst* ld = b_.CreateLoad(st, b_.CreateGEP(st, buf_[n.buffer], off));
+    tag(ld, n.buffer);
+    Value* v = from_storage(n.dtype, ld);
     if (a.valid) v = b_.CreateSelect(a.valid, v, zero(n.dtype));
     return v;
   }
@@ -219,7 +236,11 @@ class Emitter {
     Value* v = eval(s.value);
     Addr a = address(s.map);
     llvm::Type* st = storage_type(bd.dtype);
-    b_.CreateStore(to_storage(bd.dtype, v), b_.CreateGEP(st, buf_[s.buffer], a.offset));
+    tag(b_.CreateStore(to_storage(bd.dtype, v), b_.CreateGEP(st, buf_[s.buffer], a.offset)), s.buffer);
+  }
+  void tag(llvm::Instruction* i, int buffer) {
+    i->setMetadata(llvm::LLVMContext::MD_alias_scope, scope_[buffer]);
+    i->setMetadata(llvm::LLVMContext::MD_noalias, noalias_[buffer]);
   }
 
   // ---------------------------------------------------------------- expressions
@@ -766,6 +787,7 @@ class Emitter {
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   std::vector<Value*> buf_;
+  std::vector<llvm::MDNode*> scope_, noalias_;
   std::vector<Value*> idx_;
   std::vector<int> outer_axes_, reduce_axes_;
   std::vector<KNodeId> phases_;

@@ -1,6 +1,7 @@
 // The CPU device: host memory, LLVM-JIT'd kernels, a task list replayed on a thread pool.
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -13,21 +14,59 @@
 namespace kiln::runtime {
 namespace {
 
-class HostBuffer : public Buffer {
- public:
-  HostBuffer(Device* d, int64_t bytes, void* p) : Buffer(d, bytes), p_(p) {}
-  ~HostBuffer() override { std::free(p_); }
-  char* data() const { return static_cast<char*>(p_); }
-
- private:
-  void* p_;
-};
-
 void* aligned_alloc_bytes(int64_t bytes) {
   size_t n = size_t((bytes + 63) / 64 * 64);
   if (n == 0) n = 64;
   return std::aligned_alloc(64, n);
 }
+
+// Large blocks freed by buffers are kept for reuse: every realize allocates fresh outputs, and
+// handing the same pages back avoids the kernel zeroing and faulting them in again each time.
+class BlockPool {
+ public:
+  void* take(int64_t bytes) {
+    if (bytes >= kMinPooled) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(bytes);
+      if (it != free_.end()) {
+        void* p = it->second;
+        free_.erase(it);
+        cached_ -= bytes;
+        return p;
+      }
+    }
+    return aligned_alloc_bytes(bytes);
+  }
+  void give(void* p, int64_t bytes) {
+    if (bytes >= kMinPooled) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cached_ + bytes <= kMaxCached) {
+        free_.emplace(bytes, p);
+        cached_ += bytes;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+ private:
+  static constexpr int64_t kMinPooled = 1 << 16;
+  static constexpr int64_t kMaxCached = int64_t(1) << 31;
+  std::mutex mu_;
+  std::multimap<int64_t, void*> free_;
+  int64_t cached_ = 0;
+};
+
+class HostBuffer : public Buffer {
+ public:
+  HostBuffer(Device* d, int64_t bytes, void* p, BlockPool* pool) : Buffer(d, bytes), p_(p), pool_(pool) {}
+  ~HostBuffer() override { pool_->give(p_, bytes()); }
+  char* data() const { return static_cast<char*>(p_); }
+
+ private:
+  void* p_;
+  BlockPool* pool_;
+};
 
 class CpuExecutable : public Executable {
  public:
@@ -116,10 +155,10 @@ class CpuDevice : public Device {
 
   absl::StatusOr<std::shared_ptr<Buffer>> alloc(int64_t bytes) override {
     if (bytes < 0) return absl::InvalidArgumentError("cpu: negative allocation");
-    void* p = aligned_alloc_bytes(bytes);
+    void* p = pool_blocks_.take(bytes);
     if (!p) return absl::ResourceExhaustedError(absl::StrCat("cpu: out of memory allocating ", bytes, " bytes"));
     counters().bytes_allocated += bytes;
-    return std::make_shared<HostBuffer>(this, bytes, p);
+    return std::make_shared<HostBuffer>(this, bytes, p, &pool_blocks_);
   }
   absl::Status upload(Buffer* dst, const void* src, int64_t bytes) override {
     if (bytes > dst->bytes()) return absl::OutOfRangeError("cpu: upload larger than the buffer");
@@ -140,6 +179,7 @@ class CpuDevice : public Device {
   }
 
  private:
+  BlockPool pool_blocks_;  // before pool_: outlives nothing that uses it
   cpu::ThreadPool pool_;
   TargetInfo target_;
 };
