@@ -4,5 +4,6 @@
 #include "kiln/device.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/jit.h"
 #include "kiln/stats.h"
 #include "kiln/tensor.h"
