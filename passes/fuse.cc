@@ -173,11 +173,11 @@ class Fuser {
       return false;
     };
     if (SG.dot) {
-      if (!SH.has_reduce() && all_natural(SG)) {
-        *out = SG;
-        return true;
-      }
-      *why = "a matmul kernel only inlines cheap operands";
+      // H's nodes are in memory for a reason (a graph output, or an operand too costly to
+      // recompute per tile), and a contraction kernel stores only values of its result's space:
+      // a value indexed by the contraction axis cannot be stored from it. Cheap operands are
+      // never groups of their own; they are inlined into the tiles by lowering.
+      *why = "a matmul kernel only inlines cheap operands; this one must be stored";
       return false;
     }
     if (!SH.has_reduce()) {

@@ -1,0 +1,192 @@
+// The fuzzer's own machinery: the generator is deterministic and covers the op set, the error
+// bounds are zero exactly where devices must be bit-exact, the checker catches a wrong device,
+// and the minimizer reduces a failing graph to the op that fails.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "frontend/capture.h"
+#include "fuzz/differential.h"
+#include "fuzz/graph_gen.h"
+#include "ir/graph.h"
+#include "kiln/kiln.h"
+#include "runtime/device.h"
+
+namespace kiln::fuzz {
+namespace {
+
+std::string text_of(const GeneratedGraph& g) { return graph_text(g.outputs); }
+
+TEST(GraphGen, SameSeedSameGraph) {
+  for (uint64_t seed : {1ull, 42ull, 987654321ull}) {
+    GeneratedGraph a = generate_graph(seed, Device("cpu")), b = generate_graph(seed, Device("cpu"));
+    EXPECT_EQ(text_of(a), text_of(b));
+    EXPECT_EQ(a.program, b.program);
+    auto ca = capture_case(a.outputs), cb = capture_case(b.outputs);
+    ASSERT_TRUE(ca.ok() && cb.ok());
+    ASSERT_EQ(ca->inputs.size(), cb->inputs.size());
+    for (size_t i = 0; i < ca->inputs.size(); ++i) {
+      EXPECT_EQ(ca->inputs[i].f, cb->inputs[i].f);
+      EXPECT_EQ(ca->inputs[i].i, cb->inputs[i].i);
+    }
+  }
+  EXPECT_NE(text_of(generate_graph(1, Device("cpu"))), text_of(generate_graph(2, Device("cpu"))));
+  EXPECT_NE(graph_seed(7, 0), graph_seed(7, 1));
+  EXPECT_NE(graph_seed(7, 0), graph_seed(8, 0));
+}
+
+TEST(GraphGen, CoversOpsDtypesAndShapes) {
+  std::set<ir::Op> ops;
+  std::set<DType> dtypes;
+  bool negative_step = false, size1 = false, odd = false, batched_dot = false, special = false;
+  std::set<std::string> composites;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    GeneratedGraph g = generate_graph(seed, Device("cpu"));
+    auto c = capture_case(g.outputs);
+    ASSERT_TRUE(c.ok());
+    for (const ir::Node& n : c->graph.nodes()) {
+      ops.insert(n.op);
+      dtypes.insert(n.dtype);
+      for (int64_t d : n.shape) {
+        size1 = size1 || d == 1;
+        odd = odd || (d > 1 && d % 2 == 1);
+      }
+      if (n.op == ir::Op::kSlice)
+        for (size_t k = 1; k < n.ints.size(); k += 2) negative_step = negative_step || n.ints[k] < 0;
+      if (n.op == ir::Op::kDot) batched_dot = batched_dot || n.shape.size() > 2;
+    }
+    for (const ir::HostTensor& t : c->inputs)
+      for (double v : t.f) special = special || !std::isfinite(v);
+    for (const char* name : {"softmax", "log_softmax", "layer_norm", "rms_norm", "matmul", "linear", "gelu", "silu",
+                             "concat", "stack", "where", "argmax", "argmin", "pad", "expand", "permute"})
+      if (g.program.find(std::string("kiln::") + name) != std::string::npos ||
+          g.program.find(std::string(".") + name + "(") != std::string::npos)
+        composites.insert(name);
+  }
+  for (ir::Op op : {ir::Op::kExp, ir::Op::kLog, ir::Op::kSqrt, ir::Op::kRsqrt, ir::Op::kSin, ir::Op::kCos,
+                    ir::Op::kTanh, ir::Op::kSigmoid, ir::Op::kErf, ir::Op::kFloor, ir::Op::kCeil, ir::Op::kRecip,
+                    ir::Op::kNot, ir::Op::kCast, ir::Op::kAdd, ir::Op::kSub, ir::Op::kMul, ir::Op::kDiv, ir::Op::kPow,
+                    ir::Op::kMax, ir::Op::kMin, ir::Op::kLt, ir::Op::kLe, ir::Op::kEq, ir::Op::kNe, ir::Op::kAnd,
+                    ir::Op::kOr, ir::Op::kWhere, ir::Op::kReduceSum, ir::Op::kReduceMax, ir::Op::kReduceMin,
+                    ir::Op::kReduceProd, ir::Op::kArgMax, ir::Op::kArgMin, ir::Op::kReshape, ir::Op::kPermute,
+                    ir::Op::kExpand, ir::Op::kSlice, ir::Op::kPad, ir::Op::kConcat, ir::Op::kDot, ir::Op::kIota,
+                    ir::Op::kRand, ir::Op::kRandn, ir::Op::kConst})
+    EXPECT_TRUE(ops.count(op)) << "no graph used " << ir::op_name(op);
+  EXPECT_EQ(dtypes.size(), size_t(kNumDTypes));
+  EXPECT_TRUE(negative_step && size1 && odd && batched_dot && special);
+  EXPECT_EQ(composites.size(), 16u);
+}
+
+Case parse_case(const std::string& text, std::vector<ir::HostTensor> inputs) {
+  auto g = ir::parse(text);
+  EXPECT_TRUE(g.ok()) << g.status();
+  return Case{*g, std::move(inputs)};
+}
+
+ir::HostTensor floats(Shape s, std::vector<double> v, DType t = float32) {
+  ir::HostTensor h = ir::HostTensor::make(t, std::move(s));
+  for (double& x : v) x = round_to_dtype(t, x);  // inputs hold values of their dtype
+  h.f = std::move(v);
+  return h;
+}
+
+TEST(ErrorBounds, ZeroForExactOpsInfiniteForDiscontinuousOpsOfRoundedValues) {
+  Case c = parse_case(R"(graph {
+  %0 = input 0 : f32[4]
+  %1 = neg %0 : f32[4]
+  %2 = exp %0 : f32[4]
+  %3 = floor %1 : f32[4]
+  %4 = floor %2 : f32[4]
+  %5 = reduce_sum %2 axes=[0] : f32[1]
+  %6 = reduce_max %1 axes=[0] : f32[1]
+  output %3, %4, %5, %6
+}
+)",
+                      {floats({4}, {0.5, -1, 2, 0.25})});
+  auto values = interpret_all(c);
+  ASSERT_TRUE(values.ok());
+  DevicePrecision cpu = DevicePrecision::for_device("cpu");
+  std::vector<double> e = error_bounds(c.graph, *values, cpu);
+  EXPECT_EQ(e[0], 0);
+  EXPECT_EQ(e[1], 0);
+  EXPECT_GT(e[2], 0);
+  EXPECT_LT(e[2], 1e-5);  // a few ulps of exp(2) = 7.39
+  EXPECT_EQ(e[3], 0);
+  EXPECT_TRUE(std::isinf(e[4]));
+  EXPECT_GT(e[5], 4 * e[2]);  // a sum of 4 rounded values
+  EXPECT_EQ(e[6], 0);
+  // A GPU may be less precise.
+  EXPECT_GT(error_bounds(c.graph, *values, DevicePrecision::for_device("vulkan"))[2], e[2]);
+}
+
+// Runs on the CPU, then corrupts the first output whenever the graph contains a sin: a stand-in
+// for a backend with a broken kernel.
+Runner broken_sin_runner() {
+  Runner cpu = device_runner(*runtime::get_device("cpu"));
+  return [cpu](const Case& c) -> absl::StatusOr<std::vector<ir::HostTensor>> {
+    auto r = cpu(c);
+    if (!r.ok()) return r;
+    bool has_sin = false;
+    for (const ir::Node& n : c.graph.nodes()) has_sin = has_sin || n.op == ir::Op::kSin;
+    if (has_sin && !(*r)[0].f.empty()) (*r)[0].f[0] += 0.5;
+    return r;
+  };
+}
+
+TEST(Checker, PassesTheCpuAndCatchesAWrongDevice) {
+  Case c = parse_case(R"(graph {
+  %0 = input 0 : f32[3,5]
+  %1 = sin %0 : f32[3,5]
+  %2 = exp %1 : f32[3,5]
+  %3 = reduce_sum %2 axes=[1] : f32[3,1]
+  %4 = input 1 : f32[3,1]
+  %5 = mul %3, %4 : f32[3,1]
+  %6 = permute %0 perm=[1,0] : f32[5,3]
+  output %5, %6
+}
+)",
+                      {floats({3, 5}, {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5}),
+                       floats({3, 1}, {2, -1, 0.5})});
+  DevicePrecision cpu = DevicePrecision::for_device("cpu");
+  CheckResult ok = check_case(c, device_runner(*runtime::get_device("cpu")), cpu);
+  EXPECT_EQ(ok.outcome, Outcome::kPass) << ok.detail;
+  EXPECT_EQ(ok.outputs_checked, 2);
+  EXPECT_EQ(ok.outputs_unbounded, 0);
+
+  CheckResult bad = check_case(c, broken_sin_runner(), cpu);
+  ASSERT_EQ(bad.outcome, Outcome::kMismatch);
+  EXPECT_NE(bad.detail.find("output 0 (%5, f32[3,1]): 1 of 3 elements differ"), std::string::npos) << bad.detail;
+
+  // The minimizer keeps the failing output and cuts everything but the sin.
+  std::string log;
+  Case small = minimize(c, Outcome::kMismatch, broken_sin_runner(), cpu, {}, &log);
+  EXPECT_EQ(check_case(small, broken_sin_runner(), cpu).outcome, Outcome::kMismatch);
+  EXPECT_EQ(ir::print(small.graph), "graph {\n  %0 = input 0 : f32[1,1]\n  %1 = sin %0 : f32[1,1]\n  output %1\n}\n")
+      << log;
+}
+
+TEST(Checker, ReportsDeviceErrors) {
+  Case c = parse_case("graph {\n  %0 = input 0 : f32[2]\n  %1 = exp %0 : f32[2]\n  output %1\n}\n", {floats({2}, {1, 2})});
+  Runner failing = [](const Case&) -> absl::StatusOr<std::vector<ir::HostTensor>> {
+    return absl::ResourceExhaustedError("out of device memory");
+  };
+  CheckResult r = check_case(c, failing, DevicePrecision::for_device("cpu"));
+  EXPECT_EQ(r.outcome, Outcome::kDeviceError);
+  EXPECT_EQ(r.detail, "the device failed: RESOURCE_EXHAUSTED: out of device memory");
+}
+
+TEST(Fuzz, ShortRunOnTheCpuPasses) {
+  FuzzOptions o;
+  o.seed = 20240601;
+  o.count = 25;
+  std::FILE* sink = std::tmpfile();
+  FuzzStats st = run_fuzz(*runtime::get_device("cpu"), o, sink);
+  std::fclose(sink);
+  EXPECT_EQ(st.graphs, 25);
+  EXPECT_EQ(st.failures, 0);
+  EXPECT_GT(st.nodes, 25 * 4);
+  EXPECT_GE(st.outputs_checked, 25);
+}
+
+}  // namespace
+}  // namespace kiln::fuzz
