@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/target_info.h"
+#include "runtime/vulkan/spirv_float_controls.h"
 #include "runtime/vulkan/vk_api.h"
 
 namespace kiln::runtime::vk {
@@ -35,6 +36,7 @@ struct Caps {
   VkDeviceSize storage_offset_alignment = 256, max_storage_range = 0;  // descriptor limits
   bool vulkan13 = false;
   bool scalar_layout = false;  // scalarBlockLayout enabled
+  FloatControls float_controls;  // what the device can preserve
   bool validation = false;
 };
 

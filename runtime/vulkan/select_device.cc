@@ -34,6 +34,7 @@ bool has_extension(VkPhysicalDevice pd, const char* name) {
 struct Probe {
   VkPhysicalDeviceProperties props{};
   VkPhysicalDeviceVulkan11Properties p11 = vk_struct<VkPhysicalDeviceVulkan11Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES);
+  VkPhysicalDeviceVulkan12Properties p12 = vk_struct<VkPhysicalDeviceVulkan12Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES);
   VkPhysicalDeviceVulkan13Properties p13 = vk_struct<VkPhysicalDeviceVulkan13Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES);
   VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm = vk_struct<VkPhysicalDeviceShaderSMBuiltinsPropertiesNV>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV);
   VkPhysicalDeviceShaderCorePropertiesAMD amd = vk_struct<VkPhysicalDeviceShaderCorePropertiesAMD>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD);
@@ -55,6 +56,7 @@ void probe(VkPhysicalDevice pd, Probe* p) {
   VkPhysicalDeviceProperties2 props2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   void** next = &props2.pNext;
   *next = &p->p11, next = &p->p11.pNext;
+  *next = &p->p12, next = &p->p12.pNext;
   if (p->v13) *next = &p->p13, next = &p->p13.pNext;
   if (p->nv_sm) *next = &p->sm, next = &p->sm.pNext;
   if (p->amd_core) *next = &p->amd, next = &p->amd.pNext;
@@ -115,6 +117,9 @@ DeviceChoice describe(VkPhysicalDevice pd, int index, const Probe& p) {
   k.max_storage_range = p.props.limits.maxStorageBufferRange;
   if (p.v13 && p.p13.maxBufferSize) k.max_allocation = std::min<VkDeviceSize>(k.max_allocation, p.p13.maxBufferSize);
   k.vulkan13 = p.v13;
+  k.float_controls.preserve_inf_nan16 = p.p12.shaderSignedZeroInfNanPreserveFloat16;
+  k.float_controls.preserve_inf_nan32 = p.p12.shaderSignedZeroInfNanPreserveFloat32;
+  k.float_controls.preserve_inf_nan64 = p.p12.shaderSignedZeroInfNanPreserveFloat64;
 
   OptionalFeatures& o = c.features;
   o.float16 = p.f12.shaderFloat16;

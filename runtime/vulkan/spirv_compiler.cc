@@ -45,7 +45,9 @@ std::string spirv_compiler_id(const SpirvOptions& o) {
   unsigned version = 0, revision = 0;
   shaderc_get_spv_version(&version, &revision);
   return absl::StrCat("shaderc spv ", version, ".", revision, "; ", spvSoftwareVersionDetailsString(), "; env ",
-                      o.vulkan13 ? "vulkan1.3" : "vulkan1.2", o.scalar_layout ? " scalar" : "", o.optimize ? " -O" : " -O0");
+                      o.vulkan13 ? "vulkan1.3" : "vulkan1.2", o.scalar_layout ? " scalar" : "", o.optimize ? " -O" : " -O0",
+                      o.float_controls.preserve_inf_nan16 ? " szinp16" : "", o.float_controls.preserve_inf_nan32 ? " szinp32" : "",
+                      o.float_controls.preserve_inf_nan64 ? " szinp64" : "");
 }
 
 absl::StatusOr<std::vector<uint32_t>> compile_glsl(const std::string& name, const std::string& glsl, const SpirvOptions& o) {
@@ -59,7 +61,7 @@ absl::StatusOr<std::vector<uint32_t>> compile_glsl(const std::string& name, cons
       compiler.CompileGlslToSpv(glsl, shaderc_compute_shader, (name + ".comp").c_str(), "main", opts);
   if (r.GetCompilationStatus() != shaderc_compilation_status_success)
     return failure("GLSL compile (shaderc)", name, r.GetErrorMessage(), glsl);
-  std::vector<uint32_t> spirv(r.cbegin(), r.cend());
+  std::vector<uint32_t> spirv = add_float_controls(std::vector<uint32_t>(r.cbegin(), r.cend()), o.float_controls);
   std::string log;
   if (!validate(spirv, o, &log).ok()) return failure("SPIR-V validation (after shaderc)", name, log, glsl);
   if (!o.optimize) return spirv;

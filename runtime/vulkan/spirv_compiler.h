@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/vulkan/spirv_float_controls.h"
 
 namespace kiln::runtime::vk {
 
@@ -14,6 +15,7 @@ struct SpirvOptions {
   bool vulkan13 = false;       // target Vulkan 1.3 / SPIR-V 1.6, else Vulkan 1.2 / SPIR-V 1.5
   bool scalar_layout = false;  // the device enables scalarBlockLayout
   bool optimize = true;
+  FloatControls float_controls;  // execution modes added to every kernel
 };
 
 // Internal error with the compiler or validator log and the numbered source on failure.

@@ -32,7 +32,7 @@ else()
   target_sources(kiln PRIVATE
     runtime/vulkan/vk_api.cc runtime/vulkan/vk_status.cc runtime/vulkan/select_device.cc
     runtime/vulkan/context.cc runtime/vulkan/memory.cc runtime/vulkan/transfer.cc
-    runtime/vulkan/spirv_compiler.cc runtime/vulkan/kernel_compiler.cc
+    runtime/vulkan/spirv_compiler.cc runtime/vulkan/spirv_float_controls.cc runtime/vulkan/kernel_compiler.cc
     runtime/vulkan/pipeline_cache.cc runtime/vulkan/pipeline.cc runtime/vulkan/shadow_access.cc runtime/vulkan/executable.cc
     runtime/vulkan/vulkan_device.cc)
   target_compile_definitions(kiln PRIVATE KILN_HAVE_VULKAN)

@@ -98,7 +98,10 @@ class VulkanDevice : public Device {
  private:
   VulkanDevice(std::shared_ptr<Context> ctx, const std::string& cache_dir)
       : ctx_(std::move(ctx)),
-        compiler_(DiskCache(cache_dir), device_key(*ctx_), SpirvOptions{ctx_->caps.vulkan13, ctx_->caps.scalar_layout, true}),
+        // KILN_VULKAN_SPIRV_OPT=0 skips the SPIRV-Tools optimizer (to tell its effects apart).
+        compiler_(DiskCache(cache_dir), device_key(*ctx_),
+                  SpirvOptions{ctx_->caps.vulkan13, ctx_->caps.scalar_layout, env_int("KILN_VULKAN_SPIRV_OPT", 1) != 0,
+                               ctx_->caps.float_controls}),
         transfers_(ctx_) {}
   static std::string device_key(const Context& c) {
     return absl::StrFormat("%s %04x:%04x driver %x api %x", c.caps.name, c.caps.vendor_id, c.caps.device_id, c.caps.driver_version,
