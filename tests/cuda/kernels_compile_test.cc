@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <deque>
+#include <future>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +38,26 @@ struct Case {
 struct Totals {
   int graphs = 0, kernels = 0, modules = 0;
   std::vector<std::string> failures;
+  // ptxas runs in its own process while the next module compiles: (what, ok, log).
+  std::deque<std::future<std::string>> assembling;
+
+  void assemble(const std::string& what, std::string ptx) {
+    if (!testing_ptxas::available()) return;
+    while (assembling.size() >= 4) collect_one();
+    assembling.push_back(std::async(std::launch::async, [what, ptx = std::move(ptx)] {
+      std::string log;
+      if (testing_ptxas::assemble(ptx, "sm_90", &log)) return std::string();
+      return absl::StrCat(what, ": ptxas -arch=sm_90 rejected the PTX:\n", log);
+    }));
+  }
+  void collect_one() {
+    std::string f = assembling.front().get();
+    assembling.pop_front();
+    if (!f.empty()) failures.push_back(std::move(f));
+  }
+  void finish() {
+    while (!assembling.empty()) collect_one();
+  }
 };
 
 // Compiles one graph for an H100 (sm_90, 132 SMs, 227 KiB shared memory); identical modules
@@ -65,13 +87,12 @@ void check(const Case& c, Totals* t, std::set<uint64_t>* seen) {
       t->failures.push_back(absl::StrCat(what, ": ", bin.status().message(), "\n", r->module_source));
       continue;
     }
-    std::string log;
-    if (testing_ptxas::available() && !testing_ptxas::assemble(bin->ptx, "sm_90", &log))
-      t->failures.push_back(absl::StrCat(what, ": ptxas -arch=sm_90 rejected the PTX:\n", log));
+    t->assemble(what, std::move(bin->ptx));
   }
 }
 
-void report(const Totals& t, const char* what) {
+void report(Totals& t, const char* what) {
+  t.finish();
   std::printf("%s: %d graphs, %d kernels, %d distinct modules compiled for sm_90%s\n", what, t.graphs, t.kernels,
               t.modules, testing_ptxas::available() ? " and assembled by ptxas" : " (no ptxas: PTX not assembled)");
   std::string first;
