@@ -53,6 +53,15 @@ class DialectOps {
   virtual std::string load(int buf, DType dt, const std::string& index) const = 0;
   virtual std::string store(int buf, DType dt, const std::string& index, const std::string& value) const = 0;
 
+  // --- 16-byte float32 access (4 consecutive elements at element index 4*index)
+  virtual std::string vec4_type() const = 0;
+  virtual std::string vec4_load(int buf, const std::string& index) const = 0;
+  virtual std::string vec4_store(int buf, const std::string& index, const std::vector<std::string>& lanes) const = 0;
+  virtual std::string vec4_lane(const std::string& v, int lane) const {
+    static const char* names[] = {".x", ".y", ".z", ".w"};
+    return v + names[lane];
+  }
+
   // --- threads
   virtual std::string local_id() const = 0;
   virtual std::string group_id() const = 0;

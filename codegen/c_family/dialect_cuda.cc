@@ -134,6 +134,15 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
     return absl::StrCat("b", buf, "[", index, "] = ", val, ";");
   }
 
+  std::string vec4_type() const override { return "float4"; }
+  std::string vec4_load(int buf, const std::string& index) const override {
+    return absl::StrCat("reinterpret_cast<const float4*>(b", buf, ")[", index, "]");
+  }
+  std::string vec4_store(int buf, const std::string& index, const std::vector<std::string>& l) const override {
+    return absl::StrCat("reinterpret_cast<float4*>(b", buf, ")[", index, "] = make_float4(", l[0], ", ", l[1], ", ",
+                        l[2], ", ", l[3], ");");
+  }
+
   std::string local_id() const override { return "(int)threadIdx.x"; }
   std::string group_id() const override { return "(long long)blockIdx.x"; }
   std::string num_groups() const override { return "(long long)gridDim.x"; }

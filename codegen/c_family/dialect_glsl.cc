@@ -92,6 +92,7 @@ class GlslDialect : public DialectOps {
     p += "layout(push_constant) uniform PC { uint64_t table; } pc;\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufF32 { float v[]; };\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufI32 { int v[]; };\n";
+    p += "layout(buffer_reference, std430, buffer_reference_align = 16) buffer BufV4 { vec4 v[]; };\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufI64 { int64_t v[]; };\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 1) buffer BufU8 { uint8_t v[]; };\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 1) buffer BufI8 { int8_t v[]; };\n";
@@ -153,8 +154,10 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
                           const std::string& shared_decls) const override {
     std::string s = absl::StrCat("layout(local_size_x = ", block, ") in;\n", shared_decls, "void main() {\n");
     s += "  Table kiln_tbl = Table(pc.table);\n";
-    for (const BufferParam& b : bufs)
+    for (const BufferParam& b : bufs) {
       absl::StrAppend(&s, "  ", block_name(b.dtype), " b", b.id, " = ", block_name(b.dtype), "(kiln_tbl.a[", b.id, "]);\n");
+      if (b.dtype == DType::kFloat32) absl::StrAppend(&s, "  BufV4 b", b.id, "v = BufV4(kiln_tbl.a[", b.id, "]);\n");
+    }
     return s;
   }
   static std::string block_name(DType t) { return block(t); }
@@ -180,6 +183,14 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
       default: break;
     }
     return absl::StrCat("b", buf, ".v[", index, "] = ", val, ";");
+  }
+
+  std::string vec4_type() const override { return "vec4"; }
+  std::string vec4_load(int buf, const std::string& index) const override {
+    return absl::StrCat("b", buf, "v.v[", index, "]");
+  }
+  std::string vec4_store(int buf, const std::string& index, const std::vector<std::string>& l) const override {
+    return absl::StrCat("b", buf, "v.v[", index, "] = vec4(", l[0], ", ", l[1], ", ", l[2], ", ", l[3], ");");
   }
 
   std::string local_id() const override { return "int(gl_LocalInvocationID.x)"; }

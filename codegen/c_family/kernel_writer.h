@@ -45,6 +45,9 @@ class KernelWriter {
 
   // --- expressions
   std::string eval(ir::KNodeId id);
+  // The element index a map addresses at the current loop index (emits its arithmetic); only
+  // for maps without masks.
+  std::string element_index(const ir::IndexMap& m) { return address(m).offset; }
   void store(const ir::Store& s);
   // Whether a store writes at every reduce index (inner) or once per outer index.
   bool store_is_inner(const ir::Store& s) const;

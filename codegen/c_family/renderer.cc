@@ -117,7 +117,95 @@ class Renderer {
   }
 
   // ------------------------------------------------------------------ elementwise
+  // Whether a map walks the last kernel axis contiguously from a 16-byte aligned start, so that
+  // 4 consecutive elements along it are one aligned float4.
+  bool vec4_map(const ir::IndexMap& m) const {
+    if (m.views.size() != 1 || m.has_mask()) return false;
+    const ir::View& v = m.views[0];
+    size_t last = v.shape.size() - 1;
+    if (v.strides[last] != 1 || v.offset % 4 != 0) return false;
+    for (size_t d = 0; d < last; ++d)
+      if (v.strides[d] % 4 != 0) return false;
+    return true;
+  }
+
+  // Elementwise kernels whose last axis is a multiple of 4 process 4 elements per thread, with
+  // 16-byte loads and stores for every contiguous float32 buffer.
+  bool elementwise_vec4() const {
+    if (k_.shape.empty() || k_.shape.back() % 4 != 0) return false;
+    int vec = 0;
+    for (const ir::KNode& n : k_.nodes)
+      if (n.op == Op::kLoad && p_.buffers[n.buffer].dtype == DType::kFloat32 && vec4_map(n.map)) ++vec;
+    for (const ir::Store& s : k_.stores)
+      if (p_.buffers[s.buffer].dtype == DType::kFloat32 && vec4_map(s.map)) ++vec;
+    return vec > 0;
+  }
+
+  void elementwise_by4(KernelSource* out, int block) {
+    int64_t total = shape_numel(k_.shape) / 4;
+    int last = int(k_.shape.size()) - 1;
+    std::string start = absl::StrCat(idx_cast(d_.group_id()), " * ", w_.ilit(block), " + ", idx_cast(d_.local_id()));
+    std::string step = absl::StrCat(idx_cast(d_.num_groups()), " * ", w_.ilit(block));
+    grid_loop("e", total, start, step);
+    int64_t quads = k_.shape[last] / 4;
+    w_.line(absl::StrCat(w_.idx_t(), " q = e % ", w_.ilit(quads), ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " rest = e / ", w_.ilit(quads), ";"));
+    std::vector<int> axes;
+    for (int a = 0; a < last; ++a) axes.push_back(a);
+    w_.unravel("rest", axes);
+    w_.line(absl::StrCat(w_.idx_t(), " base = q * ", w_.ilit(4), ";"));
+    // Vector loads at lane 0.
+    w_.set_axis(last, "base");
+    std::vector<std::pair<KNodeId, std::string>> vloads;
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::KNode& n = k_.nodes[i];
+      if (n.op != Op::kLoad || p_.buffers[n.buffer].dtype != DType::kFloat32 || !vec4_map(n.map)) continue;
+      std::string idx = w_.element_index(n.map);
+      std::string v = w_.fresh("vl");
+      w_.line(absl::StrCat(d_.vec4_type(), " ", v, " = ", d_.vec4_load(n.buffer, absl::StrCat(idx, " / ", w_.ilit(4))), ";"));
+      vloads.push_back({KNodeId(i), v});
+    }
+    std::vector<std::string> vstore_index(k_.stores.size());
+    for (size_t s = 0; s < k_.stores.size(); ++s)
+      if (p_.buffers[k_.stores[s].buffer].dtype == DType::kFloat32 && vec4_map(k_.stores[s].map))
+        vstore_index[s] = w_.element_index(k_.stores[s].map);
+    // Lane values of vector stores, declared before the per-lane blocks that assign them.
+    std::vector<std::vector<std::string>> lanes(k_.stores.size());
+    for (size_t s = 0; s < k_.stores.size(); ++s) {
+      if (vstore_index[s].empty()) continue;
+      for (int lane = 0; lane < 4; ++lane) {
+        lanes[s].push_back(w_.fresh("lane"));
+        w_.line(absl::StrCat("float ", lanes[s].back(), ";"));
+      }
+    }
+    for (int lane = 0; lane < 4; ++lane) {
+      w_.open("");
+      std::string ax = w_.fresh("i");
+      w_.line(absl::StrCat(w_.idx_t(), " ", ax, " = base + ", w_.ilit(lane), ";"));
+      w_.set_axis(last, ax);
+      for (auto& [id, v] : vloads) w_.bind(id, d_.vec4_lane(v, lane));
+      for (size_t s = 0; s < k_.stores.size(); ++s) {
+        if (vstore_index[s].empty()) {
+          w_.store(k_.stores[s]);
+          continue;
+        }
+        w_.line(absl::StrCat(lanes[s][lane], " = ", w_.eval(k_.stores[s].value), ";"));
+      }
+      w_.close();
+    }
+    for (size_t s = 0; s < k_.stores.size(); ++s) {
+      if (vstore_index[s].empty()) continue;
+      std::vector<std::string> l;
+      for (const std::string& v : lanes[s]) l.push_back(v);
+      w_.line(d_.vec4_store(k_.stores[s].buffer, absl::StrCat(vstore_index[s], " / ", w_.ilit(4)), l));
+    }
+    w_.close();
+    out->grid[0] = groups_for(total, block);
+    out->strategy = "elementwise: 4 elements per thread, 16-byte loads/stores";
+  }
+
   void elementwise(KernelSource* out, int block) {
+    if (elementwise_vec4()) return elementwise_by4(out, block);
     int64_t total = shape_numel(k_.shape);
     std::string start = absl::StrCat(idx_cast(d_.group_id()), " * ", w_.ilit(block), " + ", idx_cast(d_.local_id()));
     std::string step = absl::StrCat(idx_cast(d_.num_groups()), " * ", w_.ilit(block));
