@@ -11,6 +11,7 @@
 #include "codegen/c_family/gpu_program.h"
 #include "ir/op.h"
 #include "kiln/dtype.h"
+#include "runtime/target_info.h"
 
 namespace kiln::codegen::gpu {
 
@@ -61,6 +62,14 @@ class DialectOps {
     static const char* names[] = {".x", ".y", ".z", ".w"};
     return v + names[lane];
   }
+
+  // --- cooperation inside a warp / subgroup. warp_size() <= 0: no shuffles, use shared memory.
+  virtual int warp_size(const runtime::TargetInfo& t) const = 0;
+  virtual bool can_shuffle(DType t) const = 0;
+  virtual std::string shuffle_xor(DType t, const std::string& v, int mask) const = 0;
+  // Lane within the warp / warp within the workgroup of local thread `lid`.
+  virtual std::string lane_of(const std::string& lid, int ws) const { return "(" + lid + " % " + std::to_string(ws) + ")"; }
+  virtual std::string warp_of(const std::string& lid, int ws) const { return "(" + lid + " / " + std::to_string(ws) + ")"; }
 
   // --- threads
   virtual std::string local_id() const = 0;

@@ -143,6 +143,16 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
                         l[2], ", ", l[3], ");");
   }
 
+  int warp_size(const runtime::TargetInfo&) const override { return hip_ ? 64 : 32; }
+  bool can_shuffle(DType t) const override { return t != DType::kBool; }
+  std::string shuffle_xor(DType t, const std::string& v, int mask) const override {
+    std::string x = (t == DType::kInt8 || t == DType::kUInt8) ? absl::StrCat("(int)(", v, ")") : v;
+    std::string call = hip_ ? absl::StrCat("__shfl_xor(", x, ", ", mask, ")")
+                            : absl::StrCat("__shfl_xor_sync(0xffffffffu, ", x, ", ", mask, ")");
+    if (t == DType::kInt8 || t == DType::kUInt8) return absl::StrCat("(", type(t), ")", call);
+    return call;
+  }
+
   std::string local_id() const override { return "(int)threadIdx.x"; }
   std::string group_id() const override { return "(long long)blockIdx.x"; }
   std::string num_groups() const override { return "(long long)gridDim.x"; }

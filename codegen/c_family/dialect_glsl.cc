@@ -87,6 +87,8 @@ class GlslDialect : public DialectOps {
 #extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 )";
     p += "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Table { uint64_t a[]; };\n";
     p += "layout(push_constant) uniform PC { uint64_t table; } pc;\n";
@@ -192,6 +194,17 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
   std::string vec4_store(int buf, const std::string& index, const std::vector<std::string>& l) const override {
     return absl::StrCat("b", buf, "v.v[", index, "] = vec4(", l[0], ", ", l[1], ", ", l[2], ", ", l[3], ");");
   }
+
+  // Subgroup shuffles when the device's subgroups are wide (NVIDIA: 32); narrow ones (lavapipe:
+  // 8) reduce through shared memory. The size is fixed at pipeline creation by the runtime.
+  int warp_size(const runtime::TargetInfo& t) const override { return t.subgroup_size >= 16 ? t.subgroup_size : 0; }
+  bool can_shuffle(DType t) const override { return t == DType::kFloat32 || t == DType::kInt32; }
+  std::string shuffle_xor(DType, const std::string& v, int mask) const override {
+    return absl::StrCat("subgroupShuffleXor(", v, ", ", mask, "u)");
+  }
+
+  std::string lane_of(const std::string&, int) const override { return "int(gl_SubgroupInvocationID)"; }
+  std::string warp_of(const std::string&, int) const override { return "int(gl_SubgroupID)"; }
 
   std::string local_id() const override { return "int(gl_LocalInvocationID.x)"; }
   std::string group_id() const override { return "int64_t(gl_WorkGroupID.x)"; }

@@ -315,6 +315,83 @@ class Renderer {
     return r.empty() ? w_.ilit(0) : r;
   }
 
+  // Combines every thread's accumulator of reduction `ph` and returns a variable holding the
+  // result in every thread: warp shuffles then one shared slot per warp when the dialect can,
+  // else a shared-memory tree.
+  std::string block_reduce(KNodeId ph, const KernelWriter::Acc& acc, const std::string& lid, int block) {
+    const ir::KNode& rn = k_.nodes[ph];
+    DType at = w_.acc_type(ph);
+    bool arg = ir::is_arg_reduce(rn.op);
+    int ws = d_.warp_size(t_);
+    bool shuffle = ws > 0 && block % ws == 0 && block / ws <= ws && d_.can_shuffle(at) &&
+                   (!arg || d_.can_shuffle(DType::kInt64));
+    std::string r = w_.fresh("red");
+    if (shuffle) {
+      int nw = block / ws;
+      std::string sv = scratch(at, nw);
+      std::string si = arg ? scratch(DType::kInt64, nw) : "";
+      auto warp_pass = [&](int width) {
+        for (int m = width / 2; m > 0; m /= 2) {
+          std::string ov = w_.fresh("sh"), oi = arg ? w_.fresh("shi") : "";
+          w_.line(absl::StrCat(d_.type(at), " ", ov, " = ", d_.shuffle_xor(at, acc.value, m), ";"));
+          if (arg) w_.line(absl::StrCat(d_.type(DType::kInt64), " ", oi, " = ", d_.shuffle_xor(DType::kInt64, acc.index, m), ";"));
+          w_.combine_into(ph, acc.value, acc.index, ov, oi);
+        }
+      };
+      warp_pass(ws);
+      std::string lane = d_.lane_of(lid, ws), warp = d_.warp_of(lid, ws);
+      w_.open(absl::StrCat("if (", lane, " == 0)"));
+      w_.line(absl::StrCat(sv, "[", warp, "] = ", acc.value, ";"));
+      if (arg) w_.line(absl::StrCat(si, "[", warp, "] = ", acc.index, ";"));
+      w_.close();
+      w_.line(d_.barrier());
+      if (nw > 1) {
+        // The first warp combines the per-warp partials; lanes past nw hold the identity.
+        w_.open(absl::StrCat("if (", warp, " == 0)"));
+        KernelWriter::Acc part = w_.declare_acc(ph);
+        w_.open(absl::StrCat("if (", lane, " < ", nw, ")"));
+        w_.line(absl::StrCat(part.value, " = ", sv, "[", lane, "];"));
+        if (arg) w_.line(absl::StrCat(part.index, " = ", si, "[", lane, "];"));
+        w_.close();
+        KernelWriter::Acc saved = part;
+        for (int m = ws / 2; m > 0; m /= 2) {
+          std::string ov = w_.fresh("sh"), oi = arg ? w_.fresh("shi") : "";
+          w_.line(absl::StrCat(d_.type(at), " ", ov, " = ", d_.shuffle_xor(at, part.value, m), ";"));
+          if (arg) w_.line(absl::StrCat(d_.type(DType::kInt64), " ", oi, " = ", d_.shuffle_xor(DType::kInt64, part.index, m), ";"));
+          w_.combine_into(ph, part.value, part.index, ov, oi);
+        }
+        w_.open(absl::StrCat("if (", lane, " == 0)"));
+        w_.line(absl::StrCat(sv, "[0] = ", saved.value, ";"));
+        if (arg) w_.line(absl::StrCat(si, "[0] = ", saved.index, ";"));
+        w_.close();
+        w_.close();
+        w_.line(d_.barrier());
+      }
+      KernelWriter::Acc fin{absl::StrCat(sv, "[0]"), arg ? absl::StrCat(si, "[0]") : "", at};
+      w_.line(absl::StrCat(d_.type(rn.dtype), " ", r, " = ", w_.acc_result(ph, fin), ";"));
+      w_.line(d_.barrier());  // the scratch slots may be reused by the next reduction
+      return r;
+    }
+    // Tree reduction in shared memory; every thread reads the result.
+    std::string sv = scratch(at, block);
+    std::string si = arg ? scratch(DType::kInt64, block) : "";
+    w_.line(absl::StrCat(sv, "[", lid, "] = ", acc.value, ";"));
+    if (arg) w_.line(absl::StrCat(si, "[", lid, "] = ", acc.index, ";"));
+    w_.line(d_.barrier());
+    for (int s = block / 2; s > 0; s /= 2) {
+      w_.open(absl::StrCat("if (", lid, " < ", s, ")"));
+      std::string bv = absl::StrCat(sv, "[", lid, " + ", s, "]");
+      std::string bi = arg ? absl::StrCat(si, "[", lid, " + ", s, "]") : "";
+      w_.combine_into(ph, absl::StrCat(sv, "[", lid, "]"), arg ? absl::StrCat(si, "[", lid, "]") : "", bv, bi);
+      w_.close();
+      w_.line(d_.barrier());
+    }
+    KernelWriter::Acc fin{absl::StrCat(sv, "[0]"), arg ? absl::StrCat(si, "[0]") : "", at};
+    w_.line(absl::StrCat(d_.type(rn.dtype), " ", r, " = ", w_.acc_result(ph, fin), ";"));
+    w_.line(d_.barrier());
+    return r;
+  }
+
   int row_reduction(KernelSource* out) {
     int64_t R = k_.reduce_count(), O = k_.outer_count();
     int block = int(std::min<int64_t>(std::max<int64_t>(pow2_at_least(ceil_div(R, 8)), 64), std::min(t_.max_workgroup, 1024)));
@@ -332,25 +409,7 @@ class Renderer {
       w_.unravel(rv, reduce_axes_);
       w_.update_acc(ph, acc, w_.eval(rn.inputs[0]), rv);
       w_.close();
-      // Tree reduction in shared memory; every thread reads the result.
-      DType at = w_.acc_type(ph);
-      std::string sv = scratch(at, block);
-      std::string si = ir::is_arg_reduce(rn.op) ? scratch(DType::kInt64, block) : "";
-      w_.line(absl::StrCat(sv, "[", lid, "] = ", acc.value, ";"));
-      if (!si.empty()) w_.line(absl::StrCat(si, "[", lid, "] = ", acc.index, ";"));
-      w_.line(d_.barrier());
-      for (int s = block / 2; s > 0; s /= 2) {
-        w_.open(absl::StrCat("if (", lid, " < ", s, ")"));
-        std::string bv = absl::StrCat(sv, "[", lid, " + ", s, "]");
-        std::string bi = si.empty() ? "" : absl::StrCat(si, "[", lid, " + ", s, "]");
-        w_.combine_into(ph, absl::StrCat(sv, "[", lid, "]"), si.empty() ? "" : absl::StrCat(si, "[", lid, "]"), bv, bi);
-        w_.close();
-        w_.line(d_.barrier());
-      }
-      KernelWriter::Acc fin{absl::StrCat(sv, "[0]"), si.empty() ? "" : absl::StrCat(si, "[0]"), at};
-      std::string r = w_.fresh("red");
-      w_.line(absl::StrCat(d_.type(rn.dtype), " ", r, " = ", w_.acc_result(ph, fin), ";"));
-      w_.line(d_.barrier());  // the shared array may be reused by the next phase
+      std::string r = block_reduce(ph, acc, lid, block);
       w_.bind(ph, r);
     }
     bool any_outer = false, any_inner = false;
