@@ -30,6 +30,17 @@ size_t hash_map(const IndexMap& m) {
   return h;
 }
 
+// Whether a map never addresses a valid element: an empty mask range on some dim (a part of a
+// concat or pad that the consumer's view slices away entirely, composed through a stride-0 dim).
+// Its loads read 0 and its validity is false at every loop index, so it is a constant: keeping
+// it as a masked load would make it look dependent on the reduce axes it carries a mask for.
+bool never_valid(const IndexMap& m) {
+  for (const View& v : m.views)
+    for (const auto& [lo, hi] : v.mask)
+      if (lo >= hi) return true;
+  return false;
+}
+
 size_t hash_knode(const KNode& n) {
   return absl::HashOf(int(n.op), int(n.dtype), n.inputs, n.scalar.is_int, n.scalar.i, n.scalar.f, n.ints, n.buffer,
                       hash_map(n.map));
@@ -94,6 +105,7 @@ class Builder {
   }
 
   KNodeId valid(const IndexMap& m) {
+    if (never_valid(m)) return constant(Scalar::from_int(0), DType::kBool);
     KNode v;
     v.op = Op::kValid;
     v.dtype = DType::kBool;
@@ -115,6 +127,7 @@ class Builder {
     const Node& n = g_.node(id);
     int buf = (*r_.buffer_of)[id];
     if (n.op == Op::kInput || (buf >= 0 && !as_root && !is_computed(id))) {
+      if (never_valid(m)) return constant(is_float(n.dtype) ? Scalar::from_double(0) : Scalar::from_int(0), n.dtype);
       if (r_.on_read) r_.on_read(id, m);
       KNode l;
       l.op = Op::kLoad;

@@ -117,6 +117,9 @@ class Simplifier {
     c.dtype = n.dtype;
     c.shape = n.shape;
     if (ir::is_movement(n.op)) {
+      // A view of a constant is that constant; a concat only when every part holds the same value.
+      for (NodeId x : n.inputs)
+        if (!(out_.node(x).scalar == out_.node(n.inputs[0]).scalar)) return -1;
       c.scalar = out_.node(n.inputs[0]).scalar;
       return out_.add(c);
     }

@@ -423,6 +423,15 @@ std::optional<Case> substitute_dim(const Case& c, int64_t from, int64_t to, std:
     bool changed = false;
     for (int64_t& d : n.shape)
       if (d == from) d = to, changed = true;
+    // Shapes that follow from the operands follow them (a concat's axis is their sum).
+    if (n.op == ir::Op::kConcat && !n.ints.empty() && n.ints[0] < int64_t(n.shape.size())) {
+      int64_t total = 0;
+      for (ir::NodeId x : n.inputs) total += out.graph.node(x).shape.size() > size_t(n.ints[0]) ? out.graph.node(x).shape[n.ints[0]] : 0;
+      n.shape[n.ints[0]] = total;
+    } else if (n.op == ir::Op::kPad && n.ints.size() == 2 * n.shape.size()) {
+      const Shape& in = out.graph.node(n.inputs[0]).shape;
+      for (size_t d = 0; d < n.shape.size() && d < in.size(); ++d) n.shape[d] = in[d] + n.ints[2 * d] + n.ints[2 * d + 1];
+    }
     if (n.op == ir::Op::kInput && changed) out.inputs[n.ints[0]] = random_host(n.dtype, n.shape, rng);
     out.graph.add(n);
   }

@@ -33,6 +33,30 @@ const Regression kRegressions[] = {
   output %6, %2
 }
 )"},
+    // Constant folding turned a concat of different constants into the first constant
+    // (kiln_fuzz --seed 3 --index 590; fixed in passes/simplify.cc).
+    {"concat of different constants folded to the first", R"(graph {
+  %0 = const 3 : i64[1,1,16]
+  %1 = const 2 : i64[1,1,16]
+  %2 = concat %0, %1 axis=2 : i64[1,1,32]
+  output %2
+}
+)"},
+    // A concat part sliced away entirely, read through the stride-0 reduce axis of a reduction
+    // kernel, kept an empty mask on that axis and was classed as an inner-level value: lowering
+    // failed with "inner-level value stored at an outer-level map" (kiln_fuzz --seed 3 --index
+    // 1013; fixed in passes/lower.cc: such maps are constants).
+    {"never-valid concat part in a reduction kernel", R"(graph {
+  %0 = input 0 : f16[1,1]
+  %1 = input 1 : f16[1,1]
+  %2 = concat %0, %1 axis=0 : f16[2,1]
+  %3 = reduce_max %2 axes=[0] : f16[1,1]
+  %4 = expand %3 : f16[2,1]
+  %5 = sub %2, %4 : f16[2,1]
+  %6 = slice %5 start_step=[0,2,0,1] : f16[1,1]
+  output %6
+}
+)"},
 };
 
 TEST(FuzzRegressions, EveryDeviceMatchesTheInterpreter) {
@@ -60,6 +84,17 @@ TEST(FuzzRegressions, MatmulOperandThatIsAlsoAnOutput) {
   EXPECT_MATCHES_REFERENCE({y, scaled});
   std::vector<float> xv = x.to_vector<float>(), sv = scaled.to_vector<float>();
   for (size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(sv[i], xv[i] * 0.25f) << i;
+}
+
+TEST(FuzzRegressions, ConcatOfDifferentConstants) {
+  Tensor c = concat({full({2, 3}, 3, int64), full({2, 2}, 2, int64)}, 1);
+  EXPECT_EQ(c.to_vector<int64_t>(), (std::vector<int64_t>{3, 3, 3, 2, 2, 3, 3, 3, 2, 2}));
+}
+
+TEST(FuzzRegressions, SliceOfANormalizedConcat) {
+  Tensor x = concat({testing::random_tensor({1, 3}, float32, 3), testing::random_tensor({1, 3}, float32, 4)}, 0);
+  Tensor y = (x - x.max({0}, true)).slice(0, 0, 2, 2);
+  EXPECT_MATCHES_REFERENCE({y});
 }
 
 }  // namespace
