@@ -1,5 +1,6 @@
 #include "runtime/vulkan/context.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -56,6 +57,13 @@ std::vector<std::string> ValidationLog::snapshot() const {
 void ValidationLog::clear() {
   std::lock_guard<std::mutex> lock(mu_);
   messages_.clear();
+  reported_ = 0;
+}
+std::vector<std::string> ValidationLog::take_unreported() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> r(messages_.begin() + std::min(reported_, messages_.size()), messages_.end());
+  reported_ = messages_.size();
+  return r;
 }
 
 absl::StatusOr<std::shared_ptr<Context>> Context::create(const ContextOptions& o) {

@@ -46,10 +46,13 @@ class ValidationLog {
   void add(std::string m);
   std::vector<std::string> snapshot() const;
   void clear();
+  // Messages added since the last call (each is returned once).
+  std::vector<std::string> take_unreported();
 
  private:
   mutable std::mutex mu_;
   std::vector<std::string> messages_;
+  size_t reported_ = 0;
 };
 
 enum class MemoryUse { kDevice, kUpload, kReadback, kTable };

@@ -78,7 +78,8 @@ class VulkanDevice : public Device {
   absl::Status download(Buffer* src, void* dst, int64_t bytes) override {
     auto b = mine(src);
     if (!b.ok()) return b.status();
-    return transfers_.download(*b, dst, bytes);
+    absl::Status s = transfers_.download(*b, dst, bytes);
+    return s.ok() ? validation_status() : s;
   }
   absl::StatusOr<std::unique_ptr<Executable>> compile(const ir::Program& p) override {
     auto rendered = codegen::gpu::render(p, codegen::gpu::Dialect::kGlsl, ctx_->target);
@@ -93,7 +94,10 @@ class VulkanDevice : public Device {
     if (!e.ok()) return e.status();
     return std::unique_ptr<Executable>(std::move(*e));
   }
-  absl::Status synchronize() override { return ctx_->wait(ctx_->last_submitted()); }
+  absl::Status synchronize() override {
+    absl::Status s = ctx_->wait(ctx_->last_submitted());
+    return s.ok() ? validation_status() : s;
+  }
 
  private:
   VulkanDevice(std::shared_ptr<Context> ctx, const std::string& cache_dir)
@@ -106,6 +110,14 @@ class VulkanDevice : public Device {
   static std::string device_key(const Context& c) {
     return absl::StrFormat("%s %04x:%04x driver %x api %x", c.caps.name, c.caps.vendor_id, c.caps.device_id, c.caps.driver_version,
                            c.caps.api_version);
+  }
+  // With KILN_VULKAN_VALIDATION=1 any validation message fails the next read of a result (or
+  // synchronize), so a test cannot pass while the layer complains.
+  absl::Status validation_status() {
+    if (!ctx_->caps.validation) return absl::OkStatus();
+    std::vector<std::string> m = ctx_->log.take_unreported();
+    if (m.empty()) return absl::OkStatus();
+    return absl::InternalError(absl::StrCat("vulkan: the validation layer reported ", m.size(), " message(s); the first: ", m[0]));
   }
   absl::StatusOr<VulkanBuffer*> mine(Buffer* b) {
     auto* vb = dynamic_cast<VulkanBuffer*>(b);

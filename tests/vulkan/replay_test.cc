@@ -57,7 +57,11 @@ TEST_F(ReplayTest, MissingBarrierIsReportedBySynchronizationValidation) {
   auto o0 = dev_->alloc(n * 4), o1 = dev_->alloc(n * 4);
   ASSERT_TRUE(o0.ok() && o1.ok());
   ASSERT_TRUE((*exe)->run({in.get()}, {o0->get(), o1->get()}).ok());
-  ASSERT_TRUE(dev_->synchronize().ok());
+  // In validation mode a validation message fails the next synchronize (or download).
+  absl::Status sync = dev_->synchronize();
+  EXPECT_EQ(sync.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(sync.message().find("the validation layer reported"), std::string::npos) << sync;
+  EXPECT_TRUE(dev_->synchronize().ok());  // each message fails one read
   std::vector<std::string> msgs = runtime::vk::validation_messages(dev_.get());
   bool raw = false;
   for (const std::string& m : msgs) raw |= m.find("SYNC-HAZARD-READ-AFTER-WRITE") != std::string::npos;
