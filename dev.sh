@@ -12,6 +12,8 @@ PACKAGES=(
   llvm-16-dev libzstd-dev zlib1g-dev libedit-dev libxml2-dev libffi-dev libtinfo-dev
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   graphviz
+  libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+  libshaderc-dev glslang-dev glslang-tools spirv-tools spirv-headers
 )
 
 install_packages() {
