@@ -9,6 +9,115 @@
 namespace kiln::codegen::gpu {
 namespace {
 
+// GLSL has no double-precision exp/log/sin/cos/tanh/pow/erf: these keep float64 results
+// accurate to ~1e-15 (range reduction + polynomials / series).
+const char* kDoubleMath = R"(double kiln_max(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : max(a, b); }
+double kiln_min(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : min(a, b); }
+int kiln_sat_i32(double v) { return isnan(v) ? 0 : v >= 2147483647.0lf ? 2147483647 : v <= -2147483648.0lf ? (-2147483647 - 1) : int(v); }
+int64_t kiln_sat_i64(double v) { return isnan(v) ? 0l : v >= 9.2233720368547758e18lf ? 9223372036854775807l : v <= -9.2233720368547758e18lf ? (-9223372036854775807l - 1l) : int64_t(v); }
+int8_t kiln_sat_i8(double v) { return isnan(v) ? int8_t(0) : v >= 127.0lf ? int8_t(127) : v <= -128.0lf ? int8_t(-128) : int8_t(int(v)); }
+uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? uint8_t(255) : v <= 0.0lf ? uint8_t(0) : uint8_t(int(v)); }
+double kiln_inf_d() { return packDouble2x32(uvec2(0u, 0x7ff00000u)); }
+double kiln_nan_d() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }
+double kiln_exp_d(double x) {
+  if (isnan(x)) return x;
+  if (x > 709.782712893384lf) return kiln_inf_d();
+  if (x < -745.1332191019412lf) return 0.0lf;
+  double n = round(x * 1.4426950408889634lf);
+  double r = (x - n * 0.6931471803691238lf) - n * 1.9082149292705877e-10lf;
+  double p = 1.0lf / 6227020800.0lf;
+  p = p * r + 1.0lf / 479001600.0lf; p = p * r + 1.0lf / 39916800.0lf; p = p * r + 1.0lf / 3628800.0lf;
+  p = p * r + 1.0lf / 362880.0lf; p = p * r + 1.0lf / 40320.0lf; p = p * r + 1.0lf / 5040.0lf;
+  p = p * r + 1.0lf / 720.0lf; p = p * r + 1.0lf / 120.0lf; p = p * r + 1.0lf / 24.0lf;
+  p = p * r + 1.0lf / 6.0lf; p = p * r + 0.5lf; p = p * r + 1.0lf; p = p * r + 1.0lf;
+  int ni = int(n);
+  return ldexp(ldexp(p, ni / 2), ni - ni / 2);
+}
+double kiln_expm1_small_d(double x) {  // |x| <= 0.5
+  double t = x, s = x;
+  for (int k = 2; k <= 18; ++k) { t *= x / double(k); s += t; }
+  return s;
+}
+double kiln_log_d(double x) {
+  if (isnan(x) || x < 0.0lf) return kiln_nan_d();
+  if (x == 0.0lf) return -kiln_inf_d();
+  if (isinf(x)) return x;
+  int e;
+  double m = frexp(x, e);
+  if (m < 0.70710678118654752lf) { m *= 2.0lf; e -= 1; }
+  double f = m - 1.0lf;
+  double s = f / (2.0lf + f), s2 = s * s, t = s, acc = s;
+  for (int k = 3; k <= 27; k += 2) { t *= s2; acc += t / double(k); }
+  return 2.0lf * acc + double(e) * 0.6931471805599453lf;
+}
+double kiln_sin_poly_d(double r) {
+  double r2 = r * r, t = r, s = r;
+  for (int k = 1; k <= 10; ++k) { t *= -r2 / double((2 * k) * (2 * k + 1)); s += t; }
+  return s;
+}
+double kiln_cos_poly_d(double r) {
+  double r2 = r * r, t = 1.0lf, s = 1.0lf;
+  for (int k = 1; k <= 10; ++k) { t *= -r2 / double((2 * k - 1) * (2 * k)); s += t; }
+  return s;
+}
+// x = q * pi/2 + r with |r| <= pi/4 (three-part Cody-Waite constants).
+double kiln_reduce_d(double x, out int q) {
+  double n = round(x * 0.6366197723675814lf);
+  q = int(mod(n, 4.0lf));
+  return ((x - n * 1.5707963267341256lf) - n * 6.077100506303966e-11lf) - n * 2.0222662487959506e-21lf;
+}
+double kiln_sin_d(double x) {
+  if (isnan(x) || isinf(x)) return kiln_nan_d();
+  int q; double r = kiln_reduce_d(x, q);
+  double v = (q == 0) ? kiln_sin_poly_d(r) : (q == 1) ? kiln_cos_poly_d(r) : (q == 2) ? -kiln_sin_poly_d(r) : -kiln_cos_poly_d(r);
+  return v;
+}
+double kiln_cos_d(double x) {
+  if (isnan(x) || isinf(x)) return kiln_nan_d();
+  int q; double r = kiln_reduce_d(x, q);
+  return (q == 0) ? kiln_cos_poly_d(r) : (q == 1) ? -kiln_sin_poly_d(r) : (q == 2) ? -kiln_cos_poly_d(r) : kiln_sin_poly_d(r);
+}
+double kiln_tanh_d(double x) {
+  if (isnan(x)) return x;
+  double ax = abs(x), r;
+  if (ax < 0.5lf) { double e = kiln_expm1_small_d(2.0lf * ax); r = e / (e + 2.0lf); }
+  else { double e = kiln_exp_d(-2.0lf * ax); r = (1.0lf - e) / (1.0lf + e); }
+  return x < 0.0lf ? -r : r;
+}
+double kiln_erf_d(double x) {
+  if (isnan(x)) return x;
+  double ax = abs(x), r;
+  if (ax < 2.0lf) {
+    double x2 = ax * ax, t = ax, s = ax;
+    for (int n = 1; n < 60; ++n) { t *= -x2 / double(n); s += t / double(2 * n + 1); }
+    r = s * 1.1283791670955126lf;
+  } else if (ax > 6.0lf) {
+    r = 1.0lf;
+  } else {
+    // erfc by its continued fraction (modified Lentz), then erf = 1 - erfc.
+    double tiny = 1e-300lf, f = ax, C = ax, D = 0.0lf;
+    for (int n = 1; n < 80; ++n) {
+      double a = double(n) * 0.5lf;
+      D = ax + a * D; D = abs(D) < tiny ? tiny : D; D = 1.0lf / D;
+      C = ax + a / C; C = abs(C) < tiny ? tiny : C;
+      f *= C * D;
+    }
+    r = 1.0lf - kiln_exp_d(-ax * ax) / (f * 1.7724538509055160lf);
+  }
+  return x < 0.0lf ? -r : r;
+}
+double kiln_pow_d(double x, double y) {
+  if (y == 0.0lf || x == 1.0lf) return 1.0lf;
+  if (isnan(x) || isnan(y)) return kiln_nan_d();
+  bool yint = floor(y) == y;
+  if (x == 0.0lf) return y > 0.0lf ? 0.0lf : kiln_inf_d();
+  if (x < 0.0lf && !yint) return kiln_nan_d();
+  double r = kiln_exp_d(y * kiln_log_d(abs(x)));
+  bool odd = yint && abs(y) < 9.0e15lf && mod(abs(y), 2.0lf) == 1.0lf;
+  return (x < 0.0lf && odd) ? -r : r;
+}
+)";
+
 class GlslDialect : public DialectOps {
  public:
   Dialect kind() const override { return Dialect::kGlsl; }
@@ -138,17 +247,7 @@ int64_t kiln_sat_i64(float v) { return isnan(v) ? 0l : v >= 9.2233720368547758e1
 int8_t kiln_sat_i8(float v) { return isnan(v) ? int8_t(0) : v >= 127.0 ? int8_t(127) : v <= -128.0 ? int8_t(-128) : int8_t(int(v)); }
 uint8_t kiln_sat_u8(float v) { return isnan(v) ? uint8_t(0) : v >= 255.0 ? uint8_t(255) : v <= 0.0 ? uint8_t(0) : uint8_t(int(v)); }
 )";
-    if (f.f64) {
-      p += R"(double kiln_max(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : max(a, b); }
-double kiln_min(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : min(a, b); }
-double kiln_tanh(double x) { return double(kiln_tanh(float(x))); }
-double kiln_erf(double x) { return double(kiln_erf(float(x))); }
-int kiln_sat_i32(double v) { return isnan(v) ? 0 : v >= 2147483647.0lf ? 2147483647 : v <= -2147483648.0lf ? (-2147483647 - 1) : int(v); }
-int64_t kiln_sat_i64(double v) { return isnan(v) ? 0l : v >= 9.2233720368547758e18lf ? 9223372036854775807l : v <= -9.2233720368547758e18lf ? (-9223372036854775807l - 1l) : int64_t(v); }
-int8_t kiln_sat_i8(double v) { return isnan(v) ? int8_t(0) : v >= 127.0lf ? int8_t(127) : v <= -128.0lf ? int8_t(-128) : int8_t(int(v)); }
-uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? uint8_t(255) : v <= 0.0lf ? uint8_t(0) : uint8_t(int(v)); }
-)";
-    }
+    if (f.f64) p += kDoubleMath;
     return p;
   }
 
@@ -219,10 +318,10 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
       if (f || t == DType::kInt32 || t == DType::kInt64) return absl::StrCat("(", a[0], " ", sym, " ", a[1], ")");
       return absl::StrCat(type(t), "(", a[0], " ", sym, " ", a[1], ")");
     };
-    // Transcendentals on doubles go through float where GLSL has no double version.
+    // GLSL's transcendentals are float-only: doubles use kiln's double versions.
     auto fcall = [&](const char* name) {
       if (!d) return call(name);
-      return absl::StrCat("double(", name, "(float(", a[0], ")))");
+      return absl::StrCat("kiln_", name, "_d(", a[0], ")");
     };
     switch (o) {
       case ir::Op::kNeg: return (f || t == DType::kInt32 || t == DType::kInt64) ? absl::StrCat("(-", a[0], ")") : absl::StrCat(type(t), "(-", a[0], ")");
@@ -236,12 +335,12 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
         return absl::StrCat("(", a[0], " < ", literal(t, Scalar::from_int(0)), " ? ", op(ir::Op::kNeg, t, a), " : ", a[0], ")");
       case ir::Op::kSin: return fcall("sin");
       case ir::Op::kCos: return fcall("cos");
-      case ir::Op::kTanh: return call("kiln_tanh");
-      case ir::Op::kErf: return call("kiln_erf");
+      case ir::Op::kTanh: return d ? call("kiln_tanh_d") : call("kiln_tanh");
+      case ir::Op::kErf: return d ? call("kiln_erf_d") : call("kiln_erf");
       case ir::Op::kFloor: return call("floor");
       case ir::Op::kCeil: return call("ceil");
       case ir::Op::kSigmoid:
-        return d ? absl::StrCat("(1.0lf / (1.0lf + double(exp(float(-", a[0], ")))))")
+        return d ? absl::StrCat("(1.0lf / (1.0lf + kiln_exp_d(-", a[0], ")))")
                  : absl::StrCat("(1.0 / (1.0 + exp(-", a[0], ")))");
       case ir::Op::kRecip: return absl::StrCat("(", one, " / ", a[0], ")");
       case ir::Op::kNot: return absl::StrCat("(!", a[0], ")");
@@ -250,7 +349,7 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
       case ir::Op::kMul: return bin("*");
       case ir::Op::kDiv: return absl::StrCat("(", a[0], " / ", a[1], ")");
       case ir::Op::kPow:
-        return d ? absl::StrCat("double(pow(float(", a[0], "), float(", a[1], ")))") : absl::StrCat("pow(", a[0], ", ", a[1], ")");
+        return d ? absl::StrCat("kiln_pow_d(", a[0], ", ", a[1], ")") : absl::StrCat("pow(", a[0], ", ", a[1], ")");
       case ir::Op::kMax:
         if (f) return absl::StrCat("kiln_max(", a[0], ", ", a[1], ")");
         if (t == DType::kBool) return absl::StrCat("(", a[0], " || ", a[1], ")");
@@ -259,8 +358,12 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
         if (f) return absl::StrCat("kiln_min(", a[0], ", ", a[1], ")");
         if (t == DType::kBool) return absl::StrCat("(", a[0], " && ", a[1], ")");
         return absl::StrCat("(", a[0], " < ", a[1], " ? ", a[0], " : ", a[1], ")");
-      case ir::Op::kLt: return absl::StrCat("(", a[0], " < ", a[1], ")");
-      case ir::Op::kLe: return absl::StrCat("(", a[0], " <= ", a[1], ")");
+      case ir::Op::kLt:
+        if (t == DType::kBool) return absl::StrCat("(int(", a[0], ") < int(", a[1], "))");
+        return absl::StrCat("(", a[0], " < ", a[1], ")");
+      case ir::Op::kLe:
+        if (t == DType::kBool) return absl::StrCat("(int(", a[0], ") <= int(", a[1], "))");
+        return absl::StrCat("(", a[0], " <= ", a[1], ")");
       case ir::Op::kEq: return absl::StrCat("(", a[0], " == ", a[1], ")");
       case ir::Op::kNe: return absl::StrCat("(", a[0], " != ", a[1], ")");
       case ir::Op::kAnd: return absl::StrCat("(", a[0], " && ", a[1], ")");
