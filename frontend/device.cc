@@ -58,6 +58,10 @@ absl::StatusOr<Device> Device::get(const std::string& name) {
   return Device(*d);
 }
 
+void Device::synchronize() const {
+  if (impl_) throw_if_error(impl_->synchronize());
+}
+
 std::string Device::name() const { return impl_ ? impl_->name() : "none"; }
 std::string Device::description() const { return impl_ ? impl_->description() : "none"; }
 

@@ -29,6 +29,10 @@ class Device {
   // A human-readable description (e.g. the GPU's name).
   std::string description() const;
 
+  // Waits until all work submitted to this device has finished (for timing; reading a result
+  // waits by itself).
+  void synchronize() const;
+
   runtime::Device* impl() const { return impl_; }
   bool operator==(const Device& o) const { return impl_ == o.impl_; }
   bool operator!=(const Device& o) const { return impl_ != o.impl_; }

@@ -1,0 +1,409 @@
+// kiln on a GPU: BENCH.md's W1-W6 (and W7's first-call times), written as JSONL records in the
+// format of ../shared/bench-anchors (sec "C": the anchors' summarize.py prints kiln's rows next to
+// torch and jax), plus kiln's host overhead per cached realize (sec "KH") and W7 (sec "KW7").
+//
+//   gpu_bench [--device cuda] [--results results.jsonl] [--only W1,W6,H]
+//   gpu_bench --first-call W1|W3 --var cold|warm [--device cuda] [--results results.jsonl]
+//
+// Timing, per workload and path ("jit": kiln::Jit replay; "realize": record + realize each call):
+//   first_call_s  first call including compilation, then a device sync
+//   ms_wall       pipelined wall time per call: n calls back to back, one sync; median of 5 batches
+//   ms            GPU time per call over the same batches (CUDA events on kiln's stream)
+//   host_us       host time spent inside each call (what the application thread pays)
+// GB/s uses the minimal traffic of BENCH.md; rel_err = |out - ref| / |ref| against a float64
+// reference computed on the host from the same inputs (W5: on 8 sampled rows).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "bench/gpu/gpu_timer.h"
+#include "bench/workloads.h"
+#include "kiln/kiln.h"
+#include "runtime/device.h"
+
+namespace kiln::bench {
+namespace {
+
+using V = std::vector<Tensor>;
+using Clock = std::chrono::steady_clock;
+
+double since_ms(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// Deterministic inputs in [lo, hi), never all zeros.
+std::vector<float> uniform(size_t n, uint64_t seed, float lo, float hi) {
+  std::vector<float> v(n);
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (size_t i = 0; i < n; ++i) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    v[i] = lo + (hi - lo) * float(double(s >> 11) * (1.0 / 9007199254740992.0));
+  }
+  return v;
+}
+
+float bf16_round(float f) {  // round to nearest even, as the device stores bfloat16
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+double rel_err(const std::vector<float>& out, const std::vector<double>& ref) {
+  if (out.size() != ref.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num += (double(out[i]) - ref[i]) * (double(out[i]) - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+struct Workload {
+  std::string id;
+  V inputs;
+  Jit::Fn fn;
+  double bytes = 0;   // minimal traffic
+  double flops = 0;   // W5
+  std::function<double(const Tensor& out)> check;  // rel err against the float64 reference
+};
+
+Tensor upload(const std::vector<float>& v, Shape s, const Device& d, DType t = float32) {
+  return from_vector(v, std::move(s), t, d).realize();
+}
+
+Workload make(const std::string& id, const Device& d) {
+  Workload w;
+  w.id = id;
+  if (id == "W1") {
+    const size_t n = size_t(1) << 24;
+    auto x = std::make_shared<std::vector<float>>(uniform(n, 1, -2, 2));
+    auto a = std::make_shared<std::vector<float>>(uniform(n, 2, -2, 2));
+    auto b = std::make_shared<std::vector<float>>(uniform(n, 3, -2, 2));
+    w.inputs = {upload(*x, {int64_t(n)}, d), upload(*a, {int64_t(n)}, d), upload(*b, {int64_t(n)}, d)};
+    w.fn = [](const V& in) { return V{w1(in[0], in[1], in[2])}; };
+    w.bytes = 4.0 * 4 * double(n);
+    w.check = [x, a, b](const Tensor& out) {
+      std::vector<double> ref(x->size());
+      for (size_t i = 0; i < ref.size(); ++i) {
+        double X = (*x)[i], A = (*a)[i], B = (*b)[i];
+        ref[i] = std::tanh(X * A + B) / (1 + std::exp(-X)) + std::exp(-std::fabs(B)) * 0.5 - X * X;
+      }
+      return rel_err(out.to_vector<float>(), ref);
+    };
+  } else if (id == "W2" || id == "W3") {
+    const int64_t rows = id == "W2" ? 8192 : 16384, cols = id == "W2" ? 8192 : 4096;
+    auto x = std::make_shared<std::vector<float>>(uniform(size_t(rows * cols), 4, -3, 3));
+    auto wt = std::make_shared<std::vector<float>>(uniform(size_t(cols), 6, 0.5f, 1.5f));
+    auto bs = std::make_shared<std::vector<float>>(uniform(size_t(cols), 7, -1, 1));
+    w.inputs = {upload(*x, {rows, cols}, d)};
+    if (id == "W3") w.inputs.push_back(upload(*wt, {cols}, d)), w.inputs.push_back(upload(*bs, {cols}, d));
+    if (id == "W2") w.fn = [](const V& in) { return V{w2(in[0])}; };
+    else w.fn = [](const V& in) { return V{w3(in[0], in[1], in[2])}; };
+    w.bytes = 2.0 * 4 * double(rows * cols);
+    const bool softmax = id == "W2";
+    w.check = [x, wt, bs, rows, cols, softmax](const Tensor& out) {
+      std::vector<double> ref(size_t(rows * cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* row = x->data() + r * cols;
+        double* o = ref.data() + r * cols;
+        if (softmax) {
+          double m = -INFINITY, s = 0;
+          for (int64_t c = 0; c < cols; ++c) m = std::max(m, double(row[c]));
+          for (int64_t c = 0; c < cols; ++c) s += std::exp(row[c] - m);
+          for (int64_t c = 0; c < cols; ++c) o[c] = std::exp(row[c] - m) / s;
+        } else {
+          double mean = 0, var = 0;
+          for (int64_t c = 0; c < cols; ++c) mean += row[c];
+          mean /= double(cols);
+          for (int64_t c = 0; c < cols; ++c) var += (row[c] - mean) * (row[c] - mean);
+          var /= double(cols);
+          const double inv = 1 / std::sqrt(var + 1e-5);
+          for (int64_t c = 0; c < cols; ++c) o[c] = (row[c] - mean) * inv * (*wt)[size_t(c)] + (*bs)[size_t(c)];
+        }
+      }
+      return rel_err(out.to_vector<float>(), ref);
+    };
+  } else if (id == "W4a") {
+    const size_t n = size_t(1) << 26;
+    auto x = std::make_shared<std::vector<float>>(uniform(n, 8, 0, 1));
+    w.inputs = {upload(*x, {int64_t(n)}, d)};
+    w.fn = [](const V& in) { return V{w4a(in[0])}; };
+    w.bytes = 4.0 * double(n);
+    w.check = [x](const Tensor& out) {
+      double s = 0;
+      for (float v : *x) s += v;
+      return rel_err(out.to_vector<float>(), {s});
+    };
+  } else if (id == "W4b") {
+    const int64_t rows = 16384, cols = 4096;
+    auto x = std::make_shared<std::vector<float>>(uniform(size_t(rows * cols), 9, -1, 1));
+    w.inputs = {upload(*x, {rows, cols}, d)};
+    w.fn = [](const V& in) { return V{w4b(in[0])}; };
+    w.bytes = 4.0 * double(rows * cols) + 4.0 * double(cols);
+    w.check = [x, rows, cols](const Tensor& out) {
+      std::vector<double> ref(size_t(cols), 0.0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) ref[size_t(c)] += (*x)[size_t(r * cols + c)];
+      for (double& v : ref) v /= double(rows);
+      return rel_err(out.to_vector<float>(), ref);
+    };
+  } else if (id == "W5") {
+    const int64_t n = 4096;
+    auto make_bf16 = [](std::vector<float> v) {
+      for (float& f : v) f = bf16_round(f);
+      return std::make_shared<std::vector<float>>(std::move(v));
+    };
+    const float s = 1.0f / 64.0f;  // keeps activations O(1) through two 4096-wide products
+    auto x = make_bf16(uniform(size_t(n * n), 10, -1, 1));
+    auto W1 = make_bf16(uniform(size_t(n * n), 11, -s, s)), W2 = make_bf16(uniform(size_t(n * n), 13, -s, s));
+    auto b1 = make_bf16(uniform(size_t(n), 12, -0.5f, 0.5f)), b2 = make_bf16(uniform(size_t(n), 14, -0.5f, 0.5f));
+    w.inputs = {upload(*x, {n, n}, d, bfloat16), upload(*W1, {n, n}, d, bfloat16), upload(*b1, {n}, d, bfloat16),
+                upload(*W2, {n, n}, d, bfloat16), upload(*b2, {n}, d, bfloat16)};
+    w.fn = [](const V& in) { return V{w5(in[0], in[1], in[2], in[3], in[4])}; };
+    w.flops = 2.0 * 2.0 * double(n) * double(n) * double(n);
+    w.bytes = 2.0 * double(4 * n * n);
+    w.check = [x, W1, b1, W2, b2, n](const Tensor& out) {
+      std::vector<float> got = out.to_vector<float>();
+      std::vector<float> sampled;
+      std::vector<double> ref;
+      for (int64_t r = 0; r < n; r += n / 8) {
+        std::vector<double> h(size_t(n), 0.0);
+        for (int64_t k = 0; k < n; ++k) {
+          const double xv = (*x)[size_t(r * n + k)];
+          const float* wrow = W1->data() + k * n;
+          for (int64_t c = 0; c < n; ++c) h[size_t(c)] += xv * wrow[c];
+        }
+        for (int64_t c = 0; c < n; ++c) {
+          double v = h[size_t(c)] + (*b1)[size_t(c)];
+          h[size_t(c)] = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+        }
+        std::vector<double> y(size_t(n), 0.0);
+        for (int64_t k = 0; k < n; ++k) {
+          const float* wrow = W2->data() + k * n;
+          for (int64_t c = 0; c < n; ++c) y[size_t(c)] += h[size_t(k)] * wrow[c];
+        }
+        for (int64_t c = 0; c < n; ++c) {
+          ref.push_back(y[size_t(c)] + (*b2)[size_t(c)]);
+          sampled.push_back(got[size_t(r * n + c)]);
+        }
+      }
+      return rel_err(sampled, ref);
+    };
+  } else if (id == "W6" || id == "H") {
+    const int64_t n = 4096;
+    auto x = std::make_shared<std::vector<float>>(uniform(size_t(n), 15, -1, 1));
+    w.inputs = {upload(*x, {n}, d)};
+    const bool chain = id == "W6";
+    if (chain) w.fn = [](const V& in) { return V{w6(in[0])}; };
+    else w.fn = [](const V& in) { return V{in[0] + 1.0}; };  // H: the smallest graph: host overhead
+    w.bytes = 2.0 * 4 * double(n);
+    w.check = [x, chain](const Tensor& out) {
+      std::vector<double> ref(x->begin(), x->end());
+      for (double& v : ref) {
+        if (!chain) v += 1;
+        for (int i = 0; chain && i < 64; ++i) v = i % 2 == 0 ? v * 1.0001 + 0.001 : std::tanh(v);
+      }
+      return rel_err(out.to_vector<float>(), ref);
+    };
+  }
+  return w;
+}
+
+struct Timing {
+  double first_call_s = 0, ms_wall = 0, ms_gpu = -1, host_us = 0, ms_sync = 0, kernels_per_call = 0;
+  int n = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+Timing time_calls(const std::function<void()>& call, const Device& dev, GpuTimer* timer, bool latency) {
+  auto sync = [&] {
+    absl::Status s = dev.impl()->synchronize();
+    if (!s.ok()) throw Error(s);
+  };
+  Timing t;
+  auto t0 = Clock::now();
+  call();
+  sync();
+  t.first_call_s = since_ms(t0) / 1e3;
+  double one = INFINITY;
+  for (int i = 0; i < 3; ++i) {
+    t0 = Clock::now();
+    call();
+    sync();
+    one = std::min(one, since_ms(t0));
+  }
+  t.n = int(std::clamp(std::ceil(60.0 / std::max(one, 1e-3)), 3.0, 5000.0));
+  std::vector<double> wall, gpu, host;
+  const int64_t launched0 = stats().kernels_launched;
+  for (int b = 0; b < 5; ++b) {
+    double h = 0;
+    if (timer) timer->start();
+    t0 = Clock::now();
+    for (int i = 0; i < t.n; ++i) {
+      auto c0 = Clock::now();
+      call();
+      h += since_ms(c0);
+    }
+    if (timer) gpu.push_back(timer->stop_ms() / t.n);
+    else sync();
+    wall.push_back(since_ms(t0) / t.n);
+    host.push_back(h * 1e3 / t.n);
+  }
+  t.kernels_per_call = double(stats().kernels_launched - launched0) / (5.0 * t.n);
+  t.ms_wall = median(wall);
+  t.host_us = median(host);
+  if (timer) t.ms_gpu = median(gpu);
+  if (latency) {
+    std::vector<double> lat;
+    for (int i = 0; i < 300; ++i) {
+      t0 = Clock::now();
+      call();
+      sync();
+      lat.push_back(since_ms(t0));
+    }
+    t.ms_sync = median(lat);
+  }
+  return t;
+}
+
+struct Output {
+  FILE* jsonl = nullptr;
+  void emit(const std::string& json) {
+    std::printf("RESULT %s\n", json.c_str());
+    if (jsonl) {
+      std::fprintf(jsonl, "%s\n", json.c_str());
+      std::fflush(jsonl);
+    }
+  }
+};
+
+std::string num(double v) { return std::isfinite(v) ? absl::StrFormat("%.6g", v) : "null"; }
+
+void run_workload(const std::string& id, const Device& dev, GpuTimer* timer, Output* out) {
+  Workload w = make(id, dev);
+  Jit jit(w.fn);
+  for (const char* path : {"jit", "realize"}) {
+    const bool use_jit = std::strcmp(path, "jit") == 0;
+    std::function<void()> call = [&] {
+      V y = use_jit ? jit(w.inputs) : w.fn(w.inputs);
+      if (!use_jit) realize(y);
+    };
+    const std::string var = absl::StrCat(dev.name(), " ", path);
+    try {
+      const bool launch_bound = id == "W6" || id == "H";
+      Timing t = time_calls(call, dev, timer, launch_bound);
+      V y = use_jit ? jit(w.inputs) : w.fn(w.inputs);
+      const double err = w.check(y[0]);
+      // Launch-bound work is timed by the pipelined wall (as the anchors do for W6).
+      const double ms = launch_bound || t.ms_gpu < 0 ? t.ms_wall : t.ms_gpu;
+      std::string rec = absl::StrFormat(
+          R"({"sec": "%s", "wl": "%s", "fw": "kiln", "var": "%s", "ok": true, "ms": %s, "ms_wall": %s, "ms_gpu": %s, )"
+          R"("GBps": %s, "TFLOPs": %s, "rel_err": %s, "first_call_s": %s, "host_us_per_call": %s, )"
+          R"("kernels_per_call": %s, "batch": %d, "ms_sync_latency": %s, "ms_events": %s, "device": "%s"})",
+          id == "H" ? "KH" : "C", id, var, num(ms), num(t.ms_wall), num(t.ms_gpu < 0 ? NAN : t.ms_gpu), num(w.bytes / (ms * 1e6)),
+          num(w.flops > 0 ? w.flops / (ms * 1e9) : NAN), num(err), num(t.first_call_s), num(t.host_us),
+          num(t.kernels_per_call), t.n, num(launch_bound ? t.ms_sync : NAN), num(t.ms_gpu), dev.description());
+      out->emit(rec);
+      std::printf("%-4s %-14s %9.4f ms  wall %9.4f ms  gpu %9.4f ms  host %7.2f us/call  %6.0f GB/s  %s  rel err %.1e  "
+                  "first call %.3f s  %.1f kernels/call\n",
+                  id.c_str(), var.c_str(), ms, t.ms_wall, t.ms_gpu, t.host_us, w.bytes / (ms * 1e6),
+                  w.flops > 0 ? absl::StrFormat("%.0f TFLOP/s", w.flops / (ms * 1e9)).c_str() : "", err,
+                  t.first_call_s, t.kernels_per_call);
+    } catch (const Error& e) {
+      out->emit(absl::StrFormat(R"({"sec": "C", "wl": "%s", "fw": "kiln", "var": "%s", "ok": false, "error": "%s"})", id,
+                                var, absl::StrReplaceAll(e.what(), {{"\"", "'"}, {"\n", " "}, {"\\", "/"}})));
+      std::printf("%-4s %-14s FAILED: %s\n", id.c_str(), var.c_str(), e.what());
+    }
+    std::fflush(stdout);
+  }
+}
+
+// W7: the first realize of a workload in this (fresh) process; `var` says whether the disk cache
+// was empty (cold) or filled by an earlier process (warm).
+int first_call(const std::string& id, const std::string& var, const Device& dev, Output* out) {
+  Workload w = make(id, dev);
+  absl::Status s = dev.impl()->synchronize();
+  if (!s.ok()) throw Error(s);
+  const Stats before = stats();
+  auto t0 = Clock::now();
+  V y = w.fn(w.inputs);
+  realize(y);
+  s = dev.impl()->synchronize();
+  if (!s.ok()) throw Error(s);
+  const double first = since_ms(t0) / 1e3;
+  const Stats after = stats();
+  const double err = w.check(y[0]);
+  out->emit(absl::StrFormat(
+      R"({"sec": "KW7", "wl": "%s", "fw": "kiln", "var": "%s", "first_call_s": %s, "kernels_compiled": %d, )"
+      R"("kernel_disk_cache_hits": %d, "rel_err": %s, "device": "%s"})",
+      id, var, num(first), after.kernels_compiled - before.kernels_compiled,
+      after.kernel_disk_cache_hits - before.kernel_disk_cache_hits, num(err), dev.description()));
+  std::printf("W7 %s %s: first realize %.1f ms, %lld kernels compiled, %lld from the disk cache, rel err %.1e\n",
+              id.c_str(), var.c_str(), first * 1e3, (long long)(after.kernels_compiled - before.kernels_compiled),
+              (long long)(after.kernel_disk_cache_hits - before.kernel_disk_cache_hits), err);
+  return 0;
+}
+
+int main_impl(int argc, char** argv) {
+  std::string device = "cuda", results, only = "W1,W2,W3,W4a,W4b,W5,W6,H", first, var = "cold";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--device") device = value();
+    else if (a == "--results") results = value();
+    else if (a == "--only") only = value();
+    else if (a == "--first-call") first = value();
+    else if (a == "--var") var = value();
+    else {
+      std::fprintf(stderr, "usage: gpu_bench [--device cuda] [--results f.jsonl] [--only W1,...] "
+                           "[--first-call W1|W3 --var cold|warm]\n");
+      return 2;
+    }
+  }
+  auto dev = Device::get(device);
+  if (!dev.ok()) {
+    std::fprintf(stderr, "gpu_bench: %s\n", std::string(dev.status().message()).c_str());
+    return 2;
+  }
+  Output out;
+  if (!results.empty() && !(out.jsonl = std::fopen(results.c_str(), "a"))) {
+    std::fprintf(stderr, "gpu_bench: cannot append to %s\n", results.c_str());
+    return 2;
+  }
+  std::printf("gpu_bench on %s\n", dev->description().c_str());
+  if (!first.empty()) return first_call(first, var, *dev, &out);
+  std::unique_ptr<GpuTimer> timer = GpuTimer::create(*dev);
+  for (absl::string_view id : absl::StrSplit(only, ',', absl::SkipEmpty())) run_workload(std::string(id), *dev, timer.get(), &out);
+  if (out.jsonl) std::fclose(out.jsonl);
+  return 0;
+}
+
+}  // namespace
+}  // namespace kiln::bench
+
+int main(int argc, char** argv) {
+  try {
+    return kiln::bench::main_impl(argc, argv);
+  } catch (const kiln::Error& e) {
+    std::fprintf(stderr, "gpu_bench: %s\n", e.what());
+    return 1;
+  }
+}

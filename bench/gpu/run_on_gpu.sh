@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Runs kiln's GPU bundle (made by bench/gpu/bundle.sh) on the GPU machine, from the repo root:
+#
+#   bash bundle/run_on_gpu.sh [env] [tests] [vulkan] [bench] [anchors]
+#
+# Default: env tests bench anchors (about 5-8 minutes on an H100/H200; a device call allows 10,
+# so split it when in doubt: `... env tests` then `... bench anchors`). Sections:
+#   env      GPU, driver, libraries, whether kiln sees the device          -> env.txt
+#   tests    cuda_test (the CUDA runtime on the GPU), every *_test binary with KILN_DEVICE=cuda
+#            (op suite, fusion suite, ...), the differential fuzzer on cuda -> tests.log
+#   vulkan   vulkan_test and the op suite with KILN_DEVICE=vulkan (not in the default set)
+#   bench    gpu_bench W1-W6 + host overhead (jit and realize paths), W7 cold/warm first calls
+#            in fresh processes                                              -> bench.log
+#   anchors  ../shared/bench-anchors (torch eager/compile, jax.jit, ceilings, launch floors) in
+#            the same run, then the summary table with kiln's rows beside them
+# Results land in $OUT (default bundle/out), at most 8 files: env.txt tests.log bench.log
+# results.jsonl summary.txt anchors_logs.tar.gz.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=$HERE/bin
+OUT=${OUT:-$HERE/out}
+mkdir -p "$OUT"
+SECTIONS=${*:-env tests bench anchors}
+RESULTS=$OUT/results.jsonl
+T_START=$(date +%s)
+stamp() { echo "[run_on_gpu] $1 at +$(( $(date +%s) - T_START )) s"; }
+
+# --- libraries: the bundle's own, then NVRTC 13 and the driver from the machine -------------
+export LD_LIBRARY_PATH="$HERE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+nvrtc_dirs="/usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib"
+nvrtc_dirs+=" $(python3 -c 'import glob, site; print(" ".join(p for s in site.getsitepackages() for p in glob.glob(s + "/nvidia/*/lib")))' 2>/dev/null)"
+NVRTC_DIR=""
+for d in $nvrtc_dirs; do
+  if [ -e "$d/libnvrtc.so.13" ]; then NVRTC_DIR=$d; break; fi
+done
+if [ -n "$NVRTC_DIR" ]; then LD_LIBRARY_PATH+=":$NVRTC_DIR"; else echo "run_on_gpu: no libnvrtc.so.13 found (searched $nvrtc_dirs)"; fi
+if ! ldconfig -p | grep -q "libcuda.so.1 "; then
+  for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/local/cuda/compat; do
+    if [ -e "$d/libcuda.so.1" ]; then LD_LIBRARY_PATH+=":$d"; break; fi
+  done
+fi
+if ! ldconfig -p | grep -q "libvulkan.so.1 "; then LD_LIBRARY_PATH+=":$HERE/lib/fallback"; fi
+if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+fi
+export LD_LIBRARY_PATH
+# Each run starts with an empty kernel cache (W7 makes its own).
+export KILN_CACHE_DIR=$(mktemp -d /tmp/kiln-cache.XXXXXX)
+export PYTHONUNBUFFERED=1
+
+run_test() {  # run_test <label> <timeout s> <command...>
+  local label=$1 limit=$2; shift 2
+  local t0=$(date +%s)
+  echo "=== $label: $*"
+  timeout "$limit" "$@"
+  local rc=$?
+  echo "=== $label: exit $rc after $(( $(date +%s) - t0 )) s"
+  echo "$label exit $rc" >> "$OUT/.test_summary"
+}
+
+for s in $SECTIONS; do
+  stamp "section $s start"
+  case $s in
+    env)
+      {
+        date -u; uname -a; nproc
+        nvidia-smi 2>&1 | head -20
+        nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv 2>&1
+        cat "$HERE/MANIFEST"
+        echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+        echo "nvrtc: ${NVRTC_DIR:-not found}"
+        for b in "$BIN"/*; do ldd "$b" | grep "not found" | sed "s|^|$(basename "$b"): |"; done
+        "$BIN/cuda_test" --gtest_filter='CudaGraphTest.DeviceDescribesItself:Nvrtc.*' --gtest_brief=0 2>&1 | tail -15
+      } > "$OUT/env.txt" 2>&1
+      tail -12 "$OUT/env.txt"
+      ;;
+    tests)
+      : > "$OUT/.test_summary"
+      {
+        run_test cuda_test 300 "$BIN/cuda_test" --gtest_brief=1
+        for t in "$BIN"/*_test; do
+          name=$(basename "$t")
+          case $name in cuda_test|vulkan_test) continue ;; esac
+          KILN_DEVICE=cuda run_test "$name (cuda)" 400 "$t" --gtest_brief=1
+        done
+        if [ -x "$BIN/kiln_fuzz" ]; then
+          run_test "kiln_fuzz (cuda)" 300 "$BIN/kiln_fuzz" --count 300 --device cuda
+        fi
+      } > "$OUT/tests.log" 2>&1
+      echo "--- tests:"; cat "$OUT/.test_summary"
+      grep -E "^\[  FAILED  \]" "$OUT/tests.log" | sort -u | head -40
+      ;;
+    vulkan)
+      {
+        [ -x "$BIN/vulkan_test" ] && KILN_DEVICE=vulkan run_test "vulkan_test" 300 "$BIN/vulkan_test" --gtest_brief=1
+        KILN_DEVICE=vulkan run_test "ops_test (vulkan)" 400 "$BIN/ops_test" --gtest_brief=1
+        KILN_DEVICE=vulkan run_test "passes_test (vulkan)" 300 "$BIN/passes_test" --gtest_brief=1
+      } >> "$OUT/tests.log" 2>&1
+      tail -5 "$OUT/.test_summary"
+      ;;
+    bench)
+      {
+        timeout 400 "$BIN/gpu_bench" --device cuda --results "$RESULTS"
+        # W7: the first realize in a fresh process, with an empty disk cache (cold), then again in
+        # another fresh process with the cache the first one filled (warm: nothing compiles).
+        for wl in W1 W3; do
+          c=$(mktemp -d /tmp/kiln-w7.XXXXXX)
+          KILN_CACHE_DIR=$c timeout 60 "$BIN/gpu_bench" --device cuda --first-call $wl --var cold --results "$RESULTS"
+          KILN_CACHE_DIR=$c timeout 60 "$BIN/gpu_bench" --device cuda --first-call $wl --var warm --results "$RESULTS"
+        done
+      } 2>&1 | grep -v '^RESULT ' | tee "$OUT/bench.log"
+      ;;
+    anchors)
+      if [ -f "$HERE/anchors/run_all.sh" ]; then
+        A=$(mktemp -d /tmp/kiln-anchors.XXXXXX)
+        OUT=$A bash "$HERE/anchors/run_all.sh" env B A J W7 C D > "$A/run_all.log" 2>&1
+        cat "$A/results.jsonl" >> "$RESULTS" 2>/dev/null
+        tar -czf "$OUT/anchors_logs.tar.gz" -C "$A" .
+        tail -3 "$A/run_all.log"
+      else
+        echo "run_on_gpu: no anchors in the bundle (bundle.sh copies ../shared/bench-anchors)"
+      fi
+      ;;
+    *) echo "run_on_gpu: unknown section $s" ;;
+  esac
+  stamp "section $s end"
+done
+
+# The summary: the anchors' tables (kiln's sec "C" rows among them), then kiln's own rows.
+if [ -f "$RESULTS" ]; then
+  {
+    if [ -f "$HERE/anchors/summarize.py" ]; then python3 "$HERE/anchors/summarize.py" "$RESULTS"; fi
+    echo
+    echo "## kiln: host overhead per cached realize (H: y = x + 1 on 4096 floats; W6: 64 ops)"
+    grep -hE '^(H|W6) ' "$OUT/bench.log" 2>/dev/null
+    echo
+    echo "## kiln: W7 first realize in a fresh process (cold: empty disk cache; warm: filled)"
+    grep -h '^W7 ' "$OUT/bench.log" 2>/dev/null
+  } > "$OUT/summary.txt" 2>&1
+  echo "--- summary: $OUT/summary.txt"
+  tail -25 "$OUT/summary.txt"
+fi
+rm -f "$OUT/.test_summary"
