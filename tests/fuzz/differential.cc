@@ -110,8 +110,14 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
   for (size_t id = 0; id < n; ++id) {
     const ir::Node& node = g.node(ir::NodeId(id));
     const std::vector<ir::NodeId>& in = node.inputs;
-    auto Ein = [&](size_t k) { return E[in[k]]; };
     auto Min = [&](size_t k) { return mag[in[k]].max_abs; };
+    // A transcendental function of an f64 value that the device evaluates in f32: its arguments
+    // are rounded to f32 and the function has f32 precision.
+    const bool in_f32 = prec.f64_transcendentals_in_f32 && node.dtype == DType::kFloat64 &&
+                        (node.op == ir::Op::kExp || node.op == ir::Op::kLog || node.op == ir::Op::kSin ||
+                         node.op == ir::Op::kCos || node.op == ir::Op::kTanh || node.op == ir::Op::kSigmoid ||
+                         node.op == ir::Op::kErf || node.op == ir::Op::kPow);
+    auto Ein = [&](size_t k) { return E[in[k]] + (in_f32 ? unit(DType::kFloat32) * Min(k) : 0.0); };
     auto max_in = [&] {
       double e = 0;
       for (ir::NodeId x : in) e = std::max(e, E[x]);
@@ -120,7 +126,7 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
     auto any_in = [&] { return max_in() > 0; };
     const double M = mag[id].max_abs;
     const double ur = unit(node.dtype);              // rounding of the stored result
-    const double uc = compute_unit(node.dtype);      // arithmetic precision
+    const double uc = in_f32 ? unit(DType::kFloat32) : compute_unit(node.dtype);  // arithmetic precision
     const double tr = prec.transcendental_ulps * uc;  // transcendental function error
     const double round = ur * M;
     double e = 0;

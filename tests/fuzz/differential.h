@@ -36,6 +36,7 @@ struct DevicePrecision {
   double divide_ulps = 1;           // division, reciprocal, sqrt
   double sincos_abs = 0;            // extra absolute error of sin/cos (Vulkan allows 2^-11)
   bool flushes_denormals = false;   // subnormal results may read as zero
+  bool f64_transcendentals_in_f32 = false;  // f64 exp/log/sin/... computed in f32 (GLSL)
   double safety = 4;                // the bound is multiplied by this before comparing
   // The CPU computes with LLVM's correctly rounded arithmetic and kiln's polynomial
   // approximations; GPU APIs document looser transcendental and division precision.
