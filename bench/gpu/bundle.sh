@@ -7,7 +7,8 @@
 #   bash bundle/run_on_gpu.sh [env] [tests] [bench] [anchors]
 #
 # The build (build-gpu/) has no LLVM (no CPU backend: the GPU machine does not need it, and
-# libLLVM is 123 MB), CUDA on, Vulkan when its SDK is found. Binaries are stripped; the shared
+# libLLVM is 123 MB), CUDA on, Vulkan when its SDK is found, libkiln shared. Binaries are
+# stripped; the shared
 # libraries they need that an Ubuntu 24.04 machine may lack (Debian's abseil, ...) are copied to
 # bundle/lib. Not copied: the C/C++ runtime (24.04's is newer), libcuda (the driver's),
 # libnvrtc (105 MB; the GPU machine's CUDA 13 toolkit has it: run_on_gpu.sh finds it), and
@@ -20,11 +21,11 @@ BUILD=${KILN_GPU_BUILD_DIR:-build-gpu}
 JOBS=${JOBS:-2}
 B=bundle
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DKILN_WITH_LLVM=OFF -DKILN_WITH_CUDA=ON -DKILN_WITH_VULKAN=ON -DKILN_WITH_HIP=OFF \
-    -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCH=ON -DKILN_BUILD_EXAMPLES=ON
-fi
+# libkiln as a shared library: a dozen binaries share its 8 MB (shaderc and SPIRV-Tools are in it)
+# instead of each carrying a copy.
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_SHARED_LIBS=ON \
+  -DKILN_WITH_LLVM=OFF -DKILN_WITH_CUDA=ON -DKILN_WITH_VULKAN=ON -DKILN_WITH_HIP=OFF \
+  -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCH=ON -DKILN_BUILD_EXAMPLES=ON > /dev/null
 if ! grep -q "cuda_test" "$BUILD/build.ninja"; then
   echo "bundle.sh: the build in $BUILD has no CUDA backend (no CUDA toolkit with NVRTC found?)" >&2
   exit 1

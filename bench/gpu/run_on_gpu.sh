@@ -9,7 +9,7 @@
 #   tests    cuda_test (the CUDA runtime on the GPU), every *_test binary with KILN_DEVICE=cuda
 #            (op suite, fusion suite, ...), the differential fuzzer on cuda -> tests.log
 #   vulkan   vulkan_test and the op suite with KILN_DEVICE=vulkan (not in the default set)
-#   bench    gpu_bench W1-W6 + host overhead (jit and realize paths), W7 cold/warm first calls
+#   bench    anchor_bench W1-W6 + host overhead (jit and realize paths), W7 cold/warm first calls
 #            in fresh processes                                              -> bench.log
 #   anchors  ../shared/bench-anchors (torch eager/compile, jax.jit, ceilings, launch floors) in
 #            the same run, then the summary table with kiln's rows beside them
@@ -100,13 +100,13 @@ for s in $SECTIONS; do
       ;;
     bench)
       {
-        timeout 400 "$BIN/gpu_bench" --device cuda --results "$RESULTS"
+        timeout 400 "$BIN/anchor_bench" --device cuda --results "$RESULTS"
         # W7: the first realize in a fresh process, with an empty disk cache (cold), then again in
         # another fresh process with the cache the first one filled (warm: nothing compiles).
         for wl in W1 W3; do
           c=$(mktemp -d /tmp/kiln-w7.XXXXXX)
-          KILN_CACHE_DIR=$c timeout 60 "$BIN/gpu_bench" --device cuda --first-call $wl --var cold --results "$RESULTS"
-          KILN_CACHE_DIR=$c timeout 60 "$BIN/gpu_bench" --device cuda --first-call $wl --var warm --results "$RESULTS"
+          KILN_CACHE_DIR=$c timeout 60 "$BIN/anchor_bench" --device cuda --first-call $wl --var cold --results "$RESULTS"
+          KILN_CACHE_DIR=$c timeout 60 "$BIN/anchor_bench" --device cuda --first-call $wl --var warm --results "$RESULTS"
         done
       } 2>&1 | grep -v '^RESULT ' | tee "$OUT/bench.log"
       ;;

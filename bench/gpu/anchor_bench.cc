@@ -2,8 +2,8 @@
 // format of ../shared/bench-anchors (sec "C": the anchors' summarize.py prints kiln's rows next to
 // torch and jax), plus kiln's host overhead per cached realize (sec "KH") and W7 (sec "KW7").
 //
-//   gpu_bench [--device cuda] [--results results.jsonl] [--only W1,W6,H]
-//   gpu_bench --first-call W1|W3 --var cold|warm [--device cuda] [--results results.jsonl]
+//   anchor_bench [--device cuda] [--results results.jsonl] [--only W1,W6,H]
+//   anchor_bench --first-call W1|W3 --var cold|warm [--device cuda] [--results results.jsonl]
 //
 // Timing, per workload and path ("jit": kiln::Jit replay; "realize": record + realize each call):
 //   first_call_s  first call including compilation, then a device sync
@@ -373,22 +373,22 @@ int main_impl(int argc, char** argv) {
     else if (a == "--first-call") first = value();
     else if (a == "--var") var = value();
     else {
-      std::fprintf(stderr, "usage: gpu_bench [--device cuda] [--results f.jsonl] [--only W1,...] "
+      std::fprintf(stderr, "usage: anchor_bench [--device cuda] [--results f.jsonl] [--only W1,...] "
                            "[--first-call W1|W3 --var cold|warm]\n");
       return 2;
     }
   }
   auto dev = Device::get(device);
   if (!dev.ok()) {
-    std::fprintf(stderr, "gpu_bench: %s\n", std::string(dev.status().message()).c_str());
+    std::fprintf(stderr, "anchor_bench: %s\n", std::string(dev.status().message()).c_str());
     return 2;
   }
   Output out;
   if (!results.empty() && !(out.jsonl = std::fopen(results.c_str(), "a"))) {
-    std::fprintf(stderr, "gpu_bench: cannot append to %s\n", results.c_str());
+    std::fprintf(stderr, "anchor_bench: cannot append to %s\n", results.c_str());
     return 2;
   }
-  std::printf("gpu_bench on %s\n", dev->description().c_str());
+  std::printf("anchor_bench on %s\n", dev->description().c_str());
   if (!first.empty()) return first_call(first, var, *dev, &out);
   std::unique_ptr<GpuTimer> timer = GpuTimer::create(*dev);
   for (absl::string_view id : absl::StrSplit(only, ',', absl::SkipEmpty())) run_workload(std::string(id), *dev, timer.get(), &out);
@@ -403,7 +403,7 @@ int main(int argc, char** argv) {
   try {
     return kiln::bench::main_impl(argc, argv);
   } catch (const kiln::Error& e) {
-    std::fprintf(stderr, "gpu_bench: %s\n", e.what());
+    std::fprintf(stderr, "anchor_bench: %s\n", e.what());
     return 1;
   }
 }
