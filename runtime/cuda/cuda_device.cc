@@ -187,7 +187,7 @@ absl::StatusOr<std::unique_ptr<Device>> create() {
   std::string desc = absl::StrFormat("cuda (%s, sm_%d, %d SMs, %d MiB, driver %d.%d, NVRTC %s)", name, ctx->cc, sms,
                                      int64_t(total >> 20), a.driver_version / 1000, a.driver_version % 1000 / 10,
                                      nvrtc_version());
-  TargetInfo t = cuda_target_info(sms, ctx->shared_optin);
+  TargetInfo t = cuda_target_info(sms, ctx->shared_optin, ctx->cc);
   Context* shared = ctx.release();  // lives for the process (see ~CudaDevice)
   return std::unique_ptr<Device>(new CudaDevice(shared, std::move(desc), std::move(t)));
 }

@@ -2,8 +2,9 @@
 
 namespace kiln::runtime::cuda {
 
-TargetInfo cuda_target_info(int sm_count, int64_t shared_optin) {
+TargetInfo cuda_target_info(int sm_count, int64_t shared_optin, int compute_capability) {
   TargetInfo t;
+  t.compute_capability = compute_capability;
   t.name = "cuda";
   t.parallelism = sm_count;
   t.subgroup_size = 32;

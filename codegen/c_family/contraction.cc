@@ -1,0 +1,244 @@
+// Contractions: a shared-memory tiled SIMT kernel for every dialect and dtype, and a tensor-core
+// (mma.sync) kernel for bf16/f16 operands on CUDA.
+#include "codegen/c_family/renderer.h"
+
+namespace kiln::codegen::gpu::render_detail {
+
+using ir::KNodeId;
+using ir::Op;
+
+int Renderer::contraction(KernelSource* out) {
+  const ir::Contraction& c = k_.contraction;
+  constexpr int BM = 64, BN = 64, BK = 16, TM = 4, TN = 4, block = 256;
+  int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
+  std::vector<int> batch_axes;
+  int64_t batch = 1;
+  for (int a = 0; a < int(k_.shape.size()); ++a)
+    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) {
+      batch_axes.push_back(a);
+      batch *= k_.shape[a];
+    }
+  int64_t mt = ceil_div(M, BM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
+  DType at = w_.acc_type(c.reduce);
+  std::string as = shared_array(at, BK * BM), bs = shared_array(at, BK * BN);
+  std::string lid = w_.fresh("lid");
+  w_.line(absl::StrCat("int ", lid, " = ", d_.local_id(), ";"));
+  w_.line(absl::StrCat("int tx = ", lid, " % 16;"));
+  w_.line(absl::StrCat("int ty = ", lid, " / 16;"));
+  grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+  w_.line(absl::StrCat(w_.idx_t(), " mtile = tile % ", w_.ilit(mt), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " rest = tile / ", w_.ilit(mt), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " ntile = rest % ", w_.ilit(nt), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " bt = rest / ", w_.ilit(nt), ";"));
+  w_.unravel("bt", batch_axes);
+  w_.line(absl::StrCat(w_.idx_t(), " m0 = mtile * ", w_.ilit(BM), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " n0 = ntile * ", w_.ilit(BN), ";"));
+  std::string zero = d_.literal(at, Scalar::from_int(0).cast_to(at));
+  w_.line(absl::StrCat(d_.type(at), " acc[", TM * TN, "];"));
+  w_.line(absl::StrCat("for (int q = 0; q < ", TM * TN, "; ++q) acc[q] = ", zero, ";"));
+  w_.open(absl::StrCat("for (", w_.idx_t(), " k0 = ", w_.ilit(0), "; k0 < ", w_.ilit(K), "; k0 += ", w_.ilit(BK), ")"));
+  // Stage the lhs slice: BM x BK, k fastest across threads.
+  w_.open(absl::StrCat("for (int e = ", lid, "; e < ", BM * BK, "; e += ", block, ")"));
+  w_.line("int mm = e / " + std::to_string(BK) + ";");
+  w_.line("int kk = e % " + std::to_string(BK) + ";");
+  w_.line(absl::StrCat(w_.idx_t(), " am = m0 + ", idx_cast("mm"), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " ak = k0 + ", idx_cast("kk"), ";"));
+  w_.line(absl::StrCat(d_.type(at), " av = ", zero, ";"));
+  w_.open(absl::StrCat("if (am < ", w_.ilit(M), " && ak < ", w_.ilit(K), ")"));
+  w_.set_axis(c.m_axis, "am");
+  w_.set_axis(c.k_axis, "ak");
+  w_.clear_axis(c.n_axis);
+  w_.line(absl::StrCat("av = ", w_.eval(c.lhs), ";"));
+  w_.close();
+  w_.line(absl::StrCat(as, "[kk * ", BM, " + mm] = av;"));
+  w_.close();
+  // Stage the rhs slice: BK x BN, n fastest.
+  w_.open(absl::StrCat("for (int e = ", lid, "; e < ", BK * BN, "; e += ", block, ")"));
+  w_.line("int kk = e / " + std::to_string(BN) + ";");
+  w_.line("int nn = e % " + std::to_string(BN) + ";");
+  w_.line(absl::StrCat(w_.idx_t(), " bk = k0 + ", idx_cast("kk"), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " bn = n0 + ", idx_cast("nn"), ";"));
+  w_.line(absl::StrCat(d_.type(at), " bv = ", zero, ";"));
+  w_.open(absl::StrCat("if (bk < ", w_.ilit(K), " && bn < ", w_.ilit(N), ")"));
+  w_.set_axis(c.n_axis, "bn");
+  w_.set_axis(c.k_axis, "bk");
+  w_.clear_axis(c.m_axis);
+  w_.line(absl::StrCat("bv = ", w_.eval(c.rhs), ";"));
+  w_.close();
+  w_.line(absl::StrCat(bs, "[kk * ", BN, " + nn] = bv;"));
+  w_.close();
+  w_.clear_axis(c.k_axis);
+  w_.line(d_.barrier());
+  w_.open(absl::StrCat("for (int kk = 0; kk < ", BK, "; ++kk)"));
+  w_.line(absl::StrCat(d_.type(at), " a[", TM, "];"));
+  w_.line(absl::StrCat(d_.type(at), " b[", TN, "];"));
+  w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) a[i] = ", as, "[kk * ", BM, " + ty * ", TM, " + i];"));
+  w_.line(absl::StrCat("for (int j = 0; j < ", TN, "; ++j) b[j] = ", bs, "[kk * ", BN, " + tx * ", TN, " + j];"));
+  w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) for (int j = 0; j < ", TN, "; ++j) acc[i * ", TN,
+                       " + j] = ", d_.op(Op::kAdd, at, {absl::StrCat("acc[i * ", TN, " + j]"), d_.op(Op::kMul, at, {"a[i]", "b[j]"})}), ";"));
+  w_.close();
+  w_.line(d_.barrier());
+  w_.close();
+  // Epilogue per output of the thread's 4x4 block.
+  w_.open(absl::StrCat("for (int i = 0; i < ", TM, "; ++i)"));
+  w_.open(absl::StrCat("for (int j = 0; j < ", TN, "; ++j)"));
+  w_.line(absl::StrCat(w_.idx_t(), " om = m0 + ", idx_cast(absl::StrCat("ty * ", TM, " + i")), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " on = n0 + ", idx_cast(absl::StrCat("tx * ", TN, " + j")), ";"));
+  w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
+  w_.set_axis(c.m_axis, "om");
+  w_.set_axis(c.n_axis, "on");
+  w_.bind(c.reduce, absl::StrCat("acc[i * ", TN, " + j]"));
+  for (const ir::Store& s : k_.stores) w_.store(s);
+  w_.close();
+  w_.close();
+  w_.close();
+  w_.close();
+  out->grid[0] = groups_for(tiles, 1);
+  out->strategy = "contraction: 64x64 tiles, 16-deep shared-memory k slices, 4x4 per thread";
+  return block;
+}
+
+}  // namespace kiln::codegen::gpu::render_detail
+
+namespace kiln::codegen::gpu::render_detail {
+
+bool Renderer::mma_applies() const {
+  if (d_.kind() != Dialect::kCuda || t_.compute_capability < 80) return false;
+  const ir::Contraction& c = k_.contraction;
+  const ir::KNode& l = k_.nodes[c.lhs];
+  const ir::KNode& r = k_.nodes[c.rhs];
+  if (l.op != Op::kCast || r.op != Op::kCast || l.dtype != DType::kFloat32 || r.dtype != DType::kFloat32) return false;
+  DType a = k_.nodes[l.inputs[0]].dtype, b = k_.nodes[r.inputs[0]].dtype;
+  return a == b && (a == DType::kBFloat16 || a == DType::kFloat16);
+}
+
+// 128x128 output tiles per block of 8 warps (2 x 4, each warp 64x32 = 4x4 mma tiles of 16x8),
+// 32-deep k slices staged in shared memory as 16-bit values (B transposed so that both
+// operands' k pairs are adjacent), the next slice's global loads in flight while the tensor
+// cores work on the current one, and the elementwise epilogue applied per output.
+int Renderer::contraction_mma(KernelSource* out) {
+  const ir::Contraction& c = k_.contraction;
+  constexpr int BM = 128, BN = 128, BK = 32, LD = BK + 8, block = 256, PER = BM * BK / block;
+  static_assert(BM == BN, "one staging loop shape for both operands");
+  int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
+  std::vector<int> batch_axes;
+  int64_t batch = 1;
+  for (int a = 0; a < int(k_.shape.size()); ++a)
+    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) {
+      batch_axes.push_back(a);
+      batch *= k_.shape[a];
+    }
+  int64_t mt = ceil_div(M, BM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
+  bool bf = k_.nodes[k_.nodes[c.lhs].inputs[0]].dtype == DType::kBFloat16;
+  KNodeId lhs = k_.nodes[c.lhs].inputs[0], rhs = k_.nodes[c.rhs].inputs[0];
+  std::string to_bits = bf ? "kiln_f2bf" : "kiln_f2h";
+  std::string mma = bf ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+                       : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+  shared_.push_back({"unsigned short", "As", BM * LD});
+  shared_.push_back({"unsigned short", "Bs", BN * LD});
+  const std::string it = w_.idx_t();
+  w_.line("int lid = (int)threadIdx.x;");
+  w_.line("int warp = lid >> 5, lane = lid & 31, g = lane >> 2, tg = lane & 3;");
+  w_.line("int wm = warp >> 2, wn = warp & 3;");
+  w_.line(absl::StrCat("unsigned short ra[", PER, "], rb[", PER, "];"));
+  w_.line("float acc[64];");
+  grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+  w_.line(absl::StrCat(it, " mtile = tile % ", w_.ilit(mt), ";"));
+  w_.line(absl::StrCat(it, " rest = tile / ", w_.ilit(mt), ";"));
+  w_.line(absl::StrCat(it, " ntile = rest % ", w_.ilit(nt), ";"));
+  w_.line(absl::StrCat(it, " bt = rest / ", w_.ilit(nt), ";"));
+  w_.unravel("bt", batch_axes);
+  w_.line(absl::StrCat(it, " m0 = mtile * ", w_.ilit(BM), ";"));
+  w_.line(absl::StrCat(it, " n0 = ntile * ", w_.ilit(BN), ";"));
+  w_.line("#pragma unroll");
+  w_.line("for (int q = 0; q < 64; ++q) acc[q] = 0.0f;");
+  // Loads one k slice of both operands into registers (16-bit bits, zero outside the matrix).
+  auto load_slice = [&](const std::string& k0) {
+    w_.line("#pragma unroll");
+    w_.open(absl::StrCat("for (int q = 0; q < ", PER, "; ++q)"));
+    w_.line(absl::StrCat("int e = lid + q * ", block, ";"));
+    w_.line(absl::StrCat("int amm = e / ", BK, ", akk = e % ", BK, ";"));
+    w_.line(absl::StrCat(it, " am = m0 + ", idx_cast("amm"), ", ak = ", k0, " + ", idx_cast("akk"), ";"));
+    w_.line("unsigned short av = 0;");
+    w_.open(absl::StrCat("if (am < ", w_.ilit(M), " && ak < ", w_.ilit(K), ")"));
+    w_.set_axis(c.m_axis, "am");
+    w_.set_axis(c.k_axis, "ak");
+    w_.clear_axis(c.n_axis);
+    w_.line(absl::StrCat("av = ", to_bits, "(", w_.eval(lhs), ");"));
+    w_.close();
+    w_.line("ra[q] = av;");
+    w_.line(absl::StrCat("int bkk = e / ", BN, ", bnn = e % ", BN, ";"));
+    w_.line(absl::StrCat(it, " bk = ", k0, " + ", idx_cast("bkk"), ", bn = n0 + ", idx_cast("bnn"), ";"));
+    w_.line("unsigned short bv = 0;");
+    w_.open(absl::StrCat("if (bk < ", w_.ilit(K), " && bn < ", w_.ilit(N), ")"));
+    w_.set_axis(c.n_axis, "bn");
+    w_.set_axis(c.k_axis, "bk");
+    w_.clear_axis(c.m_axis);
+    w_.line(absl::StrCat("bv = ", to_bits, "(", w_.eval(rhs), ");"));
+    w_.close();
+    w_.line("rb[q] = bv;");
+    w_.close();
+    w_.clear_axis(c.k_axis);
+  };
+  load_slice(w_.ilit(0));
+  w_.open(absl::StrCat("for (", it, " k0 = ", w_.ilit(0), "; k0 < ", w_.ilit(K), "; k0 += ", w_.ilit(BK), ")"));
+  w_.line("#pragma unroll");
+  w_.open(absl::StrCat("for (int q = 0; q < ", PER, "; ++q)"));
+  w_.line(absl::StrCat("int e = lid + q * ", block, ";"));
+  w_.line(absl::StrCat("As[(e / ", BK, ") * ", LD, " + e % ", BK, "] = ra[q];"));
+  w_.line(absl::StrCat("Bs[(e % ", BN, ") * ", LD, " + e / ", BN, "] = rb[q];"));
+  w_.close();
+  w_.line("__syncthreads();");
+  w_.open(absl::StrCat("if (k0 + ", w_.ilit(BK), " < ", w_.ilit(K), ")"));
+  load_slice(absl::StrCat("(k0 + ", w_.ilit(BK), ")"));
+  w_.close();
+  w_.line("#pragma unroll");
+  w_.open(absl::StrCat("for (int ks = 0; ks < ", BK, "; ks += 16)"));
+  w_.line("unsigned a[4][4], b[4][2];");
+  w_.line("#pragma unroll");
+  w_.open("for (int i = 0; i < 4; ++i)");
+  w_.line(absl::StrCat("int base = (wm * 64 + i * 16 + g) * ", LD, " + ks + tg * 2;"));
+  w_.line("a[i][0] = *reinterpret_cast<const unsigned*>(&As[base]);");
+  w_.line(absl::StrCat("a[i][1] = *reinterpret_cast<const unsigned*>(&As[base + 8 * ", LD, "]);"));
+  w_.line("a[i][2] = *reinterpret_cast<const unsigned*>(&As[base + 8]);");
+  w_.line(absl::StrCat("a[i][3] = *reinterpret_cast<const unsigned*>(&As[base + 8 * ", LD, " + 8]);"));
+  w_.close();
+  w_.line("#pragma unroll");
+  w_.open("for (int j = 0; j < 4; ++j)");
+  w_.line(absl::StrCat("int base = (wn * 32 + j * 8 + g) * ", LD, " + ks + tg * 2;"));
+  w_.line("b[j][0] = *reinterpret_cast<const unsigned*>(&Bs[base]);");
+  w_.line("b[j][1] = *reinterpret_cast<const unsigned*>(&Bs[base + 8]);");
+  w_.close();
+  w_.line("#pragma unroll");
+  w_.open("for (int i = 0; i < 4; ++i)");
+  w_.line("#pragma unroll");
+  w_.open("for (int j = 0; j < 4; ++j)");
+  w_.line("float* d = &acc[(i * 4 + j) * 4];");
+  w_.line(absl::StrCat("asm volatile(\"", mma, " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" "
+                       ": \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) "
+                       ": \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), \"r\"(b[j][0]), \"r\"(b[j][1]));"));
+  w_.close();
+  w_.close();
+  w_.close();
+  w_.line("__syncthreads();");
+  w_.close();
+  // Epilogue: thread (g, tg) owns rows g and g+8, columns 2tg and 2tg+1 of every 16x8 tile.
+  w_.line("#pragma unroll");
+  w_.open("for (int q = 0; q < 64; ++q)");
+  w_.line("int i = q >> 4, j = (q >> 2) & 3, cc = q & 3;");
+  w_.line(absl::StrCat(it, " om = m0 + ", idx_cast("wm * 64 + i * 16 + g + (cc >= 2 ? 8 : 0)"), ";"));
+  w_.line(absl::StrCat(it, " on = n0 + ", idx_cast("wn * 32 + j * 8 + tg * 2 + (cc & 1)"), ";"));
+  w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
+  w_.set_axis(c.m_axis, "om");
+  w_.set_axis(c.n_axis, "on");
+  w_.bind(c.reduce, "acc[q]");
+  for (const ir::Store& s : k_.stores) w_.store(s);
+  w_.close();
+  w_.close();
+  w_.close();
+  out->grid[0] = groups_for(tiles, 1);
+  out->strategy = "contraction: tensor cores (mma.sync m16n8k16), 128x128 tiles, 32-deep k slices";
+  return block;
+}
+
+}  // namespace kiln::codegen::gpu::render_detail

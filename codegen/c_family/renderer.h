@@ -1,0 +1,436 @@
+// The renderer's per-kernel state and thread-mapping strategies (internal to codegen/c_family).
+#pragma once
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/c_family/dialect.h"
+#include "codegen/c_family/kernel_writer.h"
+
+namespace kiln::codegen::gpu {
+namespace render_detail {
+
+using ir::KNodeId;
+using ir::Op;
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t pow2_at_least(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+class Renderer {
+ public:
+  Renderer(const ir::Program& p, const ir::Kernel& k, const DialectOps& d, const runtime::TargetInfo& t)
+      : p_(p), k_(k), d_(d), t_(t), w_(p, k, d) {
+    for (size_t a = 0; a < k.shape.size(); ++a) (k.reduce[a] ? reduce_axes_ : outer_axes_).push_back(int(a));
+    for (size_t i = 0; i < k.nodes.size(); ++i)
+      if (ir::is_reduce(k.nodes[i].op)) phases_.push_back(KNodeId(i));
+    // Grid sizes: enough groups to fill the device, and within every API's limit.
+    max_groups_ = d.kind() == Dialect::kGlsl ? 65535 : std::max<int64_t>(int64_t(t.parallelism) * 32, 1024);
+  }
+
+  absl::StatusOr<KernelSource> run(const std::string& name) {
+    KernelSource out;
+    out.name = name;
+    int block = 256;
+    if (k_.contraction.reduce >= 0) {
+      block = mma_applies() ? contraction_mma(&out) : contraction(&out);
+    } else if (phases_.empty()) {
+      elementwise(&out, block);
+    } else if (use_row_strategy()) {
+      block = row_reduction(&out);
+    } else {
+      per_output(&out, block);
+    }
+    out.block[0] = uint32_t(block);
+    for (const BufferParam& b : w_.params()) out.buffers.push_back(b.id);
+    std::string shared;
+    for (auto& [type, nm, n] : shared_) shared += d_.shared_decl(type, nm, n);
+    out.source = d_.kernel_open(name, w_.params(), block, shared) + w_.body() + d_.kernel_close();
+    return out;
+  }
+
+  Features features() const {
+    Features f = w_.features();
+    f.shared = !shared_.empty();
+    return f;
+  }
+
+ private:
+  uint32_t groups_for(int64_t work_items, int block) const {
+    int64_t g = std::max<int64_t>(1, ceil_div(work_items, block));
+    return uint32_t(std::min<int64_t>(g, max_groups_));
+  }
+
+  std::string shared_array(DType t, int64_t n) {
+    std::string name = absl::StrCat("sm", shared_.size());
+    shared_.push_back({d_.type(t), name, n});
+    return name;
+  }
+  // One reduction scratch array per element type, reused by every phase (each phase ends with
+  // a barrier before the array is written again).
+  std::string scratch(DType t, int64_t n) {
+    std::string key = absl::StrCat(d_.type(t), "/", n);
+    auto it = scratch_.find(key);
+    if (it != scratch_.end()) return it->second;
+    std::string name = shared_array(t, n);
+    scratch_[key] = name;
+    return name;
+  }
+  // Grid-stride loop over [0, total) in units of `unit` items per group step.
+  void grid_loop(const std::string& var, int64_t total, const std::string& start, const std::string& step) {
+    w_.open(absl::StrCat("for (", w_.idx_t(), " ", var, " = ", start, "; ", var, " < ", w_.ilit(total), "; ", var,
+                         " += ", step, ")"));
+  }
+
+  std::string idx_cast(const std::string& e) const {
+    return absl::StrCat(w_.idx_t(), "(", e, ")");
+  }
+
+  // ------------------------------------------------------------------ elementwise
+  // Whether a map walks the last kernel axis contiguously from a 16-byte aligned start, so that
+  // 4 consecutive elements along it are one aligned float4.
+  bool vec4_map(const ir::IndexMap& m) const {
+    if (m.views.size() != 1 || m.has_mask()) return false;
+    const ir::View& v = m.views[0];
+    size_t last = v.shape.size() - 1;
+    if (v.strides[last] != 1 || v.offset % 4 != 0) return false;
+    for (size_t d = 0; d < last; ++d)
+      if (v.strides[d] % 4 != 0) return false;
+    return true;
+  }
+
+  // Elementwise kernels whose last axis is a multiple of 4 process 4 elements per thread, with
+  // 16-byte loads and stores for every contiguous float32 buffer.
+  bool elementwise_vec4() const {
+    if (k_.shape.empty() || k_.shape.back() % 4 != 0) return false;
+    int vec = 0;
+    for (const ir::KNode& n : k_.nodes)
+      if (n.op == Op::kLoad && p_.buffers[n.buffer].dtype == DType::kFloat32 && vec4_map(n.map)) ++vec;
+    for (const ir::Store& s : k_.stores)
+      if (p_.buffers[s.buffer].dtype == DType::kFloat32 && vec4_map(s.map)) ++vec;
+    return vec > 0;
+  }
+
+  void elementwise_by4(KernelSource* out, int block) {
+    int64_t total = shape_numel(k_.shape) / 4;
+    int last = int(k_.shape.size()) - 1;
+    std::string start = absl::StrCat(idx_cast(d_.group_id()), " * ", w_.ilit(block), " + ", idx_cast(d_.local_id()));
+    std::string step = absl::StrCat(idx_cast(d_.num_groups()), " * ", w_.ilit(block));
+    grid_loop("e", total, start, step);
+    int64_t quads = k_.shape[last] / 4;
+    w_.line(absl::StrCat(w_.idx_t(), " q = e % ", w_.ilit(quads), ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " rest = e / ", w_.ilit(quads), ";"));
+    std::vector<int> axes;
+    for (int a = 0; a < last; ++a) axes.push_back(a);
+    w_.unravel("rest", axes);
+    w_.line(absl::StrCat(w_.idx_t(), " base = q * ", w_.ilit(4), ";"));
+    // Vector loads at lane 0.
+    w_.set_axis(last, "base");
+    std::vector<std::pair<KNodeId, std::string>> vloads;
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::KNode& n = k_.nodes[i];
+      if (n.op != Op::kLoad || p_.buffers[n.buffer].dtype != DType::kFloat32 || !vec4_map(n.map)) continue;
+      std::string idx = w_.element_index(n.map);
+      std::string v = w_.fresh("vl");
+      w_.line(absl::StrCat(d_.vec4_type(), " ", v, " = ", d_.vec4_load(n.buffer, absl::StrCat(idx, " / ", w_.ilit(4))), ";"));
+      vloads.push_back({KNodeId(i), v});
+    }
+    std::vector<std::string> vstore_index(k_.stores.size());
+    for (size_t s = 0; s < k_.stores.size(); ++s)
+      if (p_.buffers[k_.stores[s].buffer].dtype == DType::kFloat32 && vec4_map(k_.stores[s].map))
+        vstore_index[s] = w_.element_index(k_.stores[s].map);
+    // Lane values of vector stores, declared before the per-lane blocks that assign them.
+    std::vector<std::vector<std::string>> lanes(k_.stores.size());
+    for (size_t s = 0; s < k_.stores.size(); ++s) {
+      if (vstore_index[s].empty()) continue;
+      for (int lane = 0; lane < 4; ++lane) {
+        lanes[s].push_back(w_.fresh("lane"));
+        w_.line(absl::StrCat("float ", lanes[s].back(), ";"));
+      }
+    }
+    for (int lane = 0; lane < 4; ++lane) {
+      w_.open("");
+      std::string ax = w_.fresh("i");
+      w_.line(absl::StrCat(w_.idx_t(), " ", ax, " = base + ", w_.ilit(lane), ";"));
+      w_.set_axis(last, ax);
+      for (auto& [id, v] : vloads) w_.bind(id, d_.vec4_lane(v, lane));
+      for (size_t s = 0; s < k_.stores.size(); ++s) {
+        if (vstore_index[s].empty()) {
+          w_.store(k_.stores[s]);
+          continue;
+        }
+        w_.line(absl::StrCat(lanes[s][lane], " = ", w_.eval(k_.stores[s].value), ";"));
+      }
+      w_.close();
+    }
+    for (size_t s = 0; s < k_.stores.size(); ++s) {
+      if (vstore_index[s].empty()) continue;
+      std::vector<std::string> l;
+      for (const std::string& v : lanes[s]) l.push_back(v);
+      w_.line(d_.vec4_store(k_.stores[s].buffer, absl::StrCat(vstore_index[s], " / ", w_.ilit(4)), l));
+    }
+    w_.close();
+    out->grid[0] = groups_for(total, block);
+    out->strategy = "elementwise: 4 elements per thread, 16-byte loads/stores";
+  }
+
+  void elementwise(KernelSource* out, int block) {
+    if (elementwise_vec4()) return elementwise_by4(out, block);
+    int64_t total = shape_numel(k_.shape);
+    std::string start = absl::StrCat(idx_cast(d_.group_id()), " * ", w_.ilit(block), " + ", idx_cast(d_.local_id()));
+    std::string step = absl::StrCat(idx_cast(d_.num_groups()), " * ", w_.ilit(block));
+    grid_loop("e", total, start, step);
+    std::vector<int> axes;
+    for (size_t a = 0; a < k_.shape.size(); ++a) axes.push_back(int(a));
+    w_.unravel("e", axes);
+    for (const ir::Store& s : k_.stores) w_.store(s);
+    w_.close();
+    out->grid[0] = groups_for(total, block);
+    out->strategy = "elementwise: one thread per element";
+  }
+
+  // ------------------------------------------------------------------ reductions
+  // Smallest |stride| of the inner-level loads along kernel axis `a`, or 0 when none moves.
+  int64_t load_stride(int a) const {
+    int64_t best = 0;
+    for (const ir::KNode& n : k_.nodes) {
+      if (n.op != Op::kLoad || n.map.views.empty()) continue;
+      const ir::View& v = n.map.views.back();
+      int64_t s = std::llabs(v.strides[a]);
+      if (s != 0 && v.shape[a] > 1 && (best == 0 || s < best)) best = s;
+    }
+    return best;
+  }
+
+  bool use_row_strategy() const {
+    int64_t R = k_.reduce_count();
+    if (R < 64) return false;
+    int last = reduce_axes_.back();
+    int64_t s = load_stride(last);
+    // Contiguous rows, or too few outputs to keep threads busy any other way.
+    return s == 1 || s == 0 || k_.outer_count() < int64_t(t_.parallelism) * 64;
+  }
+
+  // Which outer axes the fastest-varying thread index should walk: the contiguous one last.
+  std::vector<int> thread_axis_order() const {
+    std::vector<int> order = outer_axes_;
+    int best = -1;
+    int64_t best_s = 0;
+    for (int a : outer_axes_) {
+      int64_t s = load_stride(a);
+      if (s != 0 && (best < 0 || s < best_s)) {
+        best = a;
+        best_s = s;
+      }
+    }
+    if (best >= 0 && !order.empty() && order.back() != best) {
+      order.erase(std::find(order.begin(), order.end(), best));
+      order.push_back(best);
+    }
+    return order;
+  }
+
+  // Nested loops over the reduce axes, running `body` at each index.
+  void reduce_loops(size_t level, const std::function<void()>& body) {
+    if (level == reduce_axes_.size()) {
+      body();
+      return;
+    }
+    int a = reduce_axes_[level];
+    std::string v = w_.fresh("r");
+    w_.open(absl::StrCat("for (", w_.idx_t(), " ", v, " = ", w_.ilit(0), "; ", v, " < ", w_.ilit(k_.shape[a]), "; ++", v, ")"));
+    w_.set_axis(a, v);
+    reduce_loops(level + 1, body);
+    w_.close();
+    w_.clear_axis(a);
+  }
+
+  void per_output(KernelSource* out, int block) {
+    int64_t O = k_.outer_count();
+    std::vector<int> order = thread_axis_order();
+    std::string start = absl::StrCat(idx_cast(d_.group_id()), " * ", w_.ilit(block), " + ", idx_cast(d_.local_id()));
+    std::string step = absl::StrCat(idx_cast(d_.num_groups()), " * ", w_.ilit(block));
+    grid_loop("o", O, start, step);
+    w_.unravel("o", order);
+    for (KNodeId ph : phases_) {
+      KernelWriter::Acc acc = w_.declare_acc(ph);
+      reduce_loops(0, [&] {
+        std::string pos = flat_reduce_index();
+        w_.update_acc(ph, acc, w_.eval(k_.nodes[ph].inputs[0]), pos);
+      });
+      std::string r = w_.fresh("red");
+      w_.line(absl::StrCat(d_.type(k_.nodes[ph].dtype), " ", r, " = ", w_.acc_result(ph, acc), ";"));
+      w_.bind(ph, r);
+    }
+    for (const ir::Store& s : k_.stores)
+      if (!w_.store_is_inner(s)) w_.store(s);
+    bool any_inner = false;
+    for (const ir::Store& s : k_.stores) any_inner = any_inner || w_.store_is_inner(s);
+    if (any_inner) reduce_loops(0, [&] {
+        for (const ir::Store& s : k_.stores)
+          if (w_.store_is_inner(s)) w_.store(s);
+      });
+    w_.close();
+    out->grid[0] = groups_for(O, block);
+    out->strategy = "per-output: one thread per outer index";
+  }
+
+  // Row-major position over the reduce axes at the current loop index.
+  std::string flat_reduce_index() {
+    std::string r;
+    for (int a : reduce_axes_) {
+      const std::string& var = w_.axis(a);
+      r = r.empty() ? var : absl::StrCat("(", r, ") * ", w_.ilit(k_.shape[a]), " + ", var);
+    }
+    return r.empty() ? w_.ilit(0) : r;
+  }
+
+  // Combines every thread's accumulator of reduction `ph` and returns a variable holding the
+  // result in every thread: warp shuffles then one shared slot per warp when the dialect can,
+  // else a shared-memory tree.
+  std::string block_reduce(KNodeId ph, const KernelWriter::Acc& acc, const std::string& lid, int block) {
+    const ir::KNode& rn = k_.nodes[ph];
+    DType at = w_.acc_type(ph);
+    bool arg = ir::is_arg_reduce(rn.op);
+    int ws = d_.warp_size(t_);
+    bool shuffle = ws > 0 && block % ws == 0 && block / ws <= ws && d_.can_shuffle(at) &&
+                   (!arg || d_.can_shuffle(DType::kInt64));
+    std::string r = w_.fresh("red");
+    if (shuffle) {
+      int nw = block / ws;
+      std::string sv = scratch(at, nw);
+      std::string si = arg ? scratch(DType::kInt64, nw) : "";
+      auto warp_pass = [&](int width) {
+        for (int m = width / 2; m > 0; m /= 2) {
+          std::string ov = w_.fresh("sh"), oi = arg ? w_.fresh("shi") : "";
+          w_.line(absl::StrCat(d_.type(at), " ", ov, " = ", d_.shuffle_xor(at, acc.value, m), ";"));
+          if (arg) w_.line(absl::StrCat(d_.type(DType::kInt64), " ", oi, " = ", d_.shuffle_xor(DType::kInt64, acc.index, m), ";"));
+          w_.combine_into(ph, acc.value, acc.index, ov, oi);
+        }
+      };
+      warp_pass(ws);
+      std::string lane = d_.lane_of(lid, ws), warp = d_.warp_of(lid, ws);
+      w_.open(absl::StrCat("if (", lane, " == 0)"));
+      w_.line(absl::StrCat(sv, "[", warp, "] = ", acc.value, ";"));
+      if (arg) w_.line(absl::StrCat(si, "[", warp, "] = ", acc.index, ";"));
+      w_.close();
+      w_.line(d_.barrier());
+      if (nw > 1) {
+        // The first warp combines the per-warp partials; lanes past nw hold the identity.
+        w_.open(absl::StrCat("if (", warp, " == 0)"));
+        KernelWriter::Acc part = w_.declare_acc(ph);
+        w_.open(absl::StrCat("if (", lane, " < ", nw, ")"));
+        w_.line(absl::StrCat(part.value, " = ", sv, "[", lane, "];"));
+        if (arg) w_.line(absl::StrCat(part.index, " = ", si, "[", lane, "];"));
+        w_.close();
+        KernelWriter::Acc saved = part;
+        for (int m = ws / 2; m > 0; m /= 2) {
+          std::string ov = w_.fresh("sh"), oi = arg ? w_.fresh("shi") : "";
+          w_.line(absl::StrCat(d_.type(at), " ", ov, " = ", d_.shuffle_xor(at, part.value, m), ";"));
+          if (arg) w_.line(absl::StrCat(d_.type(DType::kInt64), " ", oi, " = ", d_.shuffle_xor(DType::kInt64, part.index, m), ";"));
+          w_.combine_into(ph, part.value, part.index, ov, oi);
+        }
+        w_.open(absl::StrCat("if (", lane, " == 0)"));
+        w_.line(absl::StrCat(sv, "[0] = ", saved.value, ";"));
+        if (arg) w_.line(absl::StrCat(si, "[0] = ", saved.index, ";"));
+        w_.close();
+        w_.close();
+        w_.line(d_.barrier());
+      }
+      KernelWriter::Acc fin{absl::StrCat(sv, "[0]"), arg ? absl::StrCat(si, "[0]") : "", at};
+      w_.line(absl::StrCat(d_.type(rn.dtype), " ", r, " = ", w_.acc_result(ph, fin), ";"));
+      w_.line(d_.barrier());  // the scratch slots may be reused by the next reduction
+      return r;
+    }
+    // Tree reduction in shared memory; every thread reads the result.
+    std::string sv = scratch(at, block);
+    std::string si = arg ? scratch(DType::kInt64, block) : "";
+    w_.line(absl::StrCat(sv, "[", lid, "] = ", acc.value, ";"));
+    if (arg) w_.line(absl::StrCat(si, "[", lid, "] = ", acc.index, ";"));
+    w_.line(d_.barrier());
+    for (int s = block / 2; s > 0; s /= 2) {
+      w_.open(absl::StrCat("if (", lid, " < ", s, ")"));
+      std::string bv = absl::StrCat(sv, "[", lid, " + ", s, "]");
+      std::string bi = arg ? absl::StrCat(si, "[", lid, " + ", s, "]") : "";
+      w_.combine_into(ph, absl::StrCat(sv, "[", lid, "]"), arg ? absl::StrCat(si, "[", lid, "]") : "", bv, bi);
+      w_.close();
+      w_.line(d_.barrier());
+    }
+    KernelWriter::Acc fin{absl::StrCat(sv, "[0]"), arg ? absl::StrCat(si, "[0]") : "", at};
+    w_.line(absl::StrCat(d_.type(rn.dtype), " ", r, " = ", w_.acc_result(ph, fin), ";"));
+    w_.line(d_.barrier());
+    return r;
+  }
+
+  int row_reduction(KernelSource* out) {
+    int64_t R = k_.reduce_count(), O = k_.outer_count();
+    int block = int(std::min<int64_t>(std::max<int64_t>(pow2_at_least(ceil_div(R, 8)), 64), std::min(t_.max_workgroup, 1024)));
+    if (block < 32) block = 32;
+    std::string lid = w_.fresh("lid");
+    w_.line(absl::StrCat("int ", lid, " = ", d_.local_id(), ";"));
+    grid_loop("o", O, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+    w_.unravel("o", outer_axes_);
+    for (KNodeId ph : phases_) {
+      const ir::KNode& rn = k_.nodes[ph];
+      KernelWriter::Acc acc = w_.declare_acc(ph);
+      std::string rv = w_.fresh("rr");
+      w_.open(absl::StrCat("for (", w_.idx_t(), " ", rv, " = ", idx_cast(lid), "; ", rv, " < ", w_.ilit(R), "; ", rv,
+                           " += ", w_.ilit(block), ")"));
+      w_.unravel(rv, reduce_axes_);
+      w_.update_acc(ph, acc, w_.eval(rn.inputs[0]), rv);
+      w_.close();
+      std::string r = block_reduce(ph, acc, lid, block);
+      w_.bind(ph, r);
+    }
+    bool any_outer = false, any_inner = false;
+    for (const ir::Store& s : k_.stores) (w_.store_is_inner(s) ? any_inner : any_outer) = true;
+    if (any_outer) {
+      w_.open(absl::StrCat("if (", lid, " == 0)"));
+      for (const ir::Store& s : k_.stores)
+        if (!w_.store_is_inner(s)) w_.store(s);
+      w_.close();
+    }
+    if (any_inner) {
+      std::string rv = w_.fresh("rs");
+      w_.open(absl::StrCat("for (", w_.idx_t(), " ", rv, " = ", idx_cast(lid), "; ", rv, " < ", w_.ilit(R), "; ", rv,
+                           " += ", w_.ilit(block), ")"));
+      w_.unravel(rv, reduce_axes_);
+      for (const ir::Store& s : k_.stores)
+        if (w_.store_is_inner(s)) w_.store(s);
+      w_.close();
+    }
+    w_.close();
+    out->grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(O, 1), max_groups_));
+    out->strategy = absl::StrCat("row reduction: one workgroup of ", block, " per outer index");
+    return block;
+  }
+
+  // ------------------------------------------------------------------ contractions (contraction.cc)
+  int contraction(KernelSource* out);
+  // Tensor-core variant for 16-bit float operands on CUDA (mma.sync); false when it does not apply.
+  bool mma_applies() const;
+  int contraction_mma(KernelSource* out);
+
+  const ir::Program& p_;
+  const ir::Kernel& k_;
+  const DialectOps& d_;
+  const runtime::TargetInfo& t_;
+  KernelWriter w_;
+  std::vector<int> outer_axes_, reduce_axes_;
+  std::vector<KNodeId> phases_;
+  int64_t max_groups_;
+  std::vector<std::tuple<std::string, std::string, int64_t>> shared_;
+  std::map<std::string, std::string> scratch_;
+};
+
+}  // namespace render_detail
+}  // namespace kiln::codegen::gpu
