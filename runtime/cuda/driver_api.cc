@@ -65,7 +65,7 @@ absl::StatusOr<const DriverApi*> driver() {
 
 const DriverApi& api() { return g_api; }
 
-absl::Status cu_error(CUresult r, const std::string& what) {
+absl::Status cu_error(CUresult r, absl::string_view what) {
   const char* name = nullptr;
   const char* text = nullptr;
   if (g_api.cuGetErrorName) g_api.cuGetErrorName(r, &name);

@@ -9,9 +9,8 @@
 
 #include <cuda.h>
 
-#include <string>
-
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace kiln::runtime::cuda {
 
@@ -42,10 +41,10 @@ const DriverApi& api();
 // "cuda: <what> failed: CUDA_ERROR_X (description)" with a status code matching the error:
 // out of memory -> ResourceExhausted, no device -> Unavailable, bad arguments -> InvalidArgument,
 // anything else -> Internal.
-absl::Status cu_error(CUresult r, const std::string& what);
+absl::Status cu_error(CUresult r, absl::string_view what);
 
 // OkStatus for CUDA_SUCCESS, else cu_error.
-inline absl::Status cu_check(CUresult r, const std::string& what) {
+inline absl::Status cu_check(CUresult r, absl::string_view what) {
   return r == CUDA_SUCCESS ? absl::OkStatus() : cu_error(r, what);
 }
 
