@@ -69,6 +69,8 @@ for s in $SECTIONS; do
         cat "$HERE/MANIFEST"
         echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
         echo "nvrtc: ${NVRTC_DIR:-not found}"
+        ldconfig -p | grep -E "libcuda\.so\.1|libvulkan\.so\.1"
+        ldd "$HERE/lib/libkiln.so" | grep -E "nvrtc|not found"
         for b in "$BIN"/*; do ldd "$b" | grep "not found" | sed "s|^|$(basename "$b"): |"; done
         "$BIN/cuda_test" --gtest_filter='CudaGraphTest.DeviceDescribesItself:Nvrtc.*' --gtest_brief=0 2>&1 | tail -15
       } > "$OUT/env.txt" 2>&1
