@@ -97,6 +97,7 @@ absl::Status VulkanExecutable::build_pipelines(const ir::Program& p, const codeg
 }
 
 VulkanExecutable::~VulkanExecutable() {
+  if (process_exiting()) return;
   // Pipelines and command buffers must outlive the GPU's use of them.
   if (last_value_) ctx_->wait(last_value_).IgnoreError();
   VkDevice dev = ctx_->device;

@@ -120,6 +120,9 @@ DeviceChoice describe(VkPhysicalDevice pd, int index, const Probe& p) {
   k.float_controls.preserve_inf_nan16 = p.p12.shaderSignedZeroInfNanPreserveFloat16;
   k.float_controls.preserve_inf_nan32 = p.p12.shaderSignedZeroInfNanPreserveFloat32;
   k.float_controls.preserve_inf_nan64 = p.p12.shaderSignedZeroInfNanPreserveFloat64;
+  // Setting f32 alone is allowed unless every width must share one denormal behaviour.
+  k.float_controls.preserve_denorm32 = p.p12.shaderDenormPreserveFloat32 &&
+                                       p.p12.denormBehaviorIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
 
   OptionalFeatures& o = c.features;
   o.float16 = p.f12.shaderFloat16;

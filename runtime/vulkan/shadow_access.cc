@@ -91,6 +91,7 @@ absl::StatusOr<int> ShadowPipelines::variant(int reads, int writes) {
 }
 
 ShadowPipelines::~ShadowPipelines() {
+  if (process_exiting()) return;
   for (Variant& v : variants_) {
     if (v.pipeline) vkDestroyPipeline(c_.device, v.pipeline, nullptr);
     if (v.layout) vkDestroyPipelineLayout(c_.device, v.layout, nullptr);
@@ -127,6 +128,7 @@ absl::StatusOr<std::unique_ptr<ShadowSets>> ShadowSets::create(Context& c, const
 }
 
 ShadowSets::~ShadowSets() {
+  if (process_exiting()) return;
   if (pool_) vkDestroyDescriptorPool(c_.device, pool_, nullptr);
 }
 

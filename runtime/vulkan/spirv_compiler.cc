@@ -47,7 +47,7 @@ std::string spirv_compiler_id(const SpirvOptions& o) {
   return absl::StrCat("shaderc spv ", version, ".", revision, "; ", spvSoftwareVersionDetailsString(), "; env ",
                       o.vulkan13 ? "vulkan1.3" : "vulkan1.2", o.scalar_layout ? " scalar" : "", o.optimize ? " -O" : " -O0",
                       o.float_controls.preserve_inf_nan16 ? " szinp16" : "", o.float_controls.preserve_inf_nan32 ? " szinp32" : "",
-                      o.float_controls.preserve_inf_nan64 ? " szinp64" : "");
+                      o.float_controls.preserve_inf_nan64 ? " szinp64" : "", o.float_controls.preserve_denorm32 ? " denorm32" : "");
 }
 
 absl::StatusOr<std::vector<uint32_t>> compile_glsl(const std::string& name, const std::string& glsl, const SpirvOptions& o) {

@@ -22,6 +22,7 @@ absl::Status Transfers::init() {
 }
 
 Transfers::~Transfers() {
+  if (process_exiting()) return;
   uint64_t last = 0;
   for (const InFlight& f : in_flight_) last = std::max(last, f.value);
   ctx_->wait(last).IgnoreError();  // the device may be lost; the pool goes either way

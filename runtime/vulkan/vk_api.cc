@@ -2,7 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -19,10 +22,12 @@ absl::Status load_loader() {
   static absl::Status status;
   std::call_once(once, [] {
     // The loader stays open for the life of the process: function pointers escape into objects.
-    void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+    const char* env = std::getenv("KILN_VULKAN_LOADER");
+    const std::string name = env && *env ? env : "libvulkan.so.1";
+    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       const char* why = dlerror();
-      status = absl::UnavailableError(absl::StrCat("vulkan: no Vulkan loader (libvulkan.so.1): ", why ? why : "dlopen failed"));
+      status = absl::UnavailableError(absl::StrCat("vulkan: no Vulkan loader (", name, "): ", why ? why : "dlopen failed"));
       return;
     }
     vkGetInstanceProcAddr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib, "vkGetInstanceProcAddr"));
@@ -40,6 +45,19 @@ absl::Status load_loader() {
 #undef KILN_VK_LOAD_GLOBAL
   });
   return status;
+}
+
+namespace {
+std::atomic<bool> exiting{false};
+}  // namespace
+
+bool process_exiting() { return exiting.load(); }
+
+void watch_process_exit() {
+  // Registered after the driver and layers registered their own finalizers, so it runs before
+  // the destructors of anything kiln built earlier (the device registry) and after theirs.
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit([] { exiting = true; }); });
 }
 
 absl::Status load_instance_functions(VkInstance instance) {

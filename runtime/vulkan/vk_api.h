@@ -95,10 +95,17 @@ KILN_VK_GLOBAL_FUNCTIONS(KILN_VK_DECLARE)
 KILN_VK_INSTANCE_FUNCTIONS(KILN_VK_DECLARE)
 #undef KILN_VK_DECLARE
 
-// Opens libvulkan.so.1 and resolves the global commands (once per process).
-// Unavailable "vulkan: no Vulkan loader (libvulkan.so.1)" when it cannot be opened.
+// Opens libvulkan.so.1 ($KILN_VULKAN_LOADER if set) and resolves the global commands, once per
+// process. Unavailable "vulkan: no Vulkan loader (libvulkan.so.1): ..." when it cannot be opened.
 absl::Status load_loader();
 // Resolves the instance and device commands through `instance` (once per process).
 absl::Status load_instance_functions(VkInstance instance);
+
+// True once exit() has begun. Destructors then leave Vulkan objects to the OS: the layers and the
+// driver were loaded after kiln's statics were built, so they are finalized first, and calling
+// into them from a static destructor crashes (seen with the validation layer on NVIDIA).
+bool process_exiting();
+// Registers the hook that sets process_exiting(); call once the loader has loaded the driver.
+void watch_process_exit();
 
 }  // namespace kiln::runtime::vk

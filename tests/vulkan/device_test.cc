@@ -1,6 +1,7 @@
 // Device selection, TargetInfo, and the unavailable paths.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -13,12 +14,13 @@ namespace {
 
 using DeviceTest = VulkanTest;
 
-// Sets an environment variable for one scope.
+// Sets (or with nullptr unsets) an environment variable for one scope.
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    ::setenv(name, value, 1);
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
   }
   ~ScopedEnv() {
     if (had_) ::setenv(name_, old_.c_str(), 1);
@@ -86,6 +88,21 @@ TEST(VulkanUnavailable, NoDriverIsAnUnavailableStatus) {
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), absl::StatusCode::kUnavailable) << d.status();
   EXPECT_NE(d.status().message().find("vulkan: no physical device"), std::string::npos) << d.status();
+}
+
+TEST(VulkanUnavailable, NoLoaderIsAnUnavailableStatus) {
+  // The loader is opened once per process, so this runs in a fresh one (the binary re-executed
+  // for this test alone), without KILN_DEVICE so that nothing opens the loader before the body.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ScopedEnv loader("KILN_VULKAN_LOADER", "/nonexistent/libvulkan.so.1");
+  ScopedEnv device("KILN_DEVICE", nullptr);
+  EXPECT_EXIT(
+      {
+        auto d = runtime::create_vulkan_device();
+        std::fprintf(stderr, "%d %s\n", int(d.status().code()), std::string(d.status().message()).c_str());
+        std::exit(d.ok() ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "14 vulkan: no Vulkan loader \\(/nonexistent/libvulkan.so.1\\)");
 }
 
 }  // namespace

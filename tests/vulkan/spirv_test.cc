@@ -57,6 +57,13 @@ TEST(Spirv, SignedZeroInfNanPreserveIsAddedForTheUsedWidths) {
   }
   EXPECT_TRUE(mode32);
   EXPECT_FALSE(mode64);  // the kernel uses no doubles
+  EXPECT_FALSE(has_instruction(*spirv, {(2u << 16) | 17u, 4464u}));  // no DenormPreserve asked for
+
+  o.float_controls.preserve_denorm32 = true;
+  auto denorm = runtime::vk::compile_glsl("k", kKernel, o);
+  ASSERT_TRUE(denorm.ok()) << denorm.status();
+  EXPECT_TRUE(has_instruction(*denorm, {(2u << 16) | 17u, 4464u}));  // OpCapability DenormPreserve
+  EXPECT_TRUE(has_instruction(*denorm, {(2u << 16) | 17u, 4466u}));
   o.float_controls = {};
   auto without = runtime::vk::compile_glsl("k", kKernel, o);
   ASSERT_TRUE(without.ok());
