@@ -23,7 +23,7 @@ B=bundle
 
 # libkiln as a shared library: a dozen binaries share its 8 MB (shaderc and SPIRV-Tools are in it)
 # instead of each carrying a copy.
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_SHARED_LIBS=ON \
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SHARED=ON \
   -DKILN_WITH_LLVM=OFF -DKILN_WITH_CUDA=ON -DKILN_WITH_VULKAN=ON -DKILN_WITH_HIP=OFF \
   -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCH=ON -DKILN_BUILD_EXAMPLES=ON > /dev/null
 if ! grep -q "cuda_test" "$BUILD/build.ninja"; then

@@ -10,7 +10,9 @@ absl::StatusOr<std::shared_ptr<Event>> Event::create() {
   return std::make_shared<Event>(e);
 }
 
-Event::~Event() { api().cuEventDestroy(e_); }
+Event::~Event() {
+  if (!process_exiting()) api().cuEventDestroy(e_);
+}
 
 absl::Status Event::record(CUstream s) const { return cu_check(api().cuEventRecord(e_, s), "cuEventRecord"); }
 

@@ -44,7 +44,9 @@ absl::StatusOr<std::shared_ptr<Module>> Module::load(const std::string& cubin) {
   return std::make_shared<Module>(m);
 }
 
-Module::~Module() { api().cuModuleUnload(m_); }
+Module::~Module() {
+  if (!process_exiting()) api().cuModuleUnload(m_);
+}
 
 absl::StatusOr<CUfunction> Module::function(const std::string& name) const {
   CUfunction f = nullptr;
@@ -155,6 +157,7 @@ absl::Status CudaExecutable::build(const ir::Program& p, const std::vector<Launc
 }
 
 CudaExecutable::~CudaExecutable() {
+  if (process_exiting()) return;  // the process teardown frees it all
   (void)ctx_->make_current();
   if (launched_) (void)done_->wait();  // launches in flight still use the arena and the module
   if (exec_) api().cuGraphExecDestroy(exec_);

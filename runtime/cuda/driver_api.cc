@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -11,6 +13,7 @@ namespace kiln::runtime::cuda {
 namespace {
 
 DriverApi g_api;
+std::atomic<bool> g_exiting{false};
 
 absl::Status load(DriverApi* a) {
   // RTLD_LOCAL: the driver's symbols stay out of the global namespace.
@@ -50,6 +53,9 @@ absl::Status load(DriverApi* a) {
   if (!missing.empty()) return absl::UnavailableError(absl::StrCat("cuda: the driver lacks ", missing));
   int count = 0;
   if (a->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) return absl::UnavailableError("cuda: no CUDA device");
+  // Registered after cuInit: runs before the driver's own exit handlers, and before the
+  // destructors of statics that were built before this point.
+  std::atexit([] { g_exiting = true; });
   return absl::OkStatus();
 }
 
@@ -64,6 +70,8 @@ absl::StatusOr<const DriverApi*> driver() {
 }
 
 const DriverApi& api() { return g_api; }
+
+bool process_exiting() { return g_exiting; }
 
 absl::Status cu_error(CUresult r, absl::string_view what) {
   const char* name = nullptr;

@@ -38,6 +38,10 @@ absl::StatusOr<const DriverApi*> driver();
 // The driver API after a successful driver(); only for code that runs once driver() succeeded.
 const DriverApi& api();
 
+// True once exit() has begun: destructors that run then (static tensors, jit traces) leave
+// CUDA objects to the process teardown instead of calling a driver that may be shutting down.
+bool process_exiting();
+
 // "cuda: <what> failed: CUDA_ERROR_X (description)" with a status code matching the error:
 // out of memory -> ResourceExhausted, no device -> Unavailable, bad arguments -> InvalidArgument,
 // anything else -> Internal.
