@@ -47,7 +47,15 @@ class VulkanDevice : public Device {
     if (!ctx.ok()) return ctx.status();
     std::unique_ptr<VulkanDevice> d(new VulkanDevice(*std::move(ctx), o.cache_dir));
     if (absl::Status s = d->transfers_.init(); !s.ok()) return s;
-    if (env_int("KILN_DEBUG", 0) >= 1) std::fprintf(stderr, "kiln: vulkan: opened %s\n", d->description().c_str());
+    if (env_int("KILN_DEBUG", 0) >= 1) {
+      const TargetInfo& t = d->target();
+      const FloatControls& fc = d->ctx_->caps.float_controls;
+      std::fprintf(stderr,
+                   "kiln: vulkan: opened %s: %d multiprocessors, workgroup <= %d, shared %lld KiB, f16 %d i8 %d f64 %d, "
+                   "preserve inf/nan f32 %d, denormals f32 %d\n",
+                   d->description().c_str(), t.parallelism, t.max_workgroup, (long long)(t.shared_memory >> 10), t.has_f16,
+                   t.has_i8, t.has_f64, fc.preserve_inf_nan32, fc.preserve_denorm32);
+    }
     return std::unique_ptr<Device>(std::move(d));
   }
 
