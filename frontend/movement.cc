@@ -90,17 +90,19 @@ Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t stop, int64_t
   auto clampi = [&](int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(hi, v)); };
   if (start < 0) start += n;
   if (stop < 0) stop += n;
+  // Counts in unsigned arithmetic: steps near the int64 limits (even INT64_MIN) must not overflow.
   int64_t count;
   if (step > 0) {
     start = clampi(start, 0, n);
     stop = clampi(stop, 0, n);
-    count = stop > start ? (stop - start + step - 1) / step : 0;
+    count = stop > start ? 1 + int64_t(uint64_t(stop - start - 1) / uint64_t(step)) : 0;
   } else {
     start = clampi(start, -1, n - 1);
     stop = clampi(stop, -1, n - 1);
-    count = start > stop ? (start - stop + (-step) - 1) / (-step) : 0;
+    count = start > stop ? 1 + int64_t(uint64_t(start - stop - 1) / (uint64_t(0) - uint64_t(step))) : 0;
   }
   if (count == 0) start = 0;
+  if (count <= 1) step = 1;  // one element: the step is irrelevant (and huge steps overflow views)
   if (count == n && step == 1) return a;
   std::vector<int64_t> ss;
   Shape out = a.shape();
@@ -134,7 +136,9 @@ Tensor pad(const Tensor& a, std::vector<std::pair<int64_t, int64_t>> widths, dou
   for (int64_t d = 0; d < x.ndim(); ++d) {
     w.push_back(widths[d].first);
     w.push_back(widths[d].second);
-    out[d] += widths[d].first + widths[d].second;
+    if (__builtin_add_overflow(out[d], widths[d].first, &out[d]) ||
+        __builtin_add_overflow(out[d], widths[d].second, &out[d]))
+      fail("pad", absl::StrCat("widths overflow axis ", d, " of shape ", shape_str(a.shape())));
     any = any || widths[d].first || widths[d].second;
   }
   if (!any) return x;

@@ -25,7 +25,7 @@ struct JitState {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::TargetMachine> tm;
   std::string error;
-  std::mutex mu;  // guards optimization with the shared TargetMachine
+  std::mutex mu;  // guards optimization and code generation (they share one TargetMachine)
 };
 
 JitState& state() {
@@ -124,6 +124,11 @@ absl::StatusOr<CompiledProgram> compile_program(const ir::Program& p, bool keep_
       out.ir.push_back(os.str());
     }
   }
+  // LLJIT without compile threads materializes on the thread that looks a symbol up, through
+  // one shared TargetMachine, which is not thread-safe: concurrent realizes that compile at the
+  // same time got corrupted code (null kernel addresses). Code generation is serialized here
+  // (optimization already is, for the same reason).
+  std::lock_guard<std::mutex> lock(st.mu);
   auto& es = st.jit->getExecutionSession();
   auto jd = es.createJITDylib(absl::StrCat("kiln_lib", id));
   if (!jd) return absl::InternalError("cpu: " + llvm::toString(jd.takeError()));
