@@ -4,6 +4,28 @@
 
 namespace kiln::passes {
 
+namespace {
+
+// Whether the kernel of step `s` may write buffer `out` over the bytes of buffer `in`: an
+// elementwise kernel that reads `in` only at the very element it writes to `out`, so every
+// element is read before it is overwritten and by the same iteration.
+bool in_place_ok(const ir::Program& p, const ir::Kernel& k, int in, int out) {
+  if (k.has_reduce() || p.buffers[in].bytes() != p.buffers[out].bytes()) return false;
+  const ir::Store* st = nullptr;
+  for (const ir::Store& s : k.stores)
+    if (s.buffer == out) st = &s;
+  if (!st || dtype_size(p.buffers[in].dtype) != dtype_size(p.buffers[out].dtype)) return false;
+  bool reads = false;
+  for (const ir::KNode& n : k.nodes) {
+    if (n.op != ir::Op::kLoad || n.buffer != in) continue;
+    if (!(n.map == st->map)) return false;
+    reads = true;
+  }
+  return reads;
+}
+
+}  // namespace
+
 void plan_memory(ir::Program* p) {
   size_t nb = p->buffers.size();
   std::vector<int> first(nb, -1), last(nb, -1);
@@ -19,6 +41,7 @@ void plan_memory(ir::Program* p) {
   struct Placed {
     int64_t offset, end;
     int first, last;
+    int buffer;
   };
   std::vector<Placed> placed;
   p->arena_bytes = 0;
@@ -34,6 +57,22 @@ void plan_memory(ir::Program* p) {
     if (bytes == 0) bytes = kArenaAlignment;
     p->unplanned_bytes += bytes;
     int f = first[b] < 0 ? 0 : first[b], l = std::max(last[b], f);
+    // A buffer dying in the step that defines this one can hand over its bytes (in place).
+    const ir::Kernel& def = p->kernels[p->steps[size_t(f)].kernel];
+    int donor = -1;
+    for (size_t i = 0; i < placed.size() && donor < 0 && first[b] >= 0; ++i) {
+      const Placed& q = placed[i];
+      if (q.last != f || q.end - q.offset != bytes || !in_place_ok(*p, def, q.buffer, int(b))) continue;
+      bool free_range = true;  // nobody else placed on those bytes is alive at f
+      for (const Placed& o : placed)
+        if (&o != &q && !(o.last < f || l < o.first) && o.offset < q.end && q.offset < o.end) free_range = false;
+      if (free_range) donor = int(i);
+    }
+    if (donor >= 0) {
+      d.offset = placed[donor].offset;
+      placed.push_back({d.offset, d.offset + bytes, f, l, int(b)});
+      continue;
+    }
     // Conflicting ranges: buffers live at the same time (same step counts as overlap).
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (const Placed& q : placed)
@@ -45,7 +84,7 @@ void plan_memory(ir::Program* p) {
       off = std::max(off, e);
     }
     d.offset = off;
-    placed.push_back({off, off + bytes, f, l});
+    placed.push_back({off, off + bytes, f, l, int(b)});
     p->arena_bytes = std::max(p->arena_bytes, off + bytes);
   }
 }

@@ -70,6 +70,19 @@ TEST(PlanMemory, ChainOfTenReductionsPeaksAtTwoIntermediates) {
   EXPECT_MATCHES_REFERENCE({y}, {1e-3, 1e-5});
 }
 
+TEST(PlanMemory, ElementwiseChainsWriteInPlaceWhenUnfused) {
+  Tensor x = random_tensor({1000}, float32, 10);
+  Tensor y = x;
+  for (int i = 0; i < 8; ++i) y = i % 2 ? (y * 1.5).exp() : (y - 0.25).tanh();
+  ir::Program p = program_of({y}, testing::cpu_target(), /*fusion=*/false);
+  int64_t one = (1000 * 4 + 255) / 256 * 256;
+  EXPECT_GE(p.unplanned_bytes, 10 * one);
+  EXPECT_EQ(p.arena_bytes, one);  // every step overwrites the buffer it reads, element by element
+  setenv("KILN_FUSION", "0", 1);
+  EXPECT_MATCHES_REFERENCE({y});
+  unsetenv("KILN_FUSION");
+}
+
 TEST(PlanMemory, LiveIntermediatesNeverShareBytes) {
   Tensor x = random_tensor({32, 32}, float32, 8);
   Tensor w = random_tensor({32, 32}, float32, 9);
