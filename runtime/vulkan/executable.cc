@@ -39,6 +39,12 @@ absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Devic
     for (int d : s.deps)
       if (d < 0 || d >= int(i)) return absl::InvalidArgumentError(absl::StrCat("vulkan: step ", i, " depends on step ", d, ", not an earlier one"));
   }
+  for (const ir::BufferDesc& b : p.buffers) {
+    const int limit = b.kind == ir::BufferKind::kInput ? p.num_inputs : p.num_outputs;
+    if (b.kind != ir::BufferKind::kIntermediate && (b.index < 0 || b.index >= limit))
+      return absl::InvalidArgumentError(absl::StrCat("vulkan: a buffer is ", b.kind == ir::BufferKind::kInput ? "input " : "output ",
+                                                     b.index, " of ", limit));
+  }
   for (const ir::BufferDesc& b : p.buffers)
     if (b.kind == ir::BufferKind::kIntermediate && (b.offset < 0 || b.offset + b.bytes() > p.arena_bytes))
       return absl::InvalidArgumentError(absl::StrCat("vulkan: an intermediate buffer at offset ", b.offset, " (", b.bytes(),

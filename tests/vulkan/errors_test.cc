@@ -77,6 +77,11 @@ TEST_F(ErrorsTest, MalformedProgramsAreErrors) {
   ASSERT_FALSE(exe.ok());
   EXPECT_EQ(exe.status().code(), absl::StatusCode::kInvalidArgument);
   b.program().steps[0].deps = {};
+  b.program().buffers[in].index = 5;  // input 5 of a 1-input program
+  exe = runtime::vk::compile_rendered(dev_.get(), b.program(), b.rendered());
+  ASSERT_FALSE(exe.ok());
+  EXPECT_NE(exe.status().message().find("input 5 of 1"), std::string::npos) << exe.status();
+  b.program().buffers[in].index = 0;
   b.rendered().kernels.clear();
   exe = runtime::vk::compile_rendered(dev_.get(), b.program(), b.rendered());
   ASSERT_FALSE(exe.ok());
