@@ -53,7 +53,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: kiln_fuzz [--seed S] [--count N] [--device NAME|all] [--index I] [--ir FILE]\n"
                "                 [--max-ops N] [--max-numel N] [--special-percent P] [--no-minimize]\n"
-               "                 [--max-failures N] [--skip-unavailable] [--verbose]\n");
+               "                 [--max-failures N] [--skip-unavailable] [--verbose] [--dump-ir DIR]\n");
   return 2;
 }
 
@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-minimize") opts.minimize = false;
     else if (a == "--skip-unavailable") skip_unavailable = true;
     else if (a == "--verbose") opts.verbose = true;
+    else if (a == "--dump-ir") opts.dump_dir = value();
     else return usage();
   }
   if (!have_seed) {

@@ -588,6 +588,12 @@ FuzzStats run_fuzz(runtime::Device* device, const FuzzOptions& opts, std::FILE* 
     }
     ++st.graphs;
     st.nodes += int64_t(c.graph.size());
+    if (!opts.dump_dir.empty()) {
+      if (std::FILE* f = std::fopen(absl::StrCat(opts.dump_dir, "/graph_", i, ".ir").c_str(), "w")) {
+        std::fputs(ir::print(c.graph).c_str(), f);
+        std::fclose(f);
+      }
+    }
     if (opts.on_case)
       opts.on_case(absl::StrCat(where, "\n  reproduce: ", reproduce, "\nprogram:\n", gen.program, "graph:\n",
                                 ir::print(c.graph)));

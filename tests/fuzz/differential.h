@@ -100,6 +100,7 @@ struct FuzzOptions {
   MinimizeOptions min;
   int max_failures = 3;     // stop the run after this many failing graphs
   bool verbose = false;     // one line per graph
+  std::string dump_dir;     // when set, each graph's IR text is written to <dir>/graph_<i>.ir
   // Called before each graph is checked with a description of it (crash handlers print it).
   std::function<void(const std::string&)> on_case;
 };
