@@ -15,8 +15,6 @@ const char* kDoubleMath = R"(double kiln_max(double a, double b) { return (isnan
 double kiln_min(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : min(a, b); }
 int kiln_sat_i32(double v) { return isnan(v) ? 0 : v >= 2147483647.0lf ? 2147483647 : v <= -2147483648.0lf ? (-2147483647 - 1) : int(v); }
 int64_t kiln_sat_i64(double v) { return isnan(v) ? 0l : v >= 9.2233720368547758e18lf ? 9223372036854775807l : v <= -9.2233720368547758e18lf ? (-9223372036854775807l - 1l) : int64_t(v); }
-int8_t kiln_sat_i8(double v) { return isnan(v) ? int8_t(0) : v >= 127.0lf ? int8_t(127) : v <= -128.0lf ? int8_t(-128) : int8_t(int(v)); }
-uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? uint8_t(255) : v <= 0.0lf ? uint8_t(0) : uint8_t(int(v)); }
 double kiln_inf_d() { return packDouble2x32(uvec2(0u, 0x7ff00000u)); }
 double kiln_nan_d() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }
 double kiln_exp_d(double x) {
@@ -188,37 +186,51 @@ class GlslDialect : public DialectOps {
   }
 
   std::string preamble(const Features& f) const override {
+    // 8- and 16-bit types only when the kernel touches them: devices may lack those features.
     std::string p = R"(#version 460
 #extension GL_EXT_buffer_reference : require
-#extension GL_EXT_shader_explicit_arithmetic_types : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
-#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
-#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
-#extension GL_EXT_shader_8bit_storage : require
-#extension GL_EXT_shader_16bit_storage : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 )";
+    if (f.i8)
+      p += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n#extension GL_EXT_shader_8bit_storage : require\n";
+    if (f.f16_storage)
+      p += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n#extension GL_EXT_shader_16bit_storage : require\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Table { uint64_t a[]; };\n";
     p += "layout(push_constant) uniform PC { uint64_t table; } pc;\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufF32 { float v[]; };\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufI32 { int v[]; };\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 16) buffer BufV4 { vec4 v[]; };\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufI64 { int64_t v[]; };\n";
-    p += "layout(buffer_reference, std430, buffer_reference_align = 1) buffer BufU8 { uint8_t v[]; };\n";
-    p += "layout(buffer_reference, std430, buffer_reference_align = 1) buffer BufI8 { int8_t v[]; };\n";
-    p += "layout(buffer_reference, std430, buffer_reference_align = 2) buffer BufU16 { uint16_t v[]; };\n";
+    if (f.i8) {
+      p += "layout(buffer_reference, std430, buffer_reference_align = 1) buffer BufU8 { uint8_t v[]; };\n";
+      p += "layout(buffer_reference, std430, buffer_reference_align = 1) buffer BufI8 { int8_t v[]; };\n";
+    }
+    if (f.f16_storage) p += "layout(buffer_reference, std430, buffer_reference_align = 2) buffer BufU16 { uint16_t v[]; };\n";
     if (f.f64) p += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufF64 { double v[]; };\n";
-    p += R"(float kiln_h2f(uint16_t x) { return unpackHalf2x16(uint(x)).x; }
+    // Half values live in float registers: rounding helpers work on 32-bit patterns, and the
+    // 16-bit conversions exist only when 16-bit storage is declared.
+    p += R"(float kiln_round_h(float f) { return unpackHalf2x16(packHalf2x16(vec2(f, 0.0))).x; }
+float kiln_round_bf(float f) {
+  uint u = floatBitsToUint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uintBitsToFloat(u | 0x400000u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uintBitsToFloat(u & 0xffff0000u);
+}
+// log of f32 subnormals from their bits: devices that flush denormals would give -inf.
+float kiln_log(float x) {
+  uint u = floatBitsToUint(x);
+  if ((u & 0x7f800000u) == 0u && (u & 0x7fffffu) != 0u && (u >> 31) == 0u) return log(float(u)) - 103.27892990343185;
+  return log(x);
+}
+)";
+    if (f.f16_storage) p += R"(float kiln_h2f(uint16_t x) { return unpackHalf2x16(uint(x)).x; }
 uint16_t kiln_f2h(float f) { return uint16_t(packHalf2x16(vec2(f, 0.0)) & 0xffffu); }
 float kiln_bf2f(uint16_t x) { return uintBitsToFloat(uint(x) << 16); }
-uint16_t kiln_f2bf(float f) {
-  uint u = floatBitsToUint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
-float kiln_max(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : max(a, b); }
+uint16_t kiln_f2bf(float f) { return uint16_t(floatBitsToUint(kiln_round_bf(f)) >> 16); }
+)";
+    p += R"(float kiln_max(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : max(a, b); }
 float kiln_min(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : min(a, b); }
 float kiln_tanh(float x) {
   float ax = abs(x);
@@ -244,10 +256,17 @@ float kiln_erf(float x) {
 }
 int kiln_sat_i32(float v) { return isnan(v) ? 0 : v >= 2147483648.0 ? 2147483647 : v <= -2147483648.0 ? (-2147483647 - 1) : int(v); }
 int64_t kiln_sat_i64(float v) { return isnan(v) ? 0l : v >= 9.2233720368547758e18 ? 9223372036854775807l : v <= -9.2233720368547758e18 ? (-9223372036854775807l - 1l) : int64_t(v); }
-int8_t kiln_sat_i8(float v) { return isnan(v) ? int8_t(0) : v >= 127.0 ? int8_t(127) : v <= -128.0 ? int8_t(-128) : int8_t(int(v)); }
-uint8_t kiln_sat_u8(float v) { return isnan(v) ? uint8_t(0) : v >= 255.0 ? uint8_t(255) : v <= 0.0 ? uint8_t(0) : uint8_t(int(v)); }
 )";
     if (f.f64) p += kDoubleMath;
+    if (f.i8) {
+      p += R"(int8_t kiln_sat_i8(float v) { return isnan(v) ? int8_t(0) : v >= 127.0 ? int8_t(127) : v <= -128.0 ? int8_t(-128) : int8_t(int(v)); }
+uint8_t kiln_sat_u8(float v) { return isnan(v) ? uint8_t(0) : v >= 255.0 ? uint8_t(255) : v <= 0.0 ? uint8_t(0) : uint8_t(int(v)); }
+)";
+      if (f.f64)
+        p += R"(int8_t kiln_sat_i8(double v) { return isnan(v) ? int8_t(0) : v >= 127.0lf ? int8_t(127) : v <= -128.0lf ? int8_t(-128) : int8_t(int(v)); }
+uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? uint8_t(255) : v <= 0.0lf ? uint8_t(0) : uint8_t(int(v)); }
+)";
+    }
     return p;
   }
 
@@ -320,7 +339,7 @@ uint8_t kiln_sat_u8(float v) { return isnan(v) ? uint8_t(0) : v >= 255.0 ? uint8
     };
     // GLSL's transcendentals are float-only: doubles use kiln's double versions.
     auto fcall = [&](const char* name) {
-      if (!d) return call(name);
+      if (!d) return std::string(name) == "log" ? call("kiln_log") : call(name);
       return absl::StrCat("kiln_", name, "_d(", a[0], ")");
     };
     switch (o) {
@@ -378,8 +397,8 @@ uint8_t kiln_sat_u8(float v) { return isnan(v) ? uint8_t(0) : v >= 255.0 ? uint8
     if (from == DType::kBool) return absl::StrCat(type(to), "(", v, ")");
     if (is_float(from) && is_float(to)) {
       std::string r = absl::StrCat(type(to), "(", v, ")");
-      if (to == DType::kFloat16) return absl::StrCat("kiln_h2f(kiln_f2h(", r, "))");
-      if (to == DType::kBFloat16) return absl::StrCat("kiln_bf2f(kiln_f2bf(", r, "))");
+      if (to == DType::kFloat16) return absl::StrCat("kiln_round_h(", r, ")");
+      if (to == DType::kBFloat16) return absl::StrCat("kiln_round_bf(", r, ")");
       return r;
     }
     if (is_float(from)) {

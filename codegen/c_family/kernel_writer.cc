@@ -295,7 +295,12 @@ Features KernelWriter::features() const {
     f.f64 = f.f64 || n.dtype == DType::kFloat64;
     f.i64 = f.i64 || n.dtype == DType::kInt64;
   }
-  for (DType t : f.storage) f.f64 = f.f64 || t == DType::kFloat64;
+  for (DType t : f.storage) {
+    f.f64 = f.f64 || t == DType::kFloat64;
+    f.i8 = f.i8 || t == DType::kInt8 || t == DType::kUInt8 || t == DType::kBool;
+    f.f16_storage = f.f16_storage || t == DType::kFloat16 || t == DType::kBFloat16;
+  }
+  for (const ir::KNode& n : k_.nodes) f.i8 = f.i8 || n.dtype == DType::kInt8 || n.dtype == DType::kUInt8;
   return f;
 }
 

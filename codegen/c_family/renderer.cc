@@ -53,6 +53,8 @@ absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ru
     Features f = r.features();
     all.f64 = all.f64 || f.f64;
     all.i64 = all.i64 || f.i64;
+    all.i8 = all.i8 || f.i8;
+    all.f16_storage = all.f16_storage || f.f16_storage;
     all.storage.insert(f.storage.begin(), f.storage.end());
     if (d == Dialect::kGlsl || d == Dialect::kMsl) ks->source = ops->preamble(f) + ks->source;
     out.kernels.push_back(*std::move(ks));

