@@ -19,8 +19,9 @@ Tensor reshape(const Tensor& a, Shape shape) {
       infer = int(i);
     } else if (shape[i] < 0) {
       fail("reshape", absl::StrCat("invalid dimension ", shape[i], " in ", shape_str(shape)));
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      fail("reshape", absl::StrCat("cannot reshape ", shape_str(a.shape()), " (", numel, " elements) to ",
+                                   shape_str(shape)));
     }
   }
   if (infer >= 0) {

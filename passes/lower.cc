@@ -126,8 +126,10 @@ class Builder {
   absl::StatusOr<KNodeId> lower_uncached(NodeId id, const IndexMap& m, bool as_root) {
     const Node& n = g_.node(id);
     int buf = (*r_.buffer_of)[id];
+    // Nothing reads a value at a map that is never valid (the consumer masks it out): whatever
+    // the node is (a load, a reduction computed here, ...), it is the constant 0 there.
+    if (never_valid(m)) return constant(is_float(n.dtype) ? Scalar::from_double(0) : Scalar::from_int(0), n.dtype);
     if (n.op == Op::kInput || (buf >= 0 && !as_root && !is_computed(id))) {
-      if (never_valid(m)) return constant(is_float(n.dtype) ? Scalar::from_double(0) : Scalar::from_int(0), n.dtype);
       if (r_.on_read) r_.on_read(id, m);
       KNode l;
       l.op = Op::kLoad;

@@ -24,6 +24,9 @@ void* aligned_alloc_bytes(int64_t bytes) {
 // handing the same pages back avoids the kernel zeroing and faulting them in again each time.
 class BlockPool {
  public:
+  ~BlockPool() {
+    for (auto& [bytes, p] : free_) std::free(p);
+  }
   void* take(int64_t bytes) {
     if (bytes >= kMinPooled) {
       std::lock_guard<std::mutex> lock(mu_);

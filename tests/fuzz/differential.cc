@@ -443,7 +443,7 @@ std::optional<Case> substitute_dim(const Case& c, int64_t from, int64_t to, std:
   }
   if (out.graph.size() != c.graph.size()) return std::nullopt;  // nodes merged: ids shifted
   for (ir::NodeId o : c.graph.outputs()) out.graph.add_output(o);
-  if (!ir::verify(out.graph).ok()) return std::nullopt;
+  if (!ir::verify(out.graph).ok() || out.graph == c.graph) return std::nullopt;  // invalid, or no change
   return out;
 }
 
@@ -492,8 +492,9 @@ Case minimize(const Case& c, Outcome outcome, const Runner& run, const DevicePre
       Case cand = rebuild(cur, g.outputs(), {{id, r}});
       if (cand.graph.size() >= g.size() && cand.inputs.size() >= cur.inputs.size()) continue;
       if (fails(cand)) {
-        cur = std::move(cand);
-        note(absl::StrCat("replaced %", id, " (", ir::op_name(n.op), ") by an input"));
+        std::string what = absl::StrCat("replaced %", id, " (", ir::op_name(n.op), ") by an input");
+        cur = std::move(cand);  // `g` and `n` refer into the old case from here on
+        note(what);
         progress = true;
       }
     }
@@ -509,8 +510,9 @@ Case minimize(const Case& c, Outcome outcome, const Runner& run, const DevicePre
         r.alias = x;
         Case cand = rebuild(cur, g.outputs(), {{id, r}});
         if (fails(cand)) {
-          cur = std::move(cand);
-          note(absl::StrCat("bypassed %", id, " (", ir::op_name(n.op), ")"));
+          std::string what = absl::StrCat("bypassed %", id, " (", ir::op_name(n.op), ")");
+          cur = std::move(cand);  // `g` and `n` refer into the old case from here on
+          note(what);
           progress = true;
           break;
         }

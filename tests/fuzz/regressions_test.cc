@@ -57,6 +57,21 @@ const Regression kRegressions[] = {
   output %6
 }
 )"},
+    // The same, with a reduction computed in the kernel as the part sliced away: lowering
+    // checked the reduction's read map before noticing it was never valid (kiln_fuzz --seed
+    // 671600244150 --index 73; fixed in passes/lower.cc).
+    {"never-valid read of a reduction computed in the kernel", R"(graph {
+  %0 = input 0 : bf16[1,3,1,1]
+  %1 = reduce_max %0 axes=[0,1,3] : bf16[1,1,1,1]
+  %2 = reshape %1 : bf16[1]
+  %3 = cast %2 : f32[1]
+  %4 = input 1 : f32[1]
+  %5 = input 2 : f32[4]
+  %6 = concat %3, %4, %5 axis=0 : f32[6]
+  %7 = slice %6 start_step=[2,1] : f32[1]
+  output %7
+}
+)"},
 };
 
 TEST(FuzzRegressions, EveryDeviceMatchesTheInterpreter) {
@@ -95,6 +110,12 @@ TEST(FuzzRegressions, SliceOfANormalizedConcat) {
   Tensor x = concat({testing::random_tensor({1, 3}, float32, 3), testing::random_tensor({1, 3}, float32, 4)}, 0);
   Tensor y = (x - x.max({0}, true)).slice(0, 0, 2, 2);
   EXPECT_MATCHES_REFERENCE({y});
+}
+
+TEST(FuzzRegressions, SliceSkippingAReducedConcatPart) {
+  Tensor r = cast(testing::random_tensor({1, 3, 1, 1}, bfloat16, 5).max({0, 1, 3}, true).reshape({1}), float32);
+  Tensor c = concat({r, testing::random_tensor({1}, float32, 6), testing::random_tensor({4}, float32, 7)}, 0);
+  EXPECT_MATCHES_REFERENCE({c.slice(0, 2, 3)});
 }
 
 }  // namespace
