@@ -17,6 +17,7 @@ struct TargetInfo {
   int64_t max_buffer_range = INT64_MAX;  // largest bytes one binding can address
   bool has_f16 = true, has_f64 = true, has_i64 = true, has_i8 = true;
   bool is_gpu = false;
+  bool f32_denormals = true;  // f32 subnormals survive arithmetic (false: the device flushes them)
   int compute_capability = 0;  // CUDA: major*10+minor (90 = sm_90); 0 elsewhere
 };
 

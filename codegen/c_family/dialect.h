@@ -39,6 +39,8 @@ class DialectOps {
   virtual std::string index_type(bool wide) const = 0;
   virtual std::string literal(DType t, const Scalar& v) const = 0;
   virtual std::string index_literal(int64_t v, bool wide) const = 0;
+  // Converts an integer expression to the index type.
+  virtual std::string index_cast(const std::string& e, bool wide) const = 0;
 
   // --- program structure
   // Helper functions every kernel may call (conversions, erf, safe tanh, saturating casts).

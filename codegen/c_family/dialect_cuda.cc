@@ -43,6 +43,9 @@ class CudaDialect : public DialectOps {
     }
   }
   std::string index_type(bool wide) const override { return wide ? "long long" : "int"; }
+  std::string index_cast(const std::string& e, bool wide) const override {
+    return absl::StrCat("((", index_type(wide), ")(", e, "))");
+  }
   std::string index_literal(int64_t v, bool wide) const override {
     return wide ? absl::StrCat(v, "LL") : absl::StrCat(v);
   }

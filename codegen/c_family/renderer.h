@@ -91,9 +91,7 @@ class Renderer {
                          " += ", step, ")"));
   }
 
-  std::string idx_cast(const std::string& e) const {
-    return absl::StrCat(w_.idx_t(), "(", e, ")");
-  }
+  std::string idx_cast(const std::string& e) const { return d_.index_cast(e, w_.wide()); }
 
   // ------------------------------------------------------------------ elementwise
   // Whether a map walks the last kernel axis contiguously from a 16-byte aligned start, so that

@@ -147,7 +147,8 @@ DeviceChoice describe(VkPhysicalDevice pd, int index, const Probe& p) {
   t.shared_memory = l.maxComputeSharedMemorySize;
   // Subgroup reductions need basic + arithmetic operations in compute shaders; otherwise the
   // renderer must use shared memory only (subgroup_size 1).
-  const VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+  const VkSubgroupFeatureFlags need =
+      VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
   bool subgroups = (p.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                    (p.p11.subgroupSupportedOperations & need) == need;
   t.subgroup_size = subgroups ? int(p.p11.subgroupSize) : 1;
@@ -164,6 +165,7 @@ DeviceChoice describe(VkPhysicalDevice pd, int index, const Probe& p) {
   t.has_i8 = o.int8 && o.storage8;
   t.has_f64 = o.float64;
   t.has_i64 = true;  // shaderInt64 is required
+  t.f32_denormals = k.float_controls.preserve_denorm32;
   // Multiprocessors where the driver says; otherwise an estimate by device type.
   if (p.nv_sm && p.sm.shaderSMCount) {
     t.parallelism = int(p.sm.shaderSMCount);

@@ -37,7 +37,8 @@ TEST(Dumps, DumpDirHoldsEveryStage) {
     return {};
   };
   fs::path input = find("_00_input.txt"), simp = find("_01_simplify.txt"), fusion = find("_fusion.txt");
-  fs::path dot = find("_graph.dot"), program = find("_program.txt"), src = find("kernel0.cpu.txt");
+  std::string dev = x.device().name();
+  fs::path dot = find("_graph.dot"), program = find("_program.txt"), src = find("kernel0." + dev + ".txt");
   ASSERT_FALSE(input.empty());
   ASSERT_FALSE(simp.empty());
   ASSERT_FALSE(fusion.empty());
@@ -48,7 +49,9 @@ TEST(Dumps, DumpDirHoldsEveryStage) {
   EXPECT_NE(slurp(fusion).find("fuse"), std::string::npos);
   EXPECT_NE(slurp(dot).find("subgraph cluster_k0"), std::string::npos);
   EXPECT_NE(slurp(program).find("step 0:"), std::string::npos);
-  EXPECT_NE(slurp(src).find("define void @kiln_"), std::string::npos);
+  // The generated source in the device's language: LLVM IR, CUDA C or GLSL.
+  const char* marker = dev == "cpu" ? "define void @kiln_" : dev == "cuda" ? "__global__" : "#version 460";
+  EXPECT_NE(slurp(src).find(marker), std::string::npos) << src;
   if (std::system("command -v dot >/dev/null 2>&1") == 0) {
     EXPECT_FALSE(find("_graph.svg").empty());
   }
@@ -62,13 +65,15 @@ TEST(Dumps, DebugLevelsPrintKernelsDecisionsAndIr) {
   log_softmax(x * 2.5, -1).realize();
   std::string err = ::testing::internal::GetCapturedStderr();
   unsetenv("KILN_DEBUG");
-  EXPECT_NE(err.find("kiln: compiled 1 kernel(s) for cpu in"), std::string::npos) << err;
-  EXPECT_NE(err.find("kiln: realize on cpu: 1 kernel(s), run"), std::string::npos) << err;
+  std::string dev = x.device().name();
+  EXPECT_NE(err.find("kiln: compiled 1 kernel(s) for " + dev + " in"), std::string::npos) << err;
+  EXPECT_NE(err.find("kiln: realize on " + dev + ": 1 kernel(s), run"), std::string::npos) << err;
   EXPECT_NE(err.find("fusion decisions:"), std::string::npos) << err;
   EXPECT_NE(err.find("--- after simplify ---"), std::string::npos) << err;
 }
 
 TEST(Dumps, InnerLoopsVectorizeInTheEmittedIr) {
+  if (Device().name() != "cpu") GTEST_SKIP() << "LLVM IR vectorization is the CPU backend's";
   fs::path dir = fs::temp_directory_path() / ("kiln_vec_" + std::to_string(::getpid()));
   setenv("KILN_DUMP_DIR", dir.c_str(), 1);
   Tensor a = testing::random_tensor({4096}, float32, 3), b = testing::random_tensor({4096}, float32, 4);
