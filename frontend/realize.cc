@@ -112,6 +112,12 @@ ir::Graph capture(const std::vector<Tensor>& tensors, std::vector<std::shared_pt
   return c.graph;
 }
 
+// Another thread may be realizing the node right now: its buffer is written under the lock.
+bool node_is_realized(const NodePtr& node) {
+  std::lock_guard<std::mutex> lock(realize_mutex());
+  return node->buffer != nullptr;
+}
+
 std::string graph_text_of(const std::vector<NodePtr>& nodes) {
   std::lock_guard<std::mutex> lock(realize_mutex());
   return ir::print(collect(nodes).graph);

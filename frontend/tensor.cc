@@ -10,6 +10,7 @@ namespace kiln {
 namespace detail {
 void realize_nodes(const std::vector<NodePtr>& nodes);
 std::string graph_text_of(const std::vector<NodePtr>& nodes);
+bool node_is_realized(const NodePtr& node);
 }  // namespace detail
 
 void Tensor::check_defined(const char* what) const {
@@ -31,7 +32,7 @@ Device Tensor::device() const {
   check_defined("device");
   return Device(node_->device);
 }
-bool Tensor::is_realized() const { return node_ && node_->buffer != nullptr; }
+bool Tensor::is_realized() const { return node_ && detail::node_is_realized(node_); }
 
 const Tensor& Tensor::realize() const {
   check_defined("realize");

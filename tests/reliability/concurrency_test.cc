@@ -119,6 +119,10 @@ TEST(Concurrency, SharedLazyHistory) {
         shared.realize();
         return;
       }
+      // Asking whether it is realized while another thread realizes it is fine too.
+      bool seen_realized = false;
+      for (int k = 0; k < 100; ++k) seen_realized = seen_realized || shared.is_realized();
+      (void)seen_realized;
       Tensor y = (shared * double(t)).sum({1});
       std::vector<double> got = y.to_vector<double>();
       for (int r = 0; r < 40; ++r) {  // each softmax row sums to 1: (1 * 3 + 30 * 1) * t
