@@ -105,8 +105,16 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const runtime::Ta
   after("input", ir::print(input));
   ir::Graph g = simplify(input);
   after("simplify", ir::print(g));
-  int64_t min_outputs = int64_t(target.parallelism) * (target.is_gpu ? 256 : 4);
-  g = split_reduce(g, min_outputs, target.is_gpu ? 8192 : 65536);
+  SplitPolicy split;
+  if (target.is_gpu) {
+    split.min_row_outputs = int64_t(target.parallelism) * 2;        // workgroups per multiprocessor
+    split.min_column_outputs = int64_t(target.parallelism) * 2048;  // threads per multiprocessor
+    split.min_reduce = 8192;
+    split.min_chunk = 256;
+  } else {
+    split.min_row_outputs = split.min_column_outputs = int64_t(target.parallelism) * 4;
+  }
+  g = split_reduce(g, split);
   g = simplify(g);
   after("split_reduce", ir::print(g));
   if (absl::Status s = ir::verify(g); !s.ok()) return absl::InternalError(absl::StrCat("passes broke the graph: ", s.message()));

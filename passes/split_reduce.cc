@@ -41,7 +41,7 @@ NodeId add(Graph* g, Op op, DType dt, Shape shape, std::vector<NodeId> in, std::
 
 }  // namespace
 
-ir::Graph split_reduce(const ir::Graph& g, int64_t min_outputs, int64_t min_reduce) {
+ir::Graph split_reduce(const ir::Graph& g, const SplitPolicy& policy) {
   Graph r;
   std::vector<NodeId> map(g.size());
   for (size_t id = 0; id < g.size(); ++id) {
@@ -54,13 +54,22 @@ ir::Graph split_reduce(const ir::Graph& g, int64_t min_outputs, int64_t min_redu
     }
     const Shape& in = r.node(n.inputs[0]).shape;
     int64_t outer = shape_numel(n.shape), red = shape_numel(in) / std::max<int64_t>(outer, 1);
-    if (outer == 0 || outer >= min_outputs || red < min_reduce) {
+    // Trailing reduce axes (ignoring size-1 axes after them) make a row reduction.
+    bool rows = true;
+    for (size_t d = 0; d < in.size(); ++d) {
+      bool reduced = std::find(n.ints.begin(), n.ints.end(), int64_t(d)) != n.ints.end();
+      if (reduced) continue;
+      for (size_t e = d + 1; e < in.size(); ++e)
+        if (in[e] > 1 && std::find(n.ints.begin(), n.ints.end(), int64_t(e)) != n.ints.end() && in[d] > 1) rows = false;
+    }
+    int64_t min_outputs = rows ? policy.min_row_outputs : policy.min_column_outputs;
+    if (outer == 0 || outer >= min_outputs || red < policy.min_reduce) {
       map[id] = r.add(std::move(n));
       continue;
     }
-    // Chunks: enough to reach min_outputs, each at least 4096 elements.
+    // Chunks: enough to reach min_outputs, each keeping at least min_chunk elements.
     int64_t P = 1;
-    while (outer * P < min_outputs && red / (P * 2) >= 4096) P *= 2;
+    while (outer * P < min_outputs && red / (P * 2) >= policy.min_chunk) P *= 2;
     if (P == 1) {
       map[id] = r.add(std::move(n));
       continue;

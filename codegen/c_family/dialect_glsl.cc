@@ -288,8 +288,10 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
     return absl::StrCat("shared ", type, " ", name, "[", n, "];\n");
   }
 
+  // GLSL indexes arrays with 32-bit integers: element indices go through uint (buffers of up
+  // to 2^32 elements; 64-bit loop indices stay 64-bit until here).
   std::string load(int buf, DType dt, const std::string& index) const override {
-    std::string e = absl::StrCat("b", buf, ".v[", index, "]");
+    std::string e = absl::StrCat("b", buf, ".v[uint(", index, ")]");
     switch (dt) {
       case DType::kBool: return absl::StrCat("(", e, " != uint8_t(0))");
       case DType::kFloat16: return absl::StrCat("kiln_h2f(", e, ")");
@@ -305,15 +307,15 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
       case DType::kBFloat16: val = absl::StrCat("kiln_f2bf(", v, ")"); break;
       default: break;
     }
-    return absl::StrCat("b", buf, ".v[", index, "] = ", val, ";");
+    return absl::StrCat("b", buf, ".v[uint(", index, ")] = ", val, ";");
   }
 
   std::string vec4_type() const override { return "vec4"; }
   std::string vec4_load(int buf, const std::string& index) const override {
-    return absl::StrCat("b", buf, "v.v[", index, "]");
+    return absl::StrCat("b", buf, "v.v[uint(", index, ")]");
   }
   std::string vec4_store(int buf, const std::string& index, const std::vector<std::string>& l) const override {
-    return absl::StrCat("b", buf, "v.v[", index, "] = vec4(", l[0], ", ", l[1], ", ", l[2], ", ", l[3], ");");
+    return absl::StrCat("b", buf, "v.v[uint(", index, ")] = vec4(", l[0], ", ", l[1], ", ", l[2], ", ", l[3], ");");
   }
 
   // Subgroup shuffles when the device's subgroups are wide (NVIDIA: 32); narrow ones (lavapipe:

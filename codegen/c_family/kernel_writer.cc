@@ -137,9 +137,12 @@ std::string KernelWriter::eval_uncached(KNodeId id) {
     case Op::kConst: return d_.literal(n.dtype, n.scalar);
     case Op::kLoad: {
       Addr a = address(n.map);
-      std::string ld = d_.load(n.buffer, n.dtype, a.offset);
-      if (a.valid.empty()) return def(ld);
-      return def(d_.select(a.valid, ld, d_.literal(n.dtype, Scalar::from_int(0).cast_to(n.dtype))));
+      if (a.valid.empty()) return def(d_.load(n.buffer, n.dtype, a.offset));
+      // Masked: read element 0 where the index is invalid, so that a compiler evaluating both
+      // sides of the select never touches memory outside the buffer.
+      std::string safe = fresh("s");
+      line(absl::StrCat(idx_t(), " ", safe, " = ", d_.select(a.valid, a.offset, ilit(0)), ";"));
+      return def(d_.select(a.valid, d_.load(n.buffer, n.dtype, safe), d_.literal(n.dtype, Scalar::from_int(0).cast_to(n.dtype))));
     }
     case Op::kValid: {
       Addr a = address(n.map);

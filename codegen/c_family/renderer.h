@@ -300,6 +300,7 @@ class Renderer {
     DType at = w_.acc_type(ph);
     bool arg = ir::is_arg_reduce(rn.op);
     int ws = d_.warp_size(t_);
+    if (const char* e = std::getenv("KILN_GPU_SHUFFLE"); e && std::string(e) == "0") ws = 0;  // debugging knob
     bool shuffle = ws > 0 && block % ws == 0 && block / ws <= ws && d_.can_shuffle(at) &&
                    (!arg || d_.can_shuffle(DType::kInt64));
     std::string r = w_.fresh("red");
