@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kiln's one entry point for a fresh Debian 12 machine (as root):
 #   bash dev.sh run    install what is missing, build, run the main example on the default device
-#   bash dev.sh test   install what is missing, build, run the whole test suite (ctest, parallel)
+#   bash dev.sh test   install what is missing, build, run the whole test suite (ctest, parallel),
+#                      then the sanitizer and parser-fuzzing stages (KILN_TEST_STAGES)
 #   bash dev.sh build  install what is missing and build only
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -14,6 +15,7 @@ PACKAGES=(
   graphviz
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libshaderc-dev glslang-dev glslang-tools spirv-tools spirv-headers
+  clang-14 libclang-rt-14-dev
 )
 
 install_packages() {
@@ -40,14 +42,55 @@ build() {
   cmake --build "$BUILD_DIR" -j "$(nproc)"
 }
 
+# After the main suite, `test` runs the reliability stages (tests/fuzz, tests/reliability; see the
+# README): the suite under ASan+UBSan+LSan, the concurrency test under TSan, and 60 s of
+# libFuzzer on the IR parser. KILN_TEST_STAGES picks stages (default: all four).
+STAGES=${KILN_TEST_STAGES:-main asan tsan parser-fuzz}
+TIMINGS=()
+
+timed() {  # timed <label> <command...>: runs it and records its wall time
+  local label=$1 start=$SECONDS
+  shift
+  echo "dev.sh: --- $label"
+  "$@"
+  TIMINGS+=("$label $((SECONDS - start))s")
+}
+
+preset() {  # preset <name>: configure (once) and build a CMake preset
+  [ -f "build-$1/build.ninja" ] || cmake --preset "$1"
+  cmake --build --preset "$1"
+}
+
+has_stage() { [[ " $STAGES " == *" $1 "* ]]; }
+
+run_tests() {
+  install_packages
+  if has_stage main; then
+    timed "build" build
+    timed "ctest" ctest --test-dir "$BUILD_DIR" -j "$(nproc)" --output-on-failure ${KILN_CTEST_ARGS:-}
+  fi
+  if has_stage asan; then
+    timed "asan build" preset asan
+    timed "asan ctest" ctest --preset asan
+  fi
+  if has_stage tsan; then
+    timed "tsan build" preset tsan
+    timed "tsan concurrency test" ctest --preset tsan
+  fi
+  if has_stage parser-fuzz; then
+    timed "parser fuzzer build" preset fuzz
+    timed "parser fuzzing" bash tests/fuzz/parser/run.sh build-fuzz "${KILN_PARSER_FUZZ_SECONDS:-60}"
+  fi
+  echo "dev.sh: stage times: $(IFS=,; echo "${TIMINGS[*]}" | sed 's/,/, /g')"
+}
+
 case "${1:-}" in
   run)
     build
     "$BUILD_DIR/examples/mlp"
     ;;
   test)
-    build
-    ctest --test-dir "$BUILD_DIR" -j "$(nproc)" --output-on-failure ${KILN_CTEST_ARGS:-}
+    run_tests
     ;;
   build)
     build
