@@ -54,13 +54,14 @@ ir::Graph split_reduce(const ir::Graph& g, const SplitPolicy& policy) {
     }
     const Shape& in = r.node(n.inputs[0]).shape;
     int64_t outer = shape_numel(n.shape), red = shape_numel(in) / std::max<int64_t>(outer, 1);
-    // Trailing reduce axes (ignoring size-1 axes after them) make a row reduction.
+    // Reduce axes after every kept axis (ignoring size-1 axes) make a row reduction: each output
+    // reads one contiguous stretch.
+    auto reduced = [&](size_t d) { return std::find(n.ints.begin(), n.ints.end(), int64_t(d)) != n.ints.end(); };
     bool rows = true;
-    for (size_t d = 0; d < in.size(); ++d) {
-      bool reduced = std::find(n.ints.begin(), n.ints.end(), int64_t(d)) != n.ints.end();
-      if (reduced) continue;
-      for (size_t e = d + 1; e < in.size(); ++e)
-        if (in[e] > 1 && std::find(n.ints.begin(), n.ints.end(), int64_t(e)) != n.ints.end() && in[d] > 1) rows = false;
+    for (size_t e = 0; e < in.size(); ++e) {
+      if (!reduced(e) || in[e] <= 1) continue;
+      for (size_t d = e + 1; d < in.size(); ++d)
+        if (!reduced(d) && in[d] > 1) rows = false;
     }
     int64_t min_outputs = rows ? policy.min_row_outputs : policy.min_column_outputs;
     if (outer == 0 || outer >= min_outputs || red < policy.min_reduce) {

@@ -112,14 +112,16 @@ bool Renderer::mma_applies() const {
   return a == b && (a == DType::kBFloat16 || a == DType::kFloat16);
 }
 
-// 128x128 output tiles per block of 8 warps (2 x 4, each warp 64x32 = 4x4 mma tiles of 16x8),
+// 128x64 output tiles per block of 8 warps (4 x 2, each warp 32x32 = 2x4 mma tiles of 16x8),
 // 32-deep k slices staged in shared memory as 16-bit values (B transposed so that both
 // operands' k pairs are adjacent), the next slice's global loads in flight while the tensor
 // cores work on the current one, and the elementwise epilogue applied per output.
 int Renderer::contraction_mma(KernelSource* out) {
   const ir::Contraction& c = k_.contraction;
-  constexpr int BM = 128, BN = 128, BK = 32, LD = BK + 8, block = 256, PER = BM * BK / block;
-  static_assert(BM == BN, "one staging loop shape for both operands");
+  constexpr int BM = 128, BN = 64, BK = 32, LD = BK + 8, block = 256;
+  constexpr int WM = 32, WN = 32, MI = WM / 16, NJ = WN / 8, WARPS_N = BN / WN, ACC = MI * NJ * 4;
+  constexpr int PER_A = BM * BK / block, PER_B = BK * BN / block;
+  static_assert((BM / WM) * WARPS_N * 32 == block, "8 warps");
   int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
   std::vector<int> batch_axes;
   int64_t batch = 1;
@@ -136,12 +138,14 @@ int Renderer::contraction_mma(KernelSource* out) {
                        : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
   shared_.push_back({"unsigned short", "As", BM * LD});
   shared_.push_back({"unsigned short", "Bs", BN * LD});
+  shared_.push_back({"float", "Cs", BM * BN});
   const std::string it = w_.idx_t();
+  auto S = [](int v) { return std::to_string(v); };
   w_.line("int lid = (int)threadIdx.x;");
   w_.line("int warp = lid >> 5, lane = lid & 31, g = lane >> 2, tg = lane & 3;");
-  w_.line("int wm = warp >> 2, wn = warp & 3;");
-  w_.line(absl::StrCat("unsigned short ra[", PER, "], rb[", PER, "];"));
-  w_.line("float acc[64];");
+  w_.line("int wm = warp / " + S(WARPS_N) + ", wn = warp % " + S(WARPS_N) + ";");
+  w_.line("unsigned short ra[" + S(PER_A) + "], rb[" + S(PER_B) + "];");
+  w_.line("float acc[" + S(ACC) + "];");
   grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
   w_.line(absl::StrCat(it, " mtile = tile % ", w_.ilit(mt), ";"));
   w_.line(absl::StrCat(it, " rest = tile / ", w_.ilit(mt), ";"));
@@ -151,13 +155,13 @@ int Renderer::contraction_mma(KernelSource* out) {
   w_.line(absl::StrCat(it, " m0 = mtile * ", w_.ilit(BM), ";"));
   w_.line(absl::StrCat(it, " n0 = ntile * ", w_.ilit(BN), ";"));
   w_.line("#pragma unroll");
-  w_.line("for (int q = 0; q < 64; ++q) acc[q] = 0.0f;");
-  // Loads one k slice of both operands into registers (16-bit bits, zero outside the matrix).
+  w_.line("for (int q = 0; q < " + S(ACC) + "; ++q) acc[q] = 0.0f;");
+  // Loads one k slice of both operands into registers (16-bit patterns, zero outside).
   auto load_slice = [&](const std::string& k0) {
     w_.line("#pragma unroll");
-    w_.open(absl::StrCat("for (int q = 0; q < ", PER, "; ++q)"));
-    w_.line(absl::StrCat("int e = lid + q * ", block, ";"));
-    w_.line(absl::StrCat("int amm = e / ", BK, ", akk = e % ", BK, ";"));
+    w_.open("for (int q = 0; q < " + S(PER_A) + "; ++q)");
+    w_.line("int e = lid + q * " + S(block) + ";");
+    w_.line("int amm = e / " + S(BK) + ", akk = e % " + S(BK) + ";");
     w_.line(absl::StrCat(it, " am = m0 + ", idx_cast("amm"), ", ak = ", k0, " + ", idx_cast("akk"), ";"));
     w_.line("unsigned short av = 0;");
     w_.open(absl::StrCat("if (am < ", w_.ilit(M), " && ak < ", w_.ilit(K), ")"));
@@ -167,7 +171,11 @@ int Renderer::contraction_mma(KernelSource* out) {
     w_.line(absl::StrCat("av = ", to_bits, "(", w_.eval(lhs), ");"));
     w_.close();
     w_.line("ra[q] = av;");
-    w_.line(absl::StrCat("int bkk = e / ", BN, ", bnn = e % ", BN, ";"));
+    w_.close();
+    w_.line("#pragma unroll");
+    w_.open("for (int q = 0; q < " + S(PER_B) + "; ++q)");
+    w_.line("int e = lid + q * " + S(block) + ";");
+    w_.line("int bkk = e / " + S(BN) + ", bnn = e % " + S(BN) + ";");
     w_.line(absl::StrCat(it, " bk = ", k0, " + ", idx_cast("bkk"), ", bn = n0 + ", idx_cast("bnn"), ";"));
     w_.line("unsigned short bv = 0;");
     w_.open(absl::StrCat("if (bk < ", w_.ilit(K), " && bn < ", w_.ilit(N), ")"));
@@ -183,37 +191,41 @@ int Renderer::contraction_mma(KernelSource* out) {
   load_slice(w_.ilit(0));
   w_.open(absl::StrCat("for (", it, " k0 = ", w_.ilit(0), "; k0 < ", w_.ilit(K), "; k0 += ", w_.ilit(BK), ")"));
   w_.line("#pragma unroll");
-  w_.open(absl::StrCat("for (int q = 0; q < ", PER, "; ++q)"));
-  w_.line(absl::StrCat("int e = lid + q * ", block, ";"));
-  w_.line(absl::StrCat("As[(e / ", BK, ") * ", LD, " + e % ", BK, "] = ra[q];"));
-  w_.line(absl::StrCat("Bs[(e % ", BN, ") * ", LD, " + e / ", BN, "] = rb[q];"));
+  w_.open("for (int q = 0; q < " + S(PER_A) + "; ++q)");
+  w_.line("int e = lid + q * " + S(block) + ";");
+  w_.line("As[(e / " + S(BK) + ") * " + S(LD) + " + e % " + S(BK) + "] = ra[q];");
+  w_.close();
+  w_.line("#pragma unroll");
+  w_.open("for (int q = 0; q < " + S(PER_B) + "; ++q)");
+  w_.line("int e = lid + q * " + S(block) + ";");
+  w_.line("Bs[(e % " + S(BN) + ") * " + S(LD) + " + e / " + S(BN) + "] = rb[q];");
   w_.close();
   w_.line("__syncthreads();");
   w_.open(absl::StrCat("if (k0 + ", w_.ilit(BK), " < ", w_.ilit(K), ")"));
   load_slice(absl::StrCat("(k0 + ", w_.ilit(BK), ")"));
   w_.close();
   w_.line("#pragma unroll");
-  w_.open(absl::StrCat("for (int ks = 0; ks < ", BK, "; ks += 16)"));
-  w_.line("unsigned a[4][4], b[4][2];");
+  w_.open("for (int ks = 0; ks < " + S(BK) + "; ks += 16)");
+  w_.line("unsigned a[" + S(MI) + "][4], b[" + S(NJ) + "][2];");
   w_.line("#pragma unroll");
-  w_.open("for (int i = 0; i < 4; ++i)");
-  w_.line(absl::StrCat("int base = (wm * 64 + i * 16 + g) * ", LD, " + ks + tg * 2;"));
+  w_.open("for (int i = 0; i < " + S(MI) + "; ++i)");
+  w_.line("int base = (wm * " + S(WM) + " + i * 16 + g) * " + S(LD) + " + ks + tg * 2;");
   w_.line("a[i][0] = *reinterpret_cast<const unsigned*>(&As[base]);");
-  w_.line(absl::StrCat("a[i][1] = *reinterpret_cast<const unsigned*>(&As[base + 8 * ", LD, "]);"));
+  w_.line("a[i][1] = *reinterpret_cast<const unsigned*>(&As[base + 8 * " + S(LD) + "]);");
   w_.line("a[i][2] = *reinterpret_cast<const unsigned*>(&As[base + 8]);");
-  w_.line(absl::StrCat("a[i][3] = *reinterpret_cast<const unsigned*>(&As[base + 8 * ", LD, " + 8]);"));
+  w_.line("a[i][3] = *reinterpret_cast<const unsigned*>(&As[base + 8 * " + S(LD) + " + 8]);");
   w_.close();
   w_.line("#pragma unroll");
-  w_.open("for (int j = 0; j < 4; ++j)");
-  w_.line(absl::StrCat("int base = (wn * 32 + j * 8 + g) * ", LD, " + ks + tg * 2;"));
+  w_.open("for (int j = 0; j < " + S(NJ) + "; ++j)");
+  w_.line("int base = (wn * " + S(WN) + " + j * 8 + g) * " + S(LD) + " + ks + tg * 2;");
   w_.line("b[j][0] = *reinterpret_cast<const unsigned*>(&Bs[base]);");
   w_.line("b[j][1] = *reinterpret_cast<const unsigned*>(&Bs[base + 8]);");
   w_.close();
   w_.line("#pragma unroll");
-  w_.open("for (int i = 0; i < 4; ++i)");
+  w_.open("for (int i = 0; i < " + S(MI) + "; ++i)");
   w_.line("#pragma unroll");
-  w_.open("for (int j = 0; j < 4; ++j)");
-  w_.line("float* d = &acc[(i * 4 + j) * 4];");
+  w_.open("for (int j = 0; j < " + S(NJ) + "; ++j)");
+  w_.line("float* d = &acc[(i * " + S(NJ) + " + j) * 4];");
   w_.line(absl::StrCat("asm volatile(\"", mma, " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" "
                        ": \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) "
                        ": \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), \"r\"(b[j][0]), \"r\"(b[j][1]));"));
@@ -222,22 +234,30 @@ int Renderer::contraction_mma(KernelSource* out) {
   w_.close();
   w_.line("__syncthreads();");
   w_.close();
-  // Epilogue: thread (g, tg) owns rows g and g+8, columns 2tg and 2tg+1 of every 16x8 tile.
+  // Epilogue: the accumulators go through shared memory (thread (g, tg) holds rows g and g+8,
+  // columns 2tg and 2tg+1 of every 16x8 tile), then every thread applies the elementwise
+  // epilogue to consecutive outputs: coalesced stores and no unrolled copy of the epilogue.
   w_.line("#pragma unroll");
-  w_.open("for (int q = 0; q < 64; ++q)");
-  w_.line("int i = q >> 4, j = (q >> 2) & 3, cc = q & 3;");
-  w_.line(absl::StrCat(it, " om = m0 + ", idx_cast("wm * 64 + i * 16 + g + (cc >= 2 ? 8 : 0)"), ";"));
-  w_.line(absl::StrCat(it, " on = n0 + ", idx_cast("wn * 32 + j * 8 + tg * 2 + (cc & 1)"), ";"));
+  w_.open("for (int q = 0; q < " + S(ACC) + "; ++q)");
+  w_.line("int i = q / " + S(NJ * 4) + ", j = (q / 4) % " + S(NJ) + ", cc = q & 3;");
+  w_.line("Cs[(wm * " + S(WM) + " + i * 16 + g + (cc >= 2 ? 8 : 0)) * " + S(BN) + " + wn * " + S(WN) +
+          " + j * 8 + tg * 2 + (cc & 1)] = acc[q];");
+  w_.close();
+  w_.line("__syncthreads();");
+  w_.open("for (int e = lid; e < " + S(BM * BN) + "; e += " + S(block) + ")");
+  w_.line(absl::StrCat(it, " om = m0 + ", idx_cast("e / " + S(BN)), ";"));
+  w_.line(absl::StrCat(it, " on = n0 + ", idx_cast("e % " + S(BN)), ";"));
   w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
   w_.set_axis(c.m_axis, "om");
   w_.set_axis(c.n_axis, "on");
-  w_.bind(c.reduce, "acc[q]");
-  for (const ir::Store& s : k_.stores) w_.store(s);
+  w_.bind(c.reduce, "Cs[e]");
+  for (const ir::Store& st : k_.stores) w_.store(st);
   w_.close();
   w_.close();
+  w_.line("__syncthreads();");
   w_.close();
   out->grid[0] = groups_for(tiles, 1);
-  out->strategy = "contraction: tensor cores (mma.sync m16n8k16), 128x128 tiles, 32-deep k slices";
+  out->strategy = "contraction: tensor cores (mma.sync m16n8k16), 128x64 tiles of 8 warps (32x32 each), 32-deep k slices";
   return block;
 }
 

@@ -16,8 +16,14 @@ using ir::Op;
 
 KernelWriter::KernelWriter(const ir::Program& p, const ir::Kernel& k, const DialectOps& d)
     : p_(p), k_(k), d_(d), axis_(k.shape.size()) {
-  // 64-bit index arithmetic only when some buffer or the iteration space needs it.
-  int64_t biggest = shape_numel(k.shape);
+  // 64-bit index arithmetic only when some buffer or an iterated range needs it (a contraction
+  // never walks its flattened M*N*K space, only the axes themselves).
+  int64_t biggest = 1;
+  if (k.contraction.reduce >= 0) {
+    for (int64_t d : k.shape) biggest = std::max(biggest, d * 256);  // tile counters stay small
+  } else {
+    biggest = shape_numel(k.shape);
+  }
   for (const ir::BufferDesc& b : p.buffers) biggest = std::max(biggest, shape_numel(b.shape));
   wide_ = biggest >= (int64_t(1) << 31) - 1;
   scopes_.emplace_back();

@@ -1,5 +1,6 @@
 // Context memory: one VkBuffer + VkDeviceMemory per allocation, freed only once the GPU is done
-// with it. Device buffers are recycled by size (results are allocated fresh on every run).
+// with it. Device buffers are recycled by size in stream order (results are allocated fresh on
+// every run, so a replay loop must not allocate device memory each time).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -10,7 +11,7 @@
 namespace kiln::runtime::vk {
 namespace {
 
-constexpr VkDeviceSize kReuseLimit = VkDeviceSize(256) << 20;  // bytes kept for reuse
+constexpr VkDeviceSize kReuseLimit = VkDeviceSize(2) << 30;  // bytes kept for reuse
 
 // Rounds up to 1/8 of the enclosing power of two (at most 12.5% waste), so buffers recycle.
 VkDeviceSize size_class(VkDeviceSize n) {
@@ -61,7 +62,8 @@ absl::StatusOr<Allocation> Context::allocate(VkDeviceSize bytes, MemoryUse use) 
   }
   auto a = allocate_new(bytes, use);
   if (a.ok() || !absl::IsResourceExhausted(a.status())) return a;
-  // Out of memory: give back what the reuse pool holds and try once more.
+  // Out of memory: let the GPU finish what uses the pooled buffers, give them back, try once more.
+  wait(last_submitted()).IgnoreError();
   {
     std::lock_guard<std::mutex> lock(memory_mu_);
     drop_reuse_pool();
@@ -145,23 +147,31 @@ void Context::collect() {
   std::lock_guard<std::mutex> lock(memory_mu_);
   size_t keep = 0;
   for (auto& r : retired_) {
+    Allocation& a = r.second;
+    // A device buffer is reusable at once, GPU still busy or not: it carries ready_after, and
+    // whoever uses it next waits on the GPU for that value first (stream-ordered reuse). Only
+    // freeing it has to wait for the GPU.
+    if (a.use == MemoryUse::kDevice && reuse_bytes_ + a.size <= kReuseLimit) {
+      reuse_bytes_ += a.size;
+      reuse_.emplace(a.size, a);
+      continue;
+    }
     if (r.first > done) {
       retired_[keep++] = r;
       continue;
     }
-    Allocation& a = r.second;
-    if (a.use == MemoryUse::kDevice && reuse_bytes_ + a.size <= kReuseLimit) {
-      reuse_bytes_ += a.size;
-      reuse_.emplace(a.size, a);
-    } else {
-      destroy(a);
-    }
+    destroy(a);
   }
   retired_.resize(keep);
 }
 
 void Context::drop_reuse_pool() {
-  for (auto& [size, a] : reuse_) destroy(a);
+  // Pooled buffers may still be in use by the GPU (stream-ordered reuse): free only finished ones.
+  uint64_t done = completed();
+  for (auto& [size, a] : reuse_) {
+    if (a.ready_after > done) retired_.emplace_back(a.ready_after, a);
+    else destroy(a);
+  }
   reuse_.clear();
   reuse_bytes_ = 0;
 }
