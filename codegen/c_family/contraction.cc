@@ -156,50 +156,111 @@ int Renderer::contraction_mma(KernelSource* out) {
   w_.line(absl::StrCat(it, " n0 = ntile * ", w_.ilit(BN), ";"));
   w_.line("#pragma unroll");
   w_.line("for (int q = 0; q < " + S(ACC) + "; ++q) acc[q] = 0.0f;");
+  // An operand that is a plain load of a 16-bit buffer, contiguous along `vec_axis` from a
+  // 16-byte aligned start, is staged 8 elements at a time with 16-byte loads (no per-element
+  // address arithmetic or conversions).
+  auto vectorizable = [&](KNodeId id, int vec_axis) {
+    const ir::KNode& n = k_.nodes[id];
+    if (n.op != Op::kLoad || n.map.views.size() != 1 || n.map.has_mask()) return false;
+    const ir::View& v = n.map.views[0];
+    if (v.strides[vec_axis] != 1 || v.offset % 8 != 0) return false;
+    for (size_t d = 0; d < v.strides.size(); ++d)
+      if (int(d) != vec_axis && v.strides[d] % 8 != 0) return false;
+    return p_.buffers[n.buffer].dtype == k_.nodes[id].dtype;
+  };
+  bool fast_a = vectorizable(lhs, c.k_axis) && M % BM == 0 && K % BK == 0;
+  bool fast_b = vectorizable(rhs, c.n_axis) && N % BN == 0 && K % BK == 0;
+  if (fast_a) w_.line("uint4 va[" + S(BM * BK / 8 / block) + "];");
+  if (fast_b) w_.line("uint4 vb[" + S(BK * BN / 8 / block) + "];");
   // Loads one k slice of both operands into registers (16-bit patterns, zero outside).
   auto load_slice = [&](const std::string& k0) {
-    w_.line("#pragma unroll");
-    w_.open("for (int q = 0; q < " + S(PER_A) + "; ++q)");
-    w_.line("int e = lid + q * " + S(block) + ";");
-    w_.line("int amm = e / " + S(BK) + ", akk = e % " + S(BK) + ";");
-    w_.line(absl::StrCat(it, " am = m0 + ", idx_cast("amm"), ", ak = ", k0, " + ", idx_cast("akk"), ";"));
-    w_.line("unsigned short av = 0;");
-    w_.open(absl::StrCat("if (am < ", w_.ilit(M), " && ak < ", w_.ilit(K), ")"));
-    w_.set_axis(c.m_axis, "am");
-    w_.set_axis(c.k_axis, "ak");
-    w_.clear_axis(c.n_axis);
-    w_.line(absl::StrCat("av = ", to_bits, "(", w_.eval(lhs), ");"));
-    w_.close();
-    w_.line("ra[q] = av;");
-    w_.close();
-    w_.line("#pragma unroll");
-    w_.open("for (int q = 0; q < " + S(PER_B) + "; ++q)");
-    w_.line("int e = lid + q * " + S(block) + ";");
-    w_.line("int bkk = e / " + S(BN) + ", bnn = e % " + S(BN) + ";");
-    w_.line(absl::StrCat(it, " bk = ", k0, " + ", idx_cast("bkk"), ", bn = n0 + ", idx_cast("bnn"), ";"));
-    w_.line("unsigned short bv = 0;");
-    w_.open(absl::StrCat("if (bk < ", w_.ilit(K), " && bn < ", w_.ilit(N), ")"));
-    w_.set_axis(c.n_axis, "bn");
-    w_.set_axis(c.k_axis, "bk");
-    w_.clear_axis(c.m_axis);
-    w_.line(absl::StrCat("bv = ", to_bits, "(", w_.eval(rhs), ");"));
-    w_.close();
-    w_.line("rb[q] = bv;");
-    w_.close();
+    if (fast_a) {
+      w_.line("#pragma unroll");
+      w_.open("for (int q = 0; q < " + S(BM * BK / 8 / block) + "; ++q)");
+      w_.line("int e = lid + q * " + S(block) + ";");
+      w_.line(absl::StrCat(it, " am = m0 + ", idx_cast("e / " + S(BK / 8)), ", ak = ", k0, " + ", idx_cast("(e % " + S(BK / 8) + ") * 8"), ";"));
+      w_.set_axis(c.m_axis, "am");
+      w_.set_axis(c.k_axis, "ak");
+      w_.clear_axis(c.n_axis);
+      w_.line(absl::StrCat("va[q] = *reinterpret_cast<const uint4*>(b", k_.nodes[lhs].buffer, " + ",
+                           w_.element_index(k_.nodes[lhs].map), ");"));
+      w_.close();
+    } else {
+      w_.line("#pragma unroll");
+      w_.open("for (int q = 0; q < " + S(PER_A) + "; ++q)");
+      w_.line("int e = lid + q * " + S(block) + ";");
+      w_.line("int amm = e / " + S(BK) + ", akk = e % " + S(BK) + ";");
+      w_.line(absl::StrCat(it, " am = m0 + ", idx_cast("amm"), ", ak = ", k0, " + ", idx_cast("akk"), ";"));
+      w_.line("unsigned short av = 0;");
+      w_.open(absl::StrCat("if (am < ", w_.ilit(M), " && ak < ", w_.ilit(K), ")"));
+      w_.set_axis(c.m_axis, "am");
+      w_.set_axis(c.k_axis, "ak");
+      w_.clear_axis(c.n_axis);
+      w_.line(absl::StrCat("av = ", to_bits, "(", w_.eval(lhs), ");"));
+      w_.close();
+      w_.line("ra[q] = av;");
+      w_.close();
+    }
+    if (fast_b) {
+      w_.line("#pragma unroll");
+      w_.open("for (int q = 0; q < " + S(BK * BN / 8 / block) + "; ++q)");
+      w_.line("int e = lid + q * " + S(block) + ";");
+      w_.line(absl::StrCat(it, " bk = ", k0, " + ", idx_cast("e / " + S(BN / 8)), ", bn = n0 + ", idx_cast("(e % " + S(BN / 8) + ") * 8"), ";"));
+      w_.set_axis(c.n_axis, "bn");
+      w_.set_axis(c.k_axis, "bk");
+      w_.clear_axis(c.m_axis);
+      w_.line(absl::StrCat("vb[q] = *reinterpret_cast<const uint4*>(b", k_.nodes[rhs].buffer, " + ",
+                           w_.element_index(k_.nodes[rhs].map), ");"));
+      w_.close();
+    } else {
+      w_.line("#pragma unroll");
+      w_.open("for (int q = 0; q < " + S(PER_B) + "; ++q)");
+      w_.line("int e = lid + q * " + S(block) + ";");
+      w_.line("int bkk = e / " + S(BN) + ", bnn = e % " + S(BN) + ";");
+      w_.line(absl::StrCat(it, " bk = ", k0, " + ", idx_cast("bkk"), ", bn = n0 + ", idx_cast("bnn"), ";"));
+      w_.line("unsigned short bv = 0;");
+      w_.open(absl::StrCat("if (bk < ", w_.ilit(K), " && bn < ", w_.ilit(N), ")"));
+      w_.set_axis(c.n_axis, "bn");
+      w_.set_axis(c.k_axis, "bk");
+      w_.clear_axis(c.m_axis);
+      w_.line(absl::StrCat("bv = ", to_bits, "(", w_.eval(rhs), ");"));
+      w_.close();
+      w_.line("rb[q] = bv;");
+      w_.close();
+    }
     w_.clear_axis(c.k_axis);
   };
   load_slice(w_.ilit(0));
   w_.open(absl::StrCat("for (", it, " k0 = ", w_.ilit(0), "; k0 < ", w_.ilit(K), "; k0 += ", w_.ilit(BK), ")"));
-  w_.line("#pragma unroll");
-  w_.open("for (int q = 0; q < " + S(PER_A) + "; ++q)");
-  w_.line("int e = lid + q * " + S(block) + ";");
-  w_.line("As[(e / " + S(BK) + ") * " + S(LD) + " + e % " + S(BK) + "] = ra[q];");
-  w_.close();
-  w_.line("#pragma unroll");
-  w_.open("for (int q = 0; q < " + S(PER_B) + "; ++q)");
-  w_.line("int e = lid + q * " + S(block) + ";");
-  w_.line("Bs[(e % " + S(BN) + ") * " + S(LD) + " + e / " + S(BN) + "] = rb[q];");
-  w_.close();
+  if (fast_a) {
+    w_.line("#pragma unroll");
+    w_.open("for (int q = 0; q < " + S(BM * BK / 8 / block) + "; ++q)");
+    w_.line("int e = lid + q * " + S(block) + ";");
+    w_.line("*reinterpret_cast<uint4*>(&As[(e / " + S(BK / 8) + ") * " + S(LD) + " + (e % " + S(BK / 8) + ") * 8]) = va[q];");
+    w_.close();
+  } else {
+    w_.line("#pragma unroll");
+    w_.open("for (int q = 0; q < " + S(PER_A) + "; ++q)");
+    w_.line("int e = lid + q * " + S(block) + ";");
+    w_.line("As[(e / " + S(BK) + ") * " + S(LD) + " + e % " + S(BK) + "] = ra[q];");
+    w_.close();
+  }
+  if (fast_b) {
+    w_.line("#pragma unroll");
+    w_.open("for (int q = 0; q < " + S(BK * BN / 8 / block) + "; ++q)");
+    w_.line("int e = lid + q * " + S(block) + ";");
+    w_.line("int kk = e / " + S(BN / 8) + ", nv = (e % " + S(BN / 8) + ") * 8;");
+    w_.line("const unsigned short* h = reinterpret_cast<const unsigned short*>(&vb[q]);");
+    w_.line("#pragma unroll");
+    w_.line("for (int t = 0; t < 8; ++t) Bs[(nv + t) * " + S(LD) + " + kk] = h[t];");
+    w_.close();
+  } else {
+    w_.line("#pragma unroll");
+    w_.open("for (int q = 0; q < " + S(PER_B) + "; ++q)");
+    w_.line("int e = lid + q * " + S(block) + ";");
+    w_.line("Bs[(e % " + S(BN) + ") * " + S(LD) + " + e / " + S(BN) + "] = rb[q];");
+    w_.close();
+  }
   w_.line("__syncthreads();");
   w_.open(absl::StrCat("if (k0 + ", w_.ilit(BK), " < ", w_.ilit(K), ")"));
   load_slice(absl::StrCat("(k0 + ", w_.ilit(BK), ")"));

@@ -54,6 +54,16 @@ TEST(Matmul, DtypesAndTransposedOperands) {
   EXPECT_MATCHES_REFERENCE({matmul(h, g), matmul(h.cast(float16), g.cast(float16))}, {3e-2, 3e-2});
 }
 
+TEST(Matmul, HalfPrecisionTilesWithEpilogues) {
+  // Shapes that fill whole 128x64x32 tiles (GPU tensor-core kernels take their vectorized path)
+  // and ones that do not, transposed operands, and an epilogue.
+  Tensor a = random_tensor({256, 96}, bfloat16, 20), b = random_tensor({96, 128}, bfloat16, 21);
+  Tensor bias = random_tensor({128}, bfloat16, 22);
+  Tensor c = random_tensor({130, 40}, float16, 23), d = random_tensor({40, 70}, float16, 24);
+  Tensor bt = random_tensor({128, 96}, bfloat16, 25);
+  EXPECT_MATCHES_REFERENCE({gelu(matmul(a, b) + bias, true), matmul(c, d), matmul(a, bt.t())}, {3e-2, 3e-2});
+}
+
 TEST(Matmul, EpilogueAndPrologueValues) {
   Tensor x = random_tensor({33, 64}, float32, 15);
   Tensor w1 = random_tensor({64, 48}, float32, 16, -0.2, 0.2);
