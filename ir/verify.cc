@@ -136,6 +136,8 @@ absl::Status check_movement(const Graph& g, const Node& n) {
       return absl::OkStatus();
     case Op::kConcat: {
       if (n.ints.size() != 1 || n.ints[0] < 0 || n.ints[0] >= int64_t(r)) return err(n, "bad axis");
+      // Before the per-operand loop, which indexes the result shape by the operands' rank.
+      if (n.shape.size() != r) return err(n, "result rank differs from the operands' rank");
       int64_t axis = n.ints[0], total = 0;
       for (NodeId id : n.inputs) {
         const Node& x = g.node(id);

@@ -74,6 +74,10 @@ TEST(BadIrText, ErrorsNameLineColumnAndWhatWasExpected) {
       {"graph {\n  %0 = input 1 : f32[2]\n  output %0\n}", "invalid graph: input position 0 is missing"},
       {"graph {\n  %0 = input 0 : f32[2]\n  %1 = slice %0 start_step=[5,1] : f32[2]\n  output %1\n}",
        "3:3: slice: slice of axis 0 out of bounds for shape [2]"},
+      // Found by kiln_parse_fuzzer: the verifier indexed a concat's result shape by the operands'
+      // rank before comparing the ranks (an out-of-bounds read).
+      {"graph {\n  %0 = input 0 : u8[2,3]\n  %1 = concat %0, %0 axis=1 : u8[]\n  output %1\n}",
+       "3:3: concat: result rank differs from the operands' rank"},
       {"graph {\n  %0 = input 0 : f32[2]\n  %1 = exp \xff\xfe : f32[2]\n  output %1\n}",
        "3:12: expected ':' before the type"},
       {std::string("graph {\n  %0 = input 0 : f32[2]\0\n  output %0\n}", 41), "2:24: expected end of line"},
