@@ -105,14 +105,19 @@ double kiln_erf_d(double x) {
   return x < 0.0lf ? -r : r;
 }
 double kiln_pow_d(double x, double y) {
+  // C's pow: GLSL leaves pow undefined for x <= 0 and NaN, and has no double pow at all.
   if (y == 0.0lf || x == 1.0lf) return 1.0lf;
   if (isnan(x) || isnan(y)) return kiln_nan_d();
+  double ax = abs(x);
+  if (isinf(y)) return ax == 1.0lf ? 1.0lf : ((ax > 1.0lf) == (y > 0.0lf) ? kiln_inf_d() : 0.0lf);
   bool yint = floor(y) == y;
-  if (x == 0.0lf) return y > 0.0lf ? 0.0lf : kiln_inf_d();
   if (x < 0.0lf && !yint) return kiln_nan_d();
-  double r = kiln_exp_d(y * kiln_log_d(abs(x)));
   bool odd = yint && abs(y) < 9.0e15lf && mod(abs(y), 2.0lf) == 1.0lf;
-  return (x < 0.0lf && odd) ? -r : r;
+  double r = ax == 0.0lf ? (y > 0.0lf ? 0.0lf : kiln_inf_d())
+           : isinf(ax) ? (y > 0.0lf ? kiln_inf_d() : 0.0lf)
+           : kiln_exp_d(y * kiln_log_d(ax));
+  bool neg = (unpackDouble2x32(x).y >> 31) != 0u;
+  return (neg && odd) ? -r : r;
 }
 )";
 
@@ -257,6 +262,23 @@ float kiln_erf(float x) {
   float r = ax < 1.0 ? s : (x < 0.0 ? -l : l);
   return isnan(x) ? x : r;
 }
+float kiln_pow(float x, float y) {
+  // C's pow: GLSL's pow is undefined for x <= 0 and NaN.
+  if (y == 0.0 || x == 1.0) return 1.0;
+  if (isnan(x) || isnan(y)) return uintBitsToFloat(0x7fc00000u);
+  float ax = abs(x);
+  if (isinf(y)) return ax == 1.0 ? 1.0 : ((ax > 1.0) == (y > 0.0) ? uintBitsToFloat(0x7f800000u) : 0.0);
+  bool yint = floor(y) == y;
+  if (x < 0.0 && !yint) return uintBitsToFloat(0x7fc00000u);
+  bool odd = yint && abs(y) < 16777216.0 && mod(abs(y), 2.0) == 1.0;
+  bool sub = (floatBitsToUint(ax) & 0x7f800000u) == 0u;
+  float r = ax == 0.0 ? (y > 0.0 ? 0.0 : uintBitsToFloat(0x7f800000u))
+          : isinf(ax) ? (y > 0.0 ? uintBitsToFloat(0x7f800000u) : 0.0)
+          : sub ? exp(y * kiln_log(ax)) : pow(ax, y);
+  return ((floatBitsToUint(x) >> 31) != 0u && odd) ? -r : r;
+}
+int64_t kiln_sext64(int x) { return packInt2x32(ivec2(x, x >> 31)); }
+int64_t kiln_zext64(int x) { return packInt2x32(ivec2(x, 0)); }
 int kiln_sat_i32(float v) { return isnan(v) ? 0 : v >= 2147483648.0 ? 2147483647 : v <= -2147483648.0 ? (-2147483647 - 1) : int(v); }
 int64_t kiln_sat_i64(float v) { return isnan(v) ? 0l : v >= 9.2233720368547758e18 ? 9223372036854775807l : v <= -9.2233720368547758e18 ? (-9223372036854775807l - 1l) : int64_t(v); }
 )";
@@ -373,7 +395,7 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
       case ir::Op::kMul: return bin("*");
       case ir::Op::kDiv: return absl::StrCat("(", a[0], " / ", a[1], ")");
       case ir::Op::kPow:
-        return d ? absl::StrCat("kiln_pow_d(", a[0], ", ", a[1], ")") : absl::StrCat("pow(", a[0], ", ", a[1], ")");
+        return d ? absl::StrCat("kiln_pow_d(", a[0], ", ", a[1], ")") : absl::StrCat("kiln_pow(", a[0], ", ", a[1], ")");
       case ir::Op::kMax:
         if (f) return absl::StrCat("kiln_max(", a[0], ", ", a[1], ")");
         if (t == DType::kBool) return absl::StrCat("(", a[0], " || ", a[1], ")");
@@ -411,6 +433,9 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
                       : to == DType::kInt8 ? "kiln_sat_i8" : "kiln_sat_u8";
       return absl::StrCat(f, "(", v, ")");
     }
+    // Widening to int64 through packInt2x32 instead of int64_t(x): Mesa 22's lavapipe gets
+    // `c < int64_t(x)` (constant c) wrong, answering `int64_t(x) < c` (kiln_fuzz found it).
+    if (to == DType::kInt64) return absl::StrCat(from == DType::kUInt8 ? "kiln_zext64(int(" : "kiln_sext64(int(", v, "))");
     return absl::StrCat(type(to), "(", v, ")");
   }
 

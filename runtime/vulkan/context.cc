@@ -72,6 +72,7 @@ absl::StatusOr<std::shared_ptr<Context>> Context::create(const ContextOptions& o
   c->cache_dir = o.cache_dir;
   if (absl::Status s = c->create_instance(o); !s.ok()) return s;
   if (absl::Status s = c->create_device(o); !s.ok()) return s;
+  track_device(c->device, &c->queue_mu_);
   watch_process_exit();
   return c;
 }
@@ -205,6 +206,7 @@ absl::Status Context::create_device(const ContextOptions& o) {
 
 Context::~Context() {
   if (process_exiting()) return;  // the OS reclaims it all (see vk_api.h)
+  if (device) untrack_device(device);
   if (device) vkDeviceWaitIdle(device);
   {
     std::lock_guard<std::mutex> lock(memory_mu_);

@@ -123,7 +123,7 @@ class Context {
   absl::Status create_device(const ContextOptions& o);
   absl::StatusOr<Allocation> allocate_new(VkDeviceSize bytes, MemoryUse use);
   void destroy(Allocation& a);
-  void drop_reuse_pool();
+  void drop_reuse_pool();  // the GPU must be idle
 
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;

@@ -252,6 +252,13 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
   auto v = ctx_->submit(s->cb, after, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
   if (!v.ok()) return v.status();
   s->value = last_value_ = *v;
+  if (!ran_once_ && ctx_->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    // The driver compiles the pipelines on this first dispatch: let it finish, then re-arm the
+    // exit hook behind the statics it built (see rearm_exit_hook).
+    if (absl::Status st = ctx_->wait(*v); !st.ok()) return st;
+    rearm_exit_hook();
+  }
+  ran_once_ = true;
   for (VulkanBuffer* b : in) b->note_read(*v);
   for (VulkanBuffer* b : out) b->note_write(*v);
   if (s->queries) print_profile(s);

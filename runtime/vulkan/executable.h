@@ -71,6 +71,7 @@ class VulkanExecutable : public Executable {
   std::mutex mu_;
   std::vector<std::unique_ptr<Slot>> slots_;
   uint64_t last_value_ = 0;  // last run (it used the arena)
+  bool ran_once_ = false;    // mu_ held
 };
 
 }  // namespace kiln::runtime::vk

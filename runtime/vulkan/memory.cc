@@ -166,12 +166,9 @@ void Context::collect() {
 }
 
 void Context::drop_reuse_pool() {
-  // Pooled buffers may still be in use by the GPU (stream-ordered reuse): free only finished ones.
-  uint64_t done = completed();
-  for (auto& [size, a] : reuse_) {
-    if (a.ready_after > done) retired_.emplace_back(a.ready_after, a);
-    else destroy(a);
-  }
+  // Pooled buffers may be in use by queued GPU work (stream-ordered reuse): callers make the GPU
+  // idle first (the out-of-memory path waits for every submission, the destructor for the device).
+  for (auto& [size, a] : reuse_) destroy(a);
   reuse_.clear();
   reuse_bytes_ = 0;
 }

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -49,7 +51,39 @@ absl::Status load_loader() {
 
 namespace {
 std::atomic<bool> exiting{false};
+
+struct Tracked {
+  std::mutex mu;
+  std::vector<std::pair<VkDevice, std::mutex*>> devices;
+};
+Tracked& tracked() {
+  static Tracked* t = new Tracked();  // never destroyed: the exit hook uses it
+  return *t;
+}
+
+void drain_devices_at_exit() {
+  // Armed several times (see rearm_exit_hook); only the last registration, which runs first, drains.
+  if (exiting.exchange(true)) return;
+  Tracked& t = tracked();
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (auto& [device, queue_mu] : t.devices) {
+    std::lock_guard<std::mutex> q(*queue_mu);
+    vkDeviceWaitIdle(device);
+  }
+}
 }  // namespace
+
+void track_device(VkDevice device, std::mutex* queue_mu) {
+  Tracked& t = tracked();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.devices.emplace_back(device, queue_mu);
+}
+
+void untrack_device(VkDevice device) {
+  Tracked& t = tracked();
+  std::lock_guard<std::mutex> lock(t.mu);
+  std::erase_if(t.devices, [&](const auto& d) { return d.first == device; });
+}
 
 bool process_exiting() { return exiting.load(); }
 
@@ -57,8 +91,10 @@ void watch_process_exit() {
   // Registered after the driver and layers registered their own finalizers, so it runs before
   // the destructors of anything kiln built earlier (the device registry) and after theirs.
   static std::once_flag once;
-  std::call_once(once, [] { std::atexit([] { exiting = true; }); });
+  std::call_once(once, [] { std::atexit(drain_devices_at_exit); });
 }
+
+void rearm_exit_hook() { std::atexit(drain_devices_at_exit); }
 
 absl::Status load_instance_functions(VkInstance instance) {
   static std::mutex mu;

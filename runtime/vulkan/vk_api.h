@@ -3,6 +3,8 @@
 // start. Every function is a pointer in namespace kiln::runtime::vk with its Vulkan name.
 #pragma once
 
+#include <mutex>
+
 #ifndef VK_NO_PROTOTYPES
 #define VK_NO_PROTOTYPES
 #endif
@@ -106,6 +108,17 @@ absl::Status load_instance_functions(VkInstance instance);
 // into them from a static destructor crashes (seen with the validation layer on NVIDIA).
 bool process_exiting();
 // Registers the hook that sets process_exiting(); call once the loader has loaded the driver.
+// The hook also waits until every tracked device is idle: a driver may still be executing queued
+// work on its own threads (lavapipe compiles shaders there), and the driver's finalizers, which
+// run right after the hook, would pull its state from under them.
 void watch_process_exit();
+// Registers the hook again, so it runs before the finalizers of everything the driver built so
+// far. A CPU driver (lavapipe) compiles a pipeline with LLVM on its queue thread at the first
+// dispatch and builds LLVM's function-local statics there; a hook registered before them would
+// drain the device after those statics were destroyed (hangs and crashes at exit).
+void rearm_exit_hook();
+// Devices the exit hook drains; `queue_mu` guards the device's queue and is held while waiting.
+void track_device(VkDevice device, std::mutex* queue_mu);
+void untrack_device(VkDevice device);
 
 }  // namespace kiln::runtime::vk

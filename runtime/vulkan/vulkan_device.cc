@@ -90,6 +90,11 @@ class VulkanDevice : public Device {
     return s.ok() ? validation_status() : s;
   }
   absl::StatusOr<std::unique_ptr<Executable>> compile(const ir::Program& p) override {
+    // GLSL indexes buffers with 32-bit unsigned integers (see dialect_glsl.cc).
+    for (const ir::BufferDesc& b : p.buffers)
+      if (shape_numel(b.shape) > (int64_t(1) << 32))
+        return absl::UnimplementedError(absl::StrCat("vulkan: a tensor of ", shape_numel(b.shape), " elements (", shape_str(b.shape),
+                                                     ") is over the Vulkan backend's limit of 2^32 elements per tensor"));
     auto rendered = codegen::gpu::render(p, codegen::gpu::Dialect::kGlsl, ctx_->target);
     if (!rendered.ok()) return rendered.status();
     return compile_rendered(p, *rendered);

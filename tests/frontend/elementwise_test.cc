@@ -180,5 +180,42 @@ TEST(Elementwise, InfOrNanTimesZeroIsNan) {
   EXPECT_EQ(v[3], 0.0f);
 }
 
+TEST(Elementwise, PowFollowsCForSpecialOperands) {
+  // GLSL's pow is undefined for x <= 0 and NaN; kiln gives C's pow everywhere.
+  const float nan = NAN, inf = INFINITY;
+  std::vector<float> xs = {nan, nan, 1.0f, -2.0f, -2.0f, -2.0f, 0.0f, -0.0f, 0.0f, -0.0f, -1.0f, 0.5f, 2.0f, -inf, 1e-40f, 3.0f};
+  std::vector<float> ys = {0.0f, 2.0f, nan, 3.0f, 2.0f, 0.5f, -1.0f, -1.0f, 2.0f, 3.0f, inf, -inf, -inf, 3.0f, 0.5f, 2.0f};
+  std::vector<float> want = {1.0f, nan, 1.0f, -8.0f, 4.0f, nan, inf, -inf, 0.0f, -0.0f, 1.0f, inf, 0.0f, -inf, 1e-20f, 9.0f};
+  for (DType t : {float32, float64}) {
+    SCOPED_TRACE(dtype_name(t));
+    Tensor x = from_vector<float>(xs, {int64_t(xs.size())}).cast(t), y = from_vector<float>(ys, {int64_t(ys.size())}).cast(t);
+    std::vector<double> got = pow(x, y).cast(float64).to_vector<double>();
+    for (size_t i = 0; i < want.size(); ++i) {
+      SCOPED_TRACE(::testing::Message() << "pow(" << xs[i] << ", " << ys[i] << ")");
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(got[i]));
+      } else if (std::isinf(want[i])) {
+        EXPECT_EQ(got[i], want[i]);
+      } else {
+        EXPECT_NEAR(got[i], want[i], std::abs(want[i]) * 1e-5);
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i]));
+      }
+    }
+  }
+}
+
+TEST(Elementwise, CompareAConstantWithWidenedIntegers) {
+  // lavapipe (Mesa 22) swapped `c < int64(x)` into `int64(x) < c`; kiln_fuzz found it.
+  Tensor i = arange(0, 5, 1).cast(int32);
+  Tensor wide = i.cast(int64);
+  Tensor c = full({5}, 2, int64);
+  EXPECT_EQ((c < wide).cast(int32).to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 0, 1, 1}));
+  EXPECT_EQ((c <= wide).cast(int32).to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 1, 1, 1}));
+  Tensor small = (i - 2).cast(int8).cast(int64);
+  EXPECT_EQ((full({5}, -1, int64) < small).cast(int32).to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 1, 1, 1}));
+  Tensor u = i.cast(uint8).cast(int64);
+  EXPECT_EQ((c < u).cast(int32).to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 0, 1, 1}));
+}
+
 }  // namespace
 }  // namespace kiln

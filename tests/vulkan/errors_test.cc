@@ -43,6 +43,19 @@ TEST_F(ErrorsTest, OutOfMemoryArenaIsResourceExhaustedAndTheDeviceGoesOn) {
   expect_working(dev_.get());
 }
 
+TEST_F(ErrorsTest, TensorsOverTwoToTheThirtyTwoElementsAreRejectedBeforeAnyWork) {
+  // GLSL indexes with 32-bit integers: a larger tensor would wrap around, so it is an error.
+  ProgramBuilder b;
+  int in = b.input(64), out = b.output((int64_t(1) << 32) + 1);
+  b.map("copy", 64, out, {in}, "x0", {});
+  auto exe = dev_->compile(b.program());
+  ASSERT_FALSE(exe.ok());
+  EXPECT_EQ(exe.status().code(), absl::StatusCode::kUnimplemented) << exe.status();
+  EXPECT_NE(exe.status().message().find("4294967297 elements"), std::string::npos) << exe.status();
+  EXPECT_NE(exe.status().message().find("limit of 2^32 elements"), std::string::npos) << exe.status();
+  expect_working(dev_.get());
+}
+
 TEST_F(ErrorsTest, GlslErrorReportsTheLogAndTheSource) {
   ProgramBuilder b;
   int out = b.output(64);
