@@ -245,9 +245,16 @@ absl::Status verify(const Graph& g) {
   if (g.outputs().empty()) return absl::InvalidArgumentError("graph has no outputs");
   for (NodeId o : g.outputs())
     if (o < 0 || size_t(o) >= g.size()) return absl::InvalidArgumentError(absl::StrCat("output %", o, " out of range"));
-  std::vector<int> seen(g.num_inputs(), 0);
+  // Positions 0..k-1 for k input nodes (checked before num_inputs(), which trusts them).
+  int64_t count = 0;
+  for (const Node& n : g.nodes()) count += n.op == Op::kInput;
   for (const Node& n : g.nodes())
-    if (n.op == Op::kInput) seen[n.ints[0]]++;
+    if (n.op == Op::kInput && n.ints[0] >= count)
+      return absl::InvalidArgumentError(
+          absl::StrCat("input position ", n.ints[0], " is out of range: the graph has ", count, count == 1 ? " input" : " inputs"));
+  std::vector<int> seen(size_t(count), 0);
+  for (const Node& n : g.nodes())
+    if (n.op == Op::kInput) seen[size_t(n.ints[0])]++;
   for (size_t i = 0; i < seen.size(); ++i)
     if (seen[i] != 1)
       return absl::InvalidArgumentError(absl::StrCat("input position ", i, seen[i] ? " appears twice" : " is missing"));

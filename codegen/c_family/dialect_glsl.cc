@@ -263,18 +263,19 @@ float kiln_erf(float x) {
   return isnan(x) ? x : r;
 }
 float kiln_pow(float x, float y) {
-  // C's pow: GLSL's pow is undefined for x <= 0 and NaN.
+  // C's pow: GLSL's pow is undefined for x <= 0 and NaN. |x| is taken from the bits, and a
+  // subnormal |x| goes through kiln_log: devices that flush f32 denormals would read it as 0.
   if (y == 0.0 || x == 1.0) return 1.0;
   if (isnan(x) || isnan(y)) return uintBitsToFloat(0x7fc00000u);
-  float ax = abs(x);
-  if (isinf(y)) return ax == 1.0 ? 1.0 : ((ax > 1.0) == (y > 0.0) ? uintBitsToFloat(0x7f800000u) : 0.0);
+  uint ub = floatBitsToUint(x) & 0x7fffffffu;
+  float ax = uintBitsToFloat(ub);
+  if (isinf(y)) return ub == 0x3f800000u ? 1.0 : ((ub > 0x3f800000u) == (y > 0.0) ? uintBitsToFloat(0x7f800000u) : 0.0);
   bool yint = floor(y) == y;
-  if (x < 0.0 && !yint) return uintBitsToFloat(0x7fc00000u);
+  if ((floatBitsToUint(x) >> 31) != 0u && ub != 0u && !yint) return uintBitsToFloat(0x7fc00000u);
   bool odd = yint && abs(y) < 16777216.0 && mod(abs(y), 2.0) == 1.0;
-  bool sub = (floatBitsToUint(ax) & 0x7f800000u) == 0u;
-  float r = ax == 0.0 ? (y > 0.0 ? 0.0 : uintBitsToFloat(0x7f800000u))
-          : isinf(ax) ? (y > 0.0 ? uintBitsToFloat(0x7f800000u) : 0.0)
-          : sub ? exp(y * kiln_log(ax)) : pow(ax, y);
+  float r = ub == 0u ? (y > 0.0 ? 0.0 : uintBitsToFloat(0x7f800000u))
+          : ub == 0x7f800000u ? (y > 0.0 ? uintBitsToFloat(0x7f800000u) : 0.0)
+          : ub < 0x00800000u ? exp(y * kiln_log(ax)) : pow(ax, y);
   return ((floatBitsToUint(x) >> 31) != 0u && odd) ? -r : r;
 }
 int64_t kiln_sext64(int x) { return packInt2x32(ivec2(x, x >> 31)); }

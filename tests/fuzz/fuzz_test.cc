@@ -3,6 +3,7 @@
 // and the minimizer reduces a failing graph to the op that fails.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <set>
 
 #include "frontend/capture.h"
@@ -16,6 +17,17 @@ namespace kiln::fuzz {
 namespace {
 
 std::string text_of(const GeneratedGraph& g) { return graph_text(g.outputs); }
+
+// The machinery is checked on the CPU backend; a build without it (the GPU bundle) skips.
+class NeedsCpuBackend : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (runtime::get_device("cpu").ok()) return;
+    std::printf("[  SKIPPED ] fuzz_test needs the CPU backend, which this build lacks\n");
+    GTEST_SKIP() << "no CPU backend";
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kNeedsCpu = ::testing::AddGlobalTestEnvironment(new NeedsCpuBackend);
 
 TEST(GraphGen, SameSeedSameGraph) {
   for (uint64_t seed : {1ull, 42ull, 987654321ull}) {

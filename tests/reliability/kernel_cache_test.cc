@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -76,7 +77,10 @@ TEST(KernelCache, CorruptedFilesAreDetectedRecompiledAndRewritten) {
     if (files.empty()) continue;  // this backend has its disk cache turned off
     ++tested;
     ASSERT_GE(kernels, 2);
-    ASSERT_GE(int64_t(files.size()), kernels);  // a backend may keep more there (a pipeline cache)
+    // A file per kernel (Vulkan, which also keeps a pipeline cache there) or one per program
+    // (CUDA compiles every kernel of a program in one NVRTC call).
+    ASSERT_GE(files.size(), 1u);
+    const int64_t min_warnings = std::min<int64_t>(kernels, int64_t(files.size()));
     // Truncate the first file, flip one byte in the middle of every other one.
     for (size_t i = 0; i < files.size(); ++i) {
       std::string data = read_file(files[i]);
@@ -95,7 +99,7 @@ TEST(KernelCache, CorruptedFilesAreDetectedRecompiledAndRewritten) {
     EXPECT_EQ(stats().kernels_compiled, kernels) << err;
     // One warning per corrupted file that was read (at least every kernel's), never two.
     int warnings = count(err, "ignoring corrupted kernel cache file");
-    EXPECT_GE(warnings, kernels) << err;
+    EXPECT_GE(warnings, min_warnings) << err;
     EXPECT_LE(warnings, int(files.size())) << err;
     int named = 0;
     for (const std::string& f : files) {
