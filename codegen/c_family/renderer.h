@@ -370,6 +370,61 @@ class Renderer {
     return r;
   }
 
+  // The inner loads the reductions read, when this thread's share of every one of them fits in
+  // registers (K = ceil(R / block) values each): the row is then read from memory once and every
+  // later pass (the next reduction, the stores) reads registers. Empty when it does not apply.
+  std::vector<KNodeId> row_cached_loads(int64_t K) const {
+    std::vector<KNodeId> loads;
+    if (const char* e = std::getenv("KILN_GPU_ROW_CACHE"); e && std::string(e) == "0") return loads;  // debugging knob
+    if (K > 16) return loads;
+    std::vector<bool> seen(k_.nodes.size(), false);
+    std::vector<KNodeId> stack;
+    for (KNodeId ph : phases_) stack.push_back(k_.nodes[ph].inputs[0]);
+    while (!stack.empty()) {
+      KNodeId id = stack.back();
+      stack.pop_back();
+      if (seen[id] || !k_.nodes[id].inner) continue;
+      seen[id] = true;
+      if (k_.nodes[id].op == Op::kLoad) loads.push_back(id);
+      for (KNodeId in : k_.nodes[id].inputs) stack.push_back(in);
+    }
+    if (int64_t(loads.size()) * K > 48) loads.clear();
+    std::sort(loads.begin(), loads.end());
+    return loads;
+  }
+
+  // Runs `body(rv)` at each of this thread's positions rv along the row (lid + j * block): a
+  // strided loop, or with cached loads K unrolled copies where load i reads register regs[i][j]
+  // (`fill` first loads the registers).
+  void row_positions(const std::string& lid, int64_t R, int block, const std::vector<KNodeId>& loads,
+                     const std::vector<std::vector<std::string>>& regs, bool fill,
+                     const std::function<void(const std::string&)>& body) {
+    if (loads.empty()) {
+      std::string rv = w_.fresh("rr");
+      w_.open(absl::StrCat("for (", w_.idx_t(), " ", rv, " = ", idx_cast(lid), "; ", rv, " < ", w_.ilit(R), "; ", rv,
+                           " += ", w_.ilit(block), ")"));
+      w_.unravel(rv, reduce_axes_);
+      body(rv);
+      w_.close();
+      return;
+    }
+    const int64_t K = ceil_div(R, block);
+    for (int64_t j = 0; j < K; ++j) {
+      std::string rv = w_.fresh("rr");
+      std::string pos = absl::StrCat(idx_cast(lid), " + ", w_.ilit(j * block));
+      if ((j + 1) * block <= R) w_.open("");  // every thread has position j
+      else w_.open(absl::StrCat("if (", pos, " < ", w_.ilit(R), ")"));
+      w_.line(absl::StrCat(w_.idx_t(), " ", rv, " = ", pos, ";"));
+      w_.unravel(rv, reduce_axes_);
+      for (size_t i = 0; i < loads.size(); ++i) {
+        if (fill) w_.line(absl::StrCat(regs[i][j], " = ", w_.eval(loads[i]), ";"));
+        else w_.bind(loads[i], regs[i][j]);
+      }
+      body(rv);
+      w_.close();
+    }
+  }
+
   int row_reduction(KernelSource* out) {
     int64_t R = k_.reduce_count(), O = k_.outer_count();
     int block = int(std::min<int64_t>(std::max<int64_t>(pow2_at_least(ceil_div(R, 8)), 64), std::min(t_.max_workgroup, 1024)));
@@ -378,15 +433,24 @@ class Renderer {
     w_.line(absl::StrCat("int ", lid, " = ", d_.local_id(), ";"));
     grid_loop("o", O, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
     w_.unravel("o", outer_axes_);
+    const int64_t K = ceil_div(R, block);
+    std::vector<KNodeId> loads = row_cached_loads(K);
+    std::vector<std::vector<std::string>> regs(loads.size());
+    for (size_t i = 0; i < loads.size(); ++i) {
+      DType t = k_.nodes[loads[i]].dtype;
+      std::string base = w_.fresh("row");
+      for (int64_t j = 0; j < K; ++j) {
+        regs[i].push_back(absl::StrCat(base, "_", j));
+        // Zero where the thread has no position j (never read: the same guard skips it).
+        w_.line(absl::StrCat(d_.type(t), " ", regs[i][j], " = ", d_.literal(t, Scalar::from_int(0).cast_to(t)), ";"));
+      }
+    }
+    if (!loads.empty()) row_positions(lid, R, block, loads, regs, true, [](const std::string&) {});
     for (KNodeId ph : phases_) {
       const ir::KNode& rn = k_.nodes[ph];
       KernelWriter::Acc acc = w_.declare_acc(ph);
-      std::string rv = w_.fresh("rr");
-      w_.open(absl::StrCat("for (", w_.idx_t(), " ", rv, " = ", idx_cast(lid), "; ", rv, " < ", w_.ilit(R), "; ", rv,
-                           " += ", w_.ilit(block), ")"));
-      w_.unravel(rv, reduce_axes_);
-      w_.update_acc(ph, acc, w_.eval(rn.inputs[0]), rv);
-      w_.close();
+      row_positions(lid, R, block, loads, regs, false,
+                    [&](const std::string& rv) { w_.update_acc(ph, acc, w_.eval(rn.inputs[0]), rv); });
       std::string r = block_reduce(ph, acc, lid, block);
       w_.bind(ph, r);
     }
@@ -399,13 +463,10 @@ class Renderer {
       w_.close();
     }
     if (any_inner) {
-      std::string rv = w_.fresh("rs");
-      w_.open(absl::StrCat("for (", w_.idx_t(), " ", rv, " = ", idx_cast(lid), "; ", rv, " < ", w_.ilit(R), "; ", rv,
-                           " += ", w_.ilit(block), ")"));
-      w_.unravel(rv, reduce_axes_);
-      for (const ir::Store& s : k_.stores)
-        if (w_.store_is_inner(s)) w_.store(s);
-      w_.close();
+      row_positions(lid, R, block, loads, regs, false, [&](const std::string&) {
+        for (const ir::Store& s : k_.stores)
+          if (w_.store_is_inner(s)) w_.store(s);
+      });
     }
     w_.close();
     out->grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(O, 1), max_groups_));
