@@ -10,12 +10,6 @@
 #include "runtime/vulkan/vk_status.h"
 
 namespace kiln::runtime::vk {
-namespace {
-
-constexpr size_t kMaxSlots = 3;  // runs of one executable in flight before run() waits
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Device* owner, std::shared_ptr<Context> ctx,
                                                                             const ir::Program& p,
                                                                             const codegen::gpu::RenderedProgram& rendered,
@@ -107,10 +101,9 @@ VulkanExecutable::~VulkanExecutable() {
   // Pipelines and command buffers must outlive the GPU's use of them.
   if (last_value_) ctx_->wait(last_value_).IgnoreError();
   VkDevice dev = ctx_->device;
-  for (auto& s : slots_) {
-    ctx_->release(s->table, 0);
+  for (auto& s : slots_)
     if (s->queries) vkDestroyQueryPool(dev, s->queries, nullptr);
-  }
+  if (tables_.buffer) ctx_->release(tables_, 0);
   ctx_->release(arena_, last_value_);
   if (pool_) vkDestroyCommandPool(dev, pool_, nullptr);
   for (VkPipeline p : pipelines_) vkDestroyPipeline(dev, p, nullptr);
@@ -123,17 +116,27 @@ absl::StatusOr<VulkanExecutable::Slot*> VulkanExecutable::acquire_slot() {
     if (s->value <= done) return s.get();
     if (!oldest || s->value < oldest->value) oldest = s.get();
   }
-  if (slots_.size() < kMaxSlots) {
+  const size_t max_slots = size_t(std::max(opts_.max_in_flight, 1));
+  if (slots_.size() < max_slots) {
+    if (!tables_.buffer) {
+      // Every slot's address table in one host-visible allocation (one VkDeviceMemory per
+      // executable, however many runs are in flight).
+      table_stride_ = (std::max<VkDeviceSize>(buffers_.size(), 1) * sizeof(uint64_t) + 63) / 64 * 64;
+      auto tables = ctx_->allocate(table_stride_ * max_slots, MemoryUse::kTable);
+      if (!tables.ok()) return tables.status();
+      tables_ = *tables;
+    }
     auto s = std::make_unique<Slot>();
-    auto table = ctx_->allocate(std::max<VkDeviceSize>(buffers_.size(), 1) * sizeof(uint64_t), MemoryUse::kTable);
-    if (!table.ok()) return table.status();
-    s->table = *table;
+    const VkDeviceSize at = table_stride_ * slots_.size();
+    s->table = tables_;  // a view of slot i's part
+    s->table.address += at;
+    s->table.mapped = static_cast<char*>(tables_.mapped) + at;
+    s->table.size = table_stride_;
     slots_.push_back(std::move(s));
     Slot* slot = slots_.back().get();
     absl::Status st = prepare(slot);
     if (st.ok() && !shadow_) st = record(slot);
     if (!st.ok()) {
-      ctx_->release(slot->table, 0);
       if (slot->queries) vkDestroyQueryPool(ctx_->device, slot->queries, nullptr);
       slots_.pop_back();
       return st;
@@ -176,6 +179,16 @@ absl::Status VulkanExecutable::record(Slot* s) {
   VkMemoryBarrier barrier = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  if (opts_.queue_order) {
+    // Everything submitted earlier (kernels, uploads, downloads) before this run's first
+    // dispatch: RAW on inputs written by an upload or an earlier run, WAR/WAW on the outputs and
+    // the arena. run() then submits without a semaphore wait.
+    VkMemoryBarrier first = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    first.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    first.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    vkCmdPipelineBarrier(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &first, 0, nullptr, 0, nullptr);
+  }
   for (size_t i = 0; i < steps_.size(); ++i) {
     const ir::Step& step = steps_[i];
     if (!step.deps.empty() && int(i) != opts_.drop_barrier_step)
@@ -249,7 +262,7 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
     s->shadow->bind(ranges);
     if (absl::Status st = record(s); !st.ok()) return st;
   }
-  auto v = ctx_->submit(s->cb, after, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+  auto v = ctx_->submit(s->cb, opts_.queue_order ? 0 : after, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
   if (!v.ok()) return v.status();
   s->value = last_value_ = *v;
   if (!ran_once_ && ctx_->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {

@@ -23,6 +23,13 @@ namespace kiln::runtime::vk {
 struct ExecutableOptions {
   int drop_barrier_step = -1;  // test hook (KILN_VULKAN_DROP_BARRIER): omit this step's barrier
   bool profile = false;        // timestamps around each dispatch, printed after each run
+  // Runs of one executable in flight before run() waits for the oldest (KILN_VULKAN_IN_FLIGHT).
+  // Few slots cap a pipelined loop at (GPU round trip / slots) per run.
+  int max_in_flight = 64;
+  // Order a run after earlier work by a leading pipeline barrier (earlier submissions on the one
+  // queue are in its first scope) instead of a timeline-semaphore wait in the submission
+  // (KILN_VULKAN_QUEUE_ORDER=0 restores the wait).
+  bool queue_order = true;
 };
 
 class VulkanExecutable : public Executable {
@@ -42,7 +49,7 @@ class VulkanExecutable : public Executable {
   // the GPU may still read. Runs of one executable share the arena and are ordered on the GPU.
   struct Slot {
     VkCommandBuffer cb = VK_NULL_HANDLE;
-    Allocation table;
+    Allocation table;  // a view into tables_ (not owned)
     VkQueryPool queries = VK_NULL_HANDLE;
     std::unique_ptr<ShadowSets> shadow;  // validation mode
     uint64_t value = 0;  // timeline value of its last submission
@@ -70,6 +77,8 @@ class VulkanExecutable : public Executable {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   std::mutex mu_;
   std::vector<std::unique_ptr<Slot>> slots_;
+  Allocation tables_;               // the slots' address tables, table_stride_ bytes each
+  VkDeviceSize table_stride_ = 0;
   uint64_t last_value_ = 0;  // last run (it used the arena)
   bool ran_once_ = false;    // mu_ held
 };

@@ -103,6 +103,8 @@ class VulkanDevice : public Device {
     ExecutableOptions o;
     o.drop_barrier_step = env_int("KILN_VULKAN_DROP_BARRIER", -1);
     o.profile = env_int("KILN_DEBUG", 0) >= 1;
+    o.max_in_flight = env_int("KILN_VULKAN_IN_FLIGHT", 64);
+    o.queue_order = env_int("KILN_VULKAN_QUEUE_ORDER", 1) != 0;
     auto e = VulkanExecutable::create(this, ctx_, p, r, compiler_, o);
     if (!e.ok()) return e.status();
     return std::unique_ptr<Executable>(std::move(*e));

@@ -107,19 +107,21 @@ TEST_F(ReplayTest, ConcurrentRunsFromSeveralThreads) {
 
 TEST_F(ReplayTest, ManyRunsWithoutReadingThenReadAll) {
   // run() does not wait: results are read only at the end, each from its own output buffer.
+  // More runs than the executable keeps in flight, so later ones reuse slots.
   const int64_t n = 128;
+  const int reps = 150;
   Chain c(n);
   auto exe = runtime::vk::compile_rendered(dev_.get(), c.b.program(), c.b.rendered());
   ASSERT_TRUE(exe.ok()) << exe.status();
   std::vector<std::shared_ptr<runtime::Buffer>> keep;
-  for (int rep = 0; rep < 10; ++rep) {
+  for (int rep = 0; rep < reps; ++rep) {
     auto in = upload(dev_.get(), iota_floats(n, float(rep)));
     auto o0 = dev_->alloc(n * 4), o1 = dev_->alloc(n * 4);
     ASSERT_TRUE(o0.ok() && o1.ok());
     ASSERT_TRUE((*exe)->run({in.get()}, {o0->get(), o1->get()}).ok());
     keep.push_back(*o0);  // `in` and o1 are dropped while the GPU may still use them
   }
-  for (int rep = 0; rep < 10; ++rep) {
+  for (int rep = 0; rep < reps; ++rep) {
     std::vector<float> r = download(dev_.get(), keep[rep].get(), n);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(r[i], (float(rep) + float(i) + 1) * 2);
   }
