@@ -77,8 +77,10 @@ class Renderer {
   }
   // One reduction scratch array per element type, reused by every phase (each phase ends with
   // a barrier before the array is written again).
-  std::string scratch(DType t, int64_t n) {
-    std::string key = absl::StrCat(d_.type(t), "/", n);
+  // Shared scratch reused across reductions of one kernel; `role` keeps arrays used at the same
+  // time apart (an argmax's values and indices are both int64 for int64 inputs).
+  std::string scratch(DType t, int64_t n, int role = 0) {
+    std::string key = absl::StrCat(d_.type(t), "/", n, "/", role);
     auto it = scratch_.find(key);
     if (it != scratch_.end()) return it->second;
     std::string name = shared_array(t, n);
@@ -307,7 +309,7 @@ class Renderer {
     if (shuffle) {
       int nw = block / ws;
       std::string sv = scratch(at, nw);
-      std::string si = arg ? scratch(DType::kInt64, nw) : "";
+      std::string si = arg ? scratch(DType::kInt64, nw, 1) : "";
       auto warp_pass = [&](int width) {
         for (int m = width / 2; m > 0; m /= 2) {
           std::string ov = w_.fresh("sh"), oi = arg ? w_.fresh("shi") : "";
@@ -352,7 +354,7 @@ class Renderer {
     }
     // Tree reduction in shared memory; every thread reads the result.
     std::string sv = scratch(at, block);
-    std::string si = arg ? scratch(DType::kInt64, block) : "";
+    std::string si = arg ? scratch(DType::kInt64, block, 1) : "";
     w_.line(absl::StrCat(sv, "[", lid, "] = ", acc.value, ";"));
     if (arg) w_.line(absl::StrCat(si, "[", lid, "] = ", acc.index, ";"));
     w_.line(d_.barrier());

@@ -48,6 +48,20 @@ TEST(Reduce, ArgmaxTakesTheFirstMaximumAndNanWins) {
   EXPECT_MATCHES_REFERENCE({z.argmax(), z.argmin(), z.argmax(1, true), z.argmin(2)});
 }
 
+TEST(Reduce, ArgReductionsOfLongRowsOfEveryDtype) {
+  // Rows long enough for the GPU's workgroup-per-row kernels: values and indices are combined
+  // across threads (int64 values once shared the indices' scratch memory; kiln_fuzz found it).
+  uint32_t seed = 30;
+  for (DType dt : {int64, int32, float32, float64, int8}) {
+    SCOPED_TRACE(dtype_name(dt));
+    for (int64_t n : {68, 1000, 5000}) {
+      Tensor x = random_tensor({3, n}, dt, seed++, -100, 100);
+      std::vector<Tensor> outs = {x.argmin(1), x.argmax(1), x.argmin(0), x.reshape({-1}).argmax()};
+      EXPECT_MATCHES_REFERENCE(outs);
+    }
+  }
+}
+
 TEST(Reduce, MaxPropagatesNanAndEmptySumIsZero) {
   Tensor x = from_vector<float>({1, NAN, 3, 4}, {2, 2});
   auto m = x.max({1}).to_vector<float>();
