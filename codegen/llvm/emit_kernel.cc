@@ -115,7 +115,9 @@ class Emitter {
   }
 
   // for (i = lo; i < hi; ++i) body(i); values computed in body stay inside.
-  void loop(Value* lo, Value* hi, const std::function<void(Value*)>& body, const char* name = "i") {
+  // interleave > 1 asks the loop vectorizer to run that many vectors side by side: a long
+  // dependent chain per element (64 fused ops) is latency-bound otherwise.
+  void loop(Value* lo, Value* hi, const std::function<void(Value*)>& body, const char* name = "i", int interleave = 0) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(ctx_, absl::StrCat(name, ".head"), fn_);
     auto* bodyb = llvm::BasicBlock::Create(ctx_, absl::StrCat(name, ".body"), fn_);
@@ -131,8 +133,29 @@ class Emitter {
     scopes_.pop_back();
     Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(lo->getType(), 1), "", true, true);
     i->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateBr(header);
+    llvm::BranchInst* back = b_.CreateBr(header);
+    if (interleave > 1) {
+      llvm::Metadata* count[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
+                                 llvm::ConstantAsMetadata::get(b_.getInt32(interleave))};
+      llvm::TempMDTuple self = llvm::MDNode::getTemporary(ctx_, {});
+      llvm::MDNode* md = llvm::MDNode::get(ctx_, {self.get(), llvm::MDNode::get(ctx_, count)});
+      md->replaceOperandWith(0, md);
+      back->setMetadata(llvm::LLVMContext::MD_loop, md);
+    }
     b_.SetInsertPoint(exit);
+  }
+
+  // Rough per-element cost of the kernel's expression: transcendental ops count 16.
+  int64_t element_cost() const {
+    int64_t c = 0;
+    for (const KNode& n : k_.nodes) {
+      switch (n.op) {
+        case Op::kExp: case Op::kLog: case Op::kTanh: case Op::kSin: case Op::kCos: case Op::kErf:
+        case Op::kPow: case Op::kSigmoid: c += 16; break;
+        default: c += 1;
+      }
+    }
+    return c;
   }
 
   // Nested loops over `axes` (outermost first), setting idx_ for each.
@@ -565,8 +588,15 @@ class Emitter {
     int r = int(k_.shape.size());
     int jax = (r > 0 && !k_.reduce[r - 1]) ? r - 1 : -1;
     int64_t B = 1, nb = 1;
+    const int64_t cost = element_cost();
     if (jax >= 0) {
-      int64_t limit = phases_.empty() ? 4096 : 64;
+      // Elementwise blocks of up to 4096 elements, fewer when each element is expensive, so a
+      // small heavy kernel still spreads over the threads.
+      int64_t limit = 64;
+      if (phases_.empty()) {
+        limit = 4096;
+        while (limit > 256 && limit * cost > 65536) limit /= 2;
+      }
       B = std::min<int64_t>(std::max<int64_t>(k_.shape[jax], 1), limit);
       nb = (k_.shape[jax] + B - 1) / B;
     }
@@ -621,7 +651,7 @@ class Emitter {
           idx_[jax] = j;
           arr_index_ = b_.CreateSub(j, jb);
           body();
-        }, "j");
+        }, "j", phases_.empty() && cost >= 32 ? 4 : 0);
       };
       for (size_t p = 0; p < phases_.size(); ++p) {
         const KNode& rn = k_.nodes[phases_[p]];
