@@ -64,7 +64,11 @@ class Simplifier {
     switch (n.op) {
       case Op::kCast:
         if (in(0).dtype == n.dtype) return n.inputs[0];
-        if (in(0).op == Op::kCast && widens(g.node(in(0).inputs[0]).dtype, in(0).dtype)) {
+        // cast(cast(x, B), C) == cast(x, C) when x -> B is exact, except integer -> float ->
+        // integer: float -> integer saturates where integer -> integer wraps (kiln_fuzz found it).
+        if (in(0).op == Op::kCast && widens(g.node(in(0).inputs[0]).dtype, in(0).dtype) &&
+            !(!is_float(g.node(in(0).inputs[0]).dtype) && is_float(in(0).dtype) && !is_float(n.dtype) &&
+              n.dtype != DType::kBool)) {
           NodeId src = in(0).inputs[0];
           if (g.node(src).dtype == n.dtype) return src;
           n.inputs[0] = src;

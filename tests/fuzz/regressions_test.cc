@@ -72,6 +72,18 @@ const Regression kRegressions[] = {
   output %7
 }
 )"},
+    // simplify folded int8 -> f32 -> uint8 into int8 -> uint8, which wraps where the float ->
+    // integer cast saturates: -9 became 247 instead of 0 (kiln_fuzz --seed 3333 --index 1326
+    // --count 1500 on cpu; fixed in passes/simplify.cc).
+    {"integer -> float -> integer cast chain folded", R"(graph {
+  %0 = input 0 : i8[11,7]
+  %1 = cast %0 : f32[11,7]
+  %2 = cast %1 : u8[11,7]
+  %3 = const 0 : u8[11,7]
+  %4 = ne %2, %3 : bool[11,7]
+  output %4, %2
+}
+)"},
 };
 
 TEST(FuzzRegressions, EveryDeviceMatchesTheInterpreter) {
@@ -116,6 +128,14 @@ TEST(FuzzRegressions, SliceSkippingAReducedConcatPart) {
   Tensor r = cast(testing::random_tensor({1, 3, 1, 1}, bfloat16, 5).max({0, 1, 3}, true).reshape({1}), float32);
   Tensor c = concat({r, testing::random_tensor({1}, float32, 6), testing::random_tensor({4}, float32, 7)}, 0);
   EXPECT_MATCHES_REFERENCE({c.slice(0, 2, 3)});
+}
+
+TEST(FuzzRegressions, IntegerThroughFloatToIntegerSaturates) {
+  Tensor x = from_vector<int8_t>({-9, 3, -128, 127}, {4});
+  EXPECT_EQ(x.cast(float32).cast(uint8).to_vector<uint8_t>(), (std::vector<uint8_t>{0, 3, 0, 127}));
+  EXPECT_EQ(x.cast(int32).cast(uint8).to_vector<uint8_t>(), (std::vector<uint8_t>{247, 3, 128, 127}));  // wraps
+  Tensor big = from_vector<int32_t>({300, -300, 5}, {3});
+  EXPECT_EQ(big.cast(float64).cast(int8).to_vector<int8_t>(), (std::vector<int8_t>{127, -128, 5}));
 }
 
 }  // namespace

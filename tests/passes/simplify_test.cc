@@ -66,6 +66,35 @@ TEST(Simplify, NarrowingCastChainsAreKept) {
   EXPECT_EQ(simplify(g).size(), 3u);
 }
 
+TEST(Simplify, IntegerThroughFloatToIntegerChainsAreKept) {
+  // float -> integer saturates, integer -> integer wraps: the chain is not one cast.
+  ir::Graph g = parse_or_die(R"(graph {
+  %0 = input 0 : i8[2]
+  %1 = cast %0 : f32[2]
+  %2 = cast %1 : u8[2]
+  output %2
+}
+)");
+  EXPECT_EQ(simplify(g).size(), 3u);
+  // Through a wider integer the chain is one cast (both wrap), and into float it is exact.
+  ir::Graph w = parse_or_die(R"(graph {
+  %0 = input 0 : i8[2]
+  %1 = cast %0 : i32[2]
+  %2 = cast %1 : u8[2]
+  output %2
+}
+)");
+  EXPECT_EQ(simplify(w).size(), 2u);
+  ir::Graph f = parse_or_die(R"(graph {
+  %0 = input 0 : i8[2]
+  %1 = cast %0 : f32[2]
+  %2 = cast %1 : f64[2]
+  output %2
+}
+)");
+  EXPECT_EQ(simplify(f).size(), 2u);
+}
+
 TEST(Simplify, DeadNodesGoAndDuplicatesMerge) {
   ir::Graph g;
   ir::Node in;
