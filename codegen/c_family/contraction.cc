@@ -172,62 +172,42 @@ int Renderer::contraction_mma(KernelSource* out) {
   bool fast_b = vectorizable(rhs, c.n_axis) && N % BN == 0 && K % BK == 0;
   if (fast_a) w_.line("uint4 va[" + S(BM * BK / 8 / block) + "];");
   if (fast_b) w_.line("uint4 vb[" + S(BK * BN / 8 / block) + "];");
-  // Loads one k slice of both operands into registers (16-bit patterns, zero outside).
+  // Loads one operand's part of a k slice into registers (16-bit patterns, zero outside): a
+  // rows x cols block at (row0, col0) of a bound_r x bound_c matrix whose rows walk kernel axis
+  // row_axis and columns col_axis; `p` names its registers (vp[] staged 8 at a time when `fast`,
+  // rp[] otherwise) and index variables (pr, pc).
+  auto load_operand = [&](const std::string& p, KNodeId id, bool fast, int row_axis, int col_axis, int other_axis,
+                          const std::string& row0, const std::string& col0, int rows, int cols, int64_t bound_r,
+                          int64_t bound_c) {
+    const std::string r = p + "r", c = p + "c";
+    w_.line("#pragma unroll");
+    w_.open("for (int q = 0; q < " + S(rows * cols / (fast ? 8 : 1) / block) + "; ++q)");
+    w_.line("int e = lid + q * " + S(block) + ";");
+    if (fast) {
+      w_.line(absl::StrCat(it, " ", r, " = ", row0, " + ", idx_cast("e / " + S(cols / 8)), ", ", c, " = ", col0, " + ",
+                           idx_cast("(e % " + S(cols / 8) + ") * 8"), ";"));
+    } else {
+      w_.line(absl::StrCat(it, " ", r, " = ", row0, " + ", idx_cast("e / " + S(cols)), ", ", c, " = ", col0, " + ",
+                           idx_cast("e % " + S(cols)), ";"));
+    }
+    w_.set_axis(row_axis, r);
+    w_.set_axis(col_axis, c);
+    w_.clear_axis(other_axis);
+    if (fast) {
+      w_.line(absl::StrCat("v", p, "[q] = *reinterpret_cast<const uint4*>(b", k_.nodes[id].buffer, " + ",
+                           w_.element_index(k_.nodes[id].map), ");"));
+    } else {
+      w_.line("unsigned short " + p + "x = 0;");
+      w_.open(absl::StrCat("if (", r, " < ", w_.ilit(bound_r), " && ", c, " < ", w_.ilit(bound_c), ")"));
+      w_.line(absl::StrCat(p, "x = ", to_bits, "(", w_.eval(id), ");"));
+      w_.close();
+      w_.line("r" + p + "[q] = " + p + "x;");
+    }
+    w_.close();
+  };
   auto load_slice = [&](const std::string& k0) {
-    if (fast_a) {
-      w_.line("#pragma unroll");
-      w_.open("for (int q = 0; q < " + S(BM * BK / 8 / block) + "; ++q)");
-      w_.line("int e = lid + q * " + S(block) + ";");
-      w_.line(absl::StrCat(it, " am = m0 + ", idx_cast("e / " + S(BK / 8)), ", ak = ", k0, " + ", idx_cast("(e % " + S(BK / 8) + ") * 8"), ";"));
-      w_.set_axis(c.m_axis, "am");
-      w_.set_axis(c.k_axis, "ak");
-      w_.clear_axis(c.n_axis);
-      w_.line(absl::StrCat("va[q] = *reinterpret_cast<const uint4*>(b", k_.nodes[lhs].buffer, " + ",
-                           w_.element_index(k_.nodes[lhs].map), ");"));
-      w_.close();
-    } else {
-      w_.line("#pragma unroll");
-      w_.open("for (int q = 0; q < " + S(PER_A) + "; ++q)");
-      w_.line("int e = lid + q * " + S(block) + ";");
-      w_.line("int amm = e / " + S(BK) + ", akk = e % " + S(BK) + ";");
-      w_.line(absl::StrCat(it, " am = m0 + ", idx_cast("amm"), ", ak = ", k0, " + ", idx_cast("akk"), ";"));
-      w_.line("unsigned short av = 0;");
-      w_.open(absl::StrCat("if (am < ", w_.ilit(M), " && ak < ", w_.ilit(K), ")"));
-      w_.set_axis(c.m_axis, "am");
-      w_.set_axis(c.k_axis, "ak");
-      w_.clear_axis(c.n_axis);
-      w_.line(absl::StrCat("av = ", to_bits, "(", w_.eval(lhs), ");"));
-      w_.close();
-      w_.line("ra[q] = av;");
-      w_.close();
-    }
-    if (fast_b) {
-      w_.line("#pragma unroll");
-      w_.open("for (int q = 0; q < " + S(BK * BN / 8 / block) + "; ++q)");
-      w_.line("int e = lid + q * " + S(block) + ";");
-      w_.line(absl::StrCat(it, " bk = ", k0, " + ", idx_cast("e / " + S(BN / 8)), ", bn = n0 + ", idx_cast("(e % " + S(BN / 8) + ") * 8"), ";"));
-      w_.set_axis(c.n_axis, "bn");
-      w_.set_axis(c.k_axis, "bk");
-      w_.clear_axis(c.m_axis);
-      w_.line(absl::StrCat("vb[q] = *reinterpret_cast<const uint4*>(b", k_.nodes[rhs].buffer, " + ",
-                           w_.element_index(k_.nodes[rhs].map), ");"));
-      w_.close();
-    } else {
-      w_.line("#pragma unroll");
-      w_.open("for (int q = 0; q < " + S(PER_B) + "; ++q)");
-      w_.line("int e = lid + q * " + S(block) + ";");
-      w_.line("int bkk = e / " + S(BN) + ", bnn = e % " + S(BN) + ";");
-      w_.line(absl::StrCat(it, " bk = ", k0, " + ", idx_cast("bkk"), ", bn = n0 + ", idx_cast("bnn"), ";"));
-      w_.line("unsigned short bv = 0;");
-      w_.open(absl::StrCat("if (bk < ", w_.ilit(K), " && bn < ", w_.ilit(N), ")"));
-      w_.set_axis(c.n_axis, "bn");
-      w_.set_axis(c.k_axis, "bk");
-      w_.clear_axis(c.m_axis);
-      w_.line(absl::StrCat("bv = ", to_bits, "(", w_.eval(rhs), ");"));
-      w_.close();
-      w_.line("rb[q] = bv;");
-      w_.close();
-    }
+    load_operand("a", lhs, fast_a, c.m_axis, c.k_axis, c.n_axis, "m0", k0, BM, BK, M, K);
+    load_operand("b", rhs, fast_b, c.k_axis, c.n_axis, c.m_axis, k0, "n0", BK, BN, K, N);
     w_.clear_axis(c.k_axis);
   };
   load_slice(w_.ilit(0));

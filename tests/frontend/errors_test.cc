@@ -2,18 +2,12 @@
 #include <gtest/gtest.h>
 
 #include "kiln/kiln.h"
+#include "testing/error_of.h"
 
 namespace kiln {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 TEST(Errors, ShapeAndAxisErrorsNameTheOpAndShapes) {
   Tensor a = zeros({2, 3}), b = zeros({4}), c = zeros({4, 5});

@@ -19,18 +19,12 @@
 #include "runtime/device.h"
 #include "runtime/engine.h"
 #include "testing/reference.h"
+#include "testing/error_of.h"
 
 namespace kiln {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 // --- malformed IR text --------------------------------------------------------------------
 
