@@ -567,6 +567,16 @@ FuzzStats run_fuzz(runtime::Device* device, const FuzzOptions& opts, std::FILE* 
   double t0 = now_s();
   DevicePrecision prec = DevicePrecision::for_device(device->name());
   Runner run = device_runner(device);
+  GenOptions gen_opts = opts.gen;
+  if (device->description().find("llvmpipe") != std::string::npos && gen_opts.special_percent > 0) {
+    // Mesa's lavapipe folds x * 0.0 to 0 for infinite and NaN x once a product has a constant
+    // zero factor (an unrolled iota, say): a driver bug, documented by the skip in
+    // Elementwise.InfOrNanTimesZeroIsNan. Inputs with NaN/inf would report it at random;
+    // every other device (the CPU in CI, GPUs' Vulkan drivers) keeps them.
+    gen_opts.special_percent = 0;
+    if (out) std::fprintf(out, "kiln_fuzz: %s: no NaN/inf inputs on llvmpipe (it folds x * 0.0 to 0 for inf/NaN x)\n",
+                          device->name().c_str());
+  }
   Device dev(device);
   int64_t first = opts.only_index >= 0 ? opts.only_index : 0;
   int64_t last = opts.only_index >= 0 ? opts.only_index + 1 : opts.count;
@@ -577,7 +587,7 @@ FuzzStats run_fuzz(runtime::Device* device, const FuzzOptions& opts, std::FILE* 
     GeneratedGraph gen;
     Case c;
     try {
-      gen = generate_graph(gs, dev, opts.gen);
+      gen = generate_graph(gs, dev, gen_opts);
       auto captured = capture_case(gen.outputs);
       if (!captured.ok()) throw Error(captured.status());
       c = *std::move(captured);
