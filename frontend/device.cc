@@ -8,7 +8,9 @@
 #include "kiln/error.h"
 #include "kiln/stats.h"
 #include "runtime/device.h"
+#include "runtime/registry.h"
 #include "runtime/stats.h"
+#include "support/options.h"
 
 namespace kiln {
 namespace {
@@ -22,19 +24,16 @@ runtime::Device*& default_slot() {
   return d;
 }
 
-bool debug_enabled() {
-  const char* d = std::getenv("KILN_DEBUG");
-  return d && std::atoi(d) >= 1;
-}
+bool debug_enabled() { return support::debug_level() >= 1; }
 
 runtime::Device* initial_default() {
-  if (const char* env = std::getenv("KILN_DEVICE"); env && *env) {
+  if (const std::string env = support::options().device; !env.empty()) {
     auto d = runtime::get_device(env);
     if (d.ok()) {
       if (debug_enabled()) std::fprintf(stderr, "kiln: default device %s (KILN_DEVICE)\n", (*d)->description().c_str());
       return *d;
     }
-    std::fprintf(stderr, "kiln: KILN_DEVICE=%s is not available (%s); using the best available device\n", env,
+    std::fprintf(stderr, "kiln: KILN_DEVICE=%s is not available (%s); using the best available device\n", env.c_str(),
                  std::string(d.status().message()).c_str());
   }
   runtime::Device* best = runtime::best_device();

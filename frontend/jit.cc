@@ -1,4 +1,4 @@
-// kiln::jit: per-signature traces replayed through runtime::run_compiled.
+// kiln::jit: per-signature traces replayed through replay::run_compiled.
 #include "kiln/jit.h"
 
 #include <mutex>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "frontend/capture.h"
 #include "frontend/lazy.h"
-#include "runtime/engine.h"
+#include "replay/compile_or_replay.h"
 
 namespace kiln {
 
@@ -24,7 +24,7 @@ struct Signature {
 
 struct Trace {
   Signature sig;
-  std::shared_ptr<const runtime::CompiledGraph> compiled;
+  std::shared_ptr<const replay::CompiledGraph> compiled;
   // Source of each graph input: an argument index, or (when < 0) a captured buffer.
   std::vector<int> from_arg;
   std::vector<std::shared_ptr<runtime::Buffer>> captured;  // parallel to from_arg
@@ -92,7 +92,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) const {
       trace->out_dtypes.push_back(t.dtype());
       trace->out_shapes.push_back(t.shape());
     }
-    auto c = runtime::compile_graph(dev, g);
+    auto c = replay::compile_graph(dev, g);
     if (!c.ok()) throw Error(c.status());
     trace->compiled = *c;
     std::lock_guard<std::mutex> lock(impl_->mu);
@@ -100,7 +100,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) const {
   }
   std::vector<std::shared_ptr<runtime::Buffer>> in(trace->from_arg.size());
   for (size_t k = 0; k < in.size(); ++k) in[k] = trace->from_arg[k] >= 0 ? bufs[trace->from_arg[k]] : trace->captured[k];
-  auto outs = runtime::run_compiled(*trace->compiled, in);
+  auto outs = replay::run_compiled(*trace->compiled, in);
   if (!outs.ok()) throw Error(outs.status());
   std::vector<Tensor> result;
   result.reserve(outs->size());

@@ -6,7 +6,7 @@
 #include "frontend/capture.h"
 #include "frontend/lazy.h"
 #include "ir/graph.h"
-#include "runtime/engine.h"
+#include "replay/compile_or_replay.h"
 
 namespace kiln::detail {
 namespace {
@@ -90,7 +90,7 @@ void realize_nodes(const std::vector<NodePtr>& nodes) {
     c = collect(todo);
     c.device = todo[0]->device;
   }
-  auto outs = runtime::run_graph(c.device, c.graph, c.inputs);
+  auto outs = replay::run_graph(c.device, c.graph, c.inputs);
   if (!outs.ok()) throw Error(outs.status());
   std::lock_guard<std::mutex> lock(realize_mutex());
   for (size_t i = 0; i < c.outputs.size(); ++i) {

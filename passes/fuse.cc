@@ -42,7 +42,7 @@ bool cheap_operand(const Graph& g, NodeId id, const std::vector<bool>& mat, Node
 
 class Fuser {
  public:
-  Fuser(const Graph& g, const runtime::TargetInfo& t, bool enable) : g_(g), t_(t), enable_(enable) {}
+  Fuser(const Graph& g, const ir::TargetInfo& t, bool enable) : g_(g), t_(t), enable_(enable) {}
 
   FusionPlan run() {
     std::vector<bool> mat(g_.size(), false);
@@ -302,7 +302,7 @@ class Fuser {
   }
 
   const Graph& g_;
-  const runtime::TargetInfo& t_;
+  const ir::TargetInfo& t_;
   bool enable_;
   std::vector<int> buffer_of_;
   std::vector<Group> groups_;
@@ -313,7 +313,7 @@ class Fuser {
 
 }  // namespace
 
-FusionPlan fuse(const ir::Graph& g, const runtime::TargetInfo& target, bool enable_fusion) {
+FusionPlan fuse(const ir::Graph& g, const ir::TargetInfo& target, bool enable_fusion) {
   return Fuser(g, target, enable_fusion).run();
 }
 

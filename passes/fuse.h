@@ -13,7 +13,7 @@
 
 #include "ir/graph.h"
 #include "passes/space.h"
-#include "runtime/target_info.h"
+#include "ir/target_info.h"
 
 namespace kiln::passes {
 
@@ -28,6 +28,6 @@ struct FusionPlan {
   std::vector<std::string> decisions; // why groups merged or did not (KILN_DEBUG=2)
 };
 
-FusionPlan fuse(const ir::Graph& g, const runtime::TargetInfo& target, bool enable_fusion);
+FusionPlan fuse(const ir::Graph& g, const ir::TargetInfo& target, bool enable_fusion);
 
 }  // namespace kiln::passes

@@ -4,8 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -15,25 +13,9 @@
 #include "passes/schedule.h"
 #include "passes/simplify.h"
 #include "passes/split_reduce.h"
+#include "support/dump.h"
 
 namespace kiln::passes {
-
-Options Options::from_env() {
-  Options o;
-  if (const char* f = std::getenv("KILN_FUSION")) o.fusion = std::string(f) != "0";
-  if (const char* d = std::getenv("KILN_DEBUG")) o.debug = std::atoi(d);
-  if (const char* d = std::getenv("KILN_DUMP_DIR")) o.dump_dir = d;
-  return o;
-}
-
-void write_dump(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  if (!f) {
-    static std::atomic<bool> warned{false};
-    if (!warned.exchange(true)) std::fprintf(stderr, "kiln: cannot write dump file %s\n", path.c_str());
-  }
-}
 
 std::string to_dot(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& kernels) {
   std::string r = "digraph kiln {\n  rankdir=TB;\n  node [shape=box, fontname=monospace, fontsize=10];\n";
@@ -87,18 +69,18 @@ std::vector<std::vector<ir::NodeId>> kernel_members(const ir::Graph& g, const Fu
 
 }  // namespace
 
-absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const runtime::TargetInfo& target, const Options& opts) {
+absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetInfo& target, const Options& opts) {
   static std::atomic<int> counter{0};
   Compiled out;
   bool dump = !opts.dump_dir.empty();
   if (dump) {
-    ::mkdir(opts.dump_dir.c_str(), 0755);
+    support::make_dump_dir(opts.dump_dir);
     out.dump_prefix = absl::StrFormat("%s/g%03d_", opts.dump_dir, counter.fetch_add(1));
   }
   int stage = 0;
   auto after = [&](const std::string& pass, const std::string& text) {
     if (opts.debug >= 3) std::fprintf(stderr, "kiln: --- after %s ---\n%s", pass.c_str(), text.c_str());
-    if (dump) write_dump(absl::StrFormat("%s%02d_%s.txt", out.dump_prefix, stage, pass), text);
+    if (dump) support::write_dump(absl::StrFormat("%s%02d_%s.txt", out.dump_prefix, stage, pass), text);
     ++stage;
   };
   if (absl::Status s = ir::verify(input); !s.ok()) return s;
@@ -123,10 +105,10 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const runtime::Ta
   for (const std::string& d : plan.decisions) absl::StrAppend(&decisions, d, "\n");
   if (opts.debug >= 2 && !decisions.empty()) std::fprintf(stderr, "kiln: fusion decisions:\n%s", decisions.c_str());
   if (dump) {
-    write_dump(absl::StrFormat("%s%02d_fusion.txt", out.dump_prefix, stage++), decisions);
+    support::write_dump(absl::StrFormat("%s%02d_fusion.txt", out.dump_prefix, stage++), decisions);
     std::string dot = to_dot(g, kernel_members(g, plan));
     std::string path = absl::StrFormat("%s%02d_graph.dot", out.dump_prefix, stage++);
-    write_dump(path, dot);
+    support::write_dump(path, dot);
     if (std::system("command -v dot >/dev/null 2>&1") == 0) {
       std::string cmd = absl::StrCat("dot -Tsvg '", path, "' -o '", path.substr(0, path.size() - 4), ".svg' 2>/dev/null");
       if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "kiln: dot failed for %s\n", path.c_str());

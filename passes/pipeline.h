@@ -6,7 +6,8 @@
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
 #include "ir/program.h"
-#include "runtime/target_info.h"
+#include "ir/target_info.h"
+#include "support/options.h"
 
 namespace kiln::passes {
 
@@ -14,7 +15,7 @@ struct Options {
   bool fusion = true;    // KILN_FUSION=0 turns it off (one kernel per primitive)
   int debug = 0;         // KILN_DEBUG level
   std::string dump_dir;  // KILN_DUMP_DIR
-  static Options from_env();
+  static Options from(const support::Options& env) { return Options{env.fusion, env.debug, env.dump_dir}; }
 };
 
 struct Compiled {
@@ -22,12 +23,10 @@ struct Compiled {
   std::string dump_prefix;  // "<dump_dir>/gNNN_" when dumping, for the backend's source files
 };
 
-absl::StatusOr<Compiled> compile_graph(const ir::Graph& g, const runtime::TargetInfo& target, const Options& opts);
+absl::StatusOr<Compiled> compile_graph(const ir::Graph& g, const ir::TargetInfo& target, const Options& opts);
 
 // Graphviz text of a graph with each kernel of `p` drawn as a cluster.
 std::string to_dot(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& kernels);
 
-// Writes `text` to `path`; failures are reported on stderr once (dumps never fail a realize).
-void write_dump(const std::string& path, const std::string& text);
 
 }  // namespace kiln::passes

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "ir/graph.h"
-#include "runtime/target_info.h"
+#include "ir/target_info.h"
 
 namespace kiln::passes {
 

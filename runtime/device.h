@@ -1,4 +1,42 @@
-// The device interface every backend implements (runtime/cpu, runtime/vulkan, runtime/cuda, ...).
+// The device layer's specification: what a backend author implements and what every caller may
+// rely on. Backends (backends/<name>/) reference this file instead of restating it.
+//
+// A target is served by two independent halves:
+//   Compiler  ir::Program -> CompiledProgram (compiled_program.h): plain bytes, launch shapes,
+//             bindings and the memory plan. Needs no device: it runs on a build machine, in
+//             kilnc, in a test without a GPU. It is made from an ir::TargetInfo alone.
+//   Device    memory, transfers, and load(CompiledProgram) -> Executable. Needs no compiler: it
+//             only checks that the CompiledProgram was made for its target (target_key) and
+//             turns the binaries into something it can launch.
+// The JIT (replay/) is compile-then-load through these same two verbs; ahead-of-time use is
+// compile here, load there.
+//
+// Contracts (every backend keeps them; tests/ check them on every device):
+//   Buffers    never change once written: kiln writes a buffer once (an upload or the run that
+//              produces it), before any tensor holds it, so tensors share buffers freely. A
+//              Buffer keeps the memory alive; destroying one whose writer is still in flight is
+//              allowed (the backend defers the release).
+//   run()      may return before the work finishes. It may be called concurrently from several
+//              threads on one Executable, and with new bindings each time; runs of one
+//              Executable are ordered with each other (they share its intermediate arena).
+//              `outputs` are always fresh storage the caller allocated for this run, never a
+//              buffer a tensor already holds; `inputs` are only read.
+//   download() waits only for the work that wrote its buffer (an upload or a run), not for the
+//              whole device, then copies to the host.
+//   upload()   copies before it returns (the host memory may be reused at once); work queued
+//              afterwards sees the data.
+//   synchronize() waits for everything submitted to the device (for timing, never needed for
+//              correctness).
+//
+// Error codes a caller can act on:
+//   InvalidArgument    a wrong binding (a buffer of another device, too small, wrong count), a
+//                      malformed environment variable, a CompiledProgram that does not parse
+//   FailedPrecondition a CompiledProgram for another target (its target_key is not the device's)
+//   Unavailable        no driver, no device, a backend not built in: the message says which
+//   ResourceExhausted  out of device or host memory
+//   Unimplemented      the program needs something the target lacks (e.g. f64 on a GPU without it)
+//   Internal           a bug in kiln (a compiler rejecting generated code, an inconsistent
+//                      program): the message carries what is needed to report it
 #pragma once
 
 #include <cstdint>
@@ -8,14 +46,14 @@
 
 #include "absl/status/statusor.h"
 #include "ir/program.h"
-#include "runtime/target_info.h"
+#include "ir/target_info.h"
+#include "runtime/compiled_program.h"
 
 namespace kiln::runtime {
 
 class Device;
 
-// Device memory. Immutable once a realize has written it: kiln never writes a buffer that a
-// tensor already holds, so buffers can be shared freely between tensors.
+// Device memory: `bytes` long, owned by one device.
 class Buffer {
  public:
   Buffer(Device* device, int64_t bytes) : device_(device), bytes_(bytes) {}
@@ -28,38 +66,45 @@ class Buffer {
   int64_t bytes_;
 };
 
-// A compiled Program, replayable with new bindings.
+// A loaded CompiledProgram, replayable with new bindings.
 class Executable {
  public:
   virtual ~Executable() = default;
-  // inputs/outputs follow the Program's input and output positions. Work may still be in
-  // flight when this returns; Device::download waits for it.
+  // inputs[i] binds input position i, outputs[i] output position i (CompiledProgram::buffers).
   virtual absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) = 0;
   // Kernels launched by one run().
   virtual int kernels_per_run() const = 0;
-  // Generated source of each kernel, for dumps (may be empty).
-  virtual std::vector<std::string> sources() const { return {}; }
+};
+
+// Turns kernel IR into a CompiledProgram for one target, without a device.
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  // The target this compiler makes code for (what the passes planned the Program with).
+  virtual const ir::TargetInfo& target() const = 0;
+  // What a CompiledProgram of this compiler is checked against at load (CompiledProgram::target_key).
+  virtual std::string target_key() const = 0;
+  // `p` must pass ir::verify(p). Source and assembly are kept in the result (for dumps) when
+  // support::options().keep_sources(). Compiled binaries go through the kernel cache on disk
+  // (compile_cache.h), counted in stats.
+  virtual absl::StatusOr<CompiledProgram> compile(const ir::Program& p) const = 0;
 };
 
 class Device {
  public:
   virtual ~Device() = default;
-  virtual std::string name() const = 0;
+  virtual std::string name() const = 0;  // the backend's name: "cpu", "cuda", "vulkan", ...
   virtual std::string description() const = 0;
-  virtual const TargetInfo& target() const = 0;
+  // What a Compiler for this device is made from.
+  virtual const ir::TargetInfo& target() const = 0;
+  // A GPU API implemented on the CPU (Mesa's lavapipe): usable, never picked as the default.
+  virtual bool is_emulated() const { return false; }
   virtual absl::StatusOr<std::shared_ptr<Buffer>> alloc(int64_t bytes) = 0;
   virtual absl::Status upload(Buffer* dst, const void* src, int64_t bytes) = 0;
-  // Waits for work that writes `src`, then copies to the host.
   virtual absl::Status download(Buffer* src, void* dst, int64_t bytes) = 0;
-  virtual absl::StatusOr<std::unique_ptr<Executable>> compile(const ir::Program& program) = 0;
+  // FailedPrecondition when `c` was compiled for another target.
+  virtual absl::StatusOr<std::unique_ptr<Executable>> load(const CompiledProgram& c) = 0;
   virtual absl::Status synchronize() { return absl::OkStatus(); }
 };
-
-// Backends kiln was built with.
-std::vector<std::string> known_device_names();
-// The device singleton of a backend, created on first use; an error names why it is unavailable.
-absl::StatusOr<Device*> get_device(const std::string& name);
-// The best available device: CUDA, then a Vulkan GPU (never lavapipe), then the CPU.
-Device* best_device();
 
 }  // namespace kiln::runtime

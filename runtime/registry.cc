@@ -1,26 +1,16 @@
-// The table of backends and their device singletons.
-#include <memory>
+#include "runtime/registry.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/device.h"
 #include "runtime/stats.h"
 
 namespace kiln::runtime {
-
-// Each backend's factory; defined in runtime/<backend>/ when that backend is built.
-absl::StatusOr<std::unique_ptr<Device>> create_cpu_device();
-#ifdef KILN_HAVE_VULKAN
-absl::StatusOr<std::unique_ptr<Device>> create_vulkan_device();
-bool vulkan_device_is_cpu(Device* d);
-#endif
-#ifdef KILN_HAVE_CUDA
-absl::StatusOr<std::unique_ptr<Device>> create_cuda_device();
-#endif
-#ifdef KILN_HAVE_HIP
-absl::StatusOr<std::unique_ptr<Device>> create_hip_device();
-#endif
 
 Counters& counters() {
   static Counters c;
@@ -30,91 +20,119 @@ Counters& counters() {
 namespace {
 
 struct Entry {
-  const char* name;
-  absl::StatusOr<std::unique_ptr<Device>> (*create)();
+  Backend backend;
   std::once_flag once;
   absl::StatusOr<std::unique_ptr<Device>> device = absl::UnknownError("not created");
+  std::once_flag compiler_once;
+  absl::StatusOr<std::shared_ptr<const Compiler>> compiler = absl::UnknownError("not created");
 };
 
-#ifndef KILN_HAVE_LLVM
-absl::StatusOr<std::unique_ptr<Device>> cpu_missing() {
-  return absl::UnavailableError("cpu: this kiln build has no CPU backend (built with KILN_WITH_LLVM=OFF)");
-}
-#endif
-absl::StatusOr<std::unique_ptr<Device>> not_built_metal() {
-  return absl::UnavailableError("metal: the Metal backend runs only on macOS; this build has no Metal runtime");
-}
-#ifndef KILN_HAVE_VULKAN
-absl::StatusOr<std::unique_ptr<Device>> not_built_vulkan() {
-  return absl::UnavailableError("vulkan: this kiln build has no Vulkan backend (KILN_WITH_VULKAN=OFF or no Vulkan SDK)");
-}
-#endif
-#ifndef KILN_HAVE_CUDA
-absl::StatusOr<std::unique_ptr<Device>> not_built_cuda() {
-  return absl::UnavailableError("cuda: this kiln build has no CUDA backend (no CUDA toolkit with NVRTC at build time)");
-}
-#endif
-#ifndef KILN_HAVE_HIP
-absl::StatusOr<std::unique_ptr<Device>> not_built_hip() {
-  return absl::UnavailableError("hip: this kiln build has no HIP backend (no hiprtc at build time)");
-}
-#endif
+struct Table {
+  std::mutex mu;  // guards the map's shape (registration happens before main; lookups after)
+  std::map<std::string, std::unique_ptr<Entry>> entries;
+};
 
-Entry* table() {
-  static Entry entries[] = {
-#ifdef KILN_HAVE_LLVM
-      {"cpu", create_cpu_device, {}, absl::UnknownError("")},
-#else
-      {"cpu", cpu_missing, {}, absl::UnknownError("")},
-#endif
-#ifdef KILN_HAVE_VULKAN
-      {"vulkan", create_vulkan_device, {}, absl::UnknownError("")},
-#else
-      {"vulkan", not_built_vulkan, {}, absl::UnknownError("")},
-#endif
-#ifdef KILN_HAVE_CUDA
-      {"cuda", create_cuda_device, {}, absl::UnknownError("")},
-#else
-      {"cuda", not_built_cuda, {}, absl::UnknownError("")},
-#endif
-#ifdef KILN_HAVE_HIP
-      {"hip", create_hip_device, {}, absl::UnknownError("")},
-#else
-      {"hip", not_built_hip, {}, absl::UnknownError("")},
-#endif
-      {"metal", not_built_metal, {}, absl::UnknownError("")},
-  };
-  return entries;
+Table& table() {
+  static Table* t = new Table();  // never destroyed: devices outlive static teardown
+  return *t;
 }
-constexpr int kNumEntries = 5;
+
+// Backends kiln knows of, and why a build may lack each: asked for by name, an absent one is
+// reported as unavailable with this reason rather than as unknown.
+struct Absent {
+  const char* name;
+  const char* why;
+};
+constexpr Absent kAbsent[] = {
+    {"cpu", "this kiln build has no CPU backend (built with KILN_WITH_LLVM=OFF)"},
+    {"vulkan", "this kiln build has no Vulkan backend (KILN_WITH_VULKAN=OFF or no Vulkan headers and shaderc at build time)"},
+    {"cuda", "this kiln build has no CUDA backend (no CUDA toolkit with NVRTC at build time)"},
+    {"hip", "this kiln build has no HIP backend (no hiprtc at build time)"},
+    {"metal", "the Metal backend runs only on macOS; this build has no Metal runtime"},
+};
+
+Entry* find(const std::string& name) {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.entries.find(name);
+  return it == t.entries.end() ? nullptr : it->second.get();
+}
+
+absl::Status unknown_or_absent(const std::string& name) {
+  for (const Absent& a : kAbsent)
+    if (name == a.name) return absl::UnavailableError(absl::StrCat(name, ": ", a.why));
+  return absl::NotFoundError(
+      absl::StrCat("unknown device '", name, "'; known devices: ", absl::StrJoin(known_device_names(), ", ")));
+}
 
 }  // namespace
 
+bool register_backend(const Backend& b) {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto e = std::make_unique<Entry>();
+  e->backend = b;
+  if (!t.entries.emplace(b.name, std::move(e)).second) {
+    std::fprintf(stderr, "kiln: two backends register the name '%s'\n", b.name.c_str());
+    std::abort();
+  }
+  return true;
+}
+
 std::vector<std::string> known_device_names() {
+  // The names kiln knows of, in a fixed order, then any other registered backend.
   std::vector<std::string> r;
-  for (int i = 0; i < kNumEntries; ++i) r.push_back(table()[i].name);
+  for (const Absent& a : kAbsent) r.push_back(a.name);
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (const auto& [name, e] : t.entries)
+    if (std::find(r.begin(), r.end(), name) == r.end()) r.push_back(name);
   return r;
 }
 
 absl::StatusOr<Device*> get_device(const std::string& name) {
-  for (int i = 0; i < kNumEntries; ++i) {
-    Entry& e = table()[i];
-    if (name != e.name) continue;
-    std::call_once(e.once, [&e] { e.device = e.create(); });
-    if (!e.device.ok()) return e.device.status();
-    return e.device->get();
-  }
-  return absl::NotFoundError(absl::StrCat("unknown device '", name, "'; known devices: ",
-                                          absl::StrJoin(known_device_names(), ", ")));
+  Entry* e = find(name);
+  if (!e) return unknown_or_absent(name);
+  std::call_once(e->once, [e] { e->device = e->backend.create_device(); });
+  if (!e->device.ok()) return e->device.status();
+  return e->device->get();
 }
 
 Device* best_device() {
-  if (auto d = get_device("cuda"); d.ok()) return *d;
-#ifdef KILN_HAVE_VULKAN
-  if (auto d = get_device("vulkan"); d.ok() && !vulkan_device_is_cpu(*d)) return *d;
-#endif
-  if (auto d = get_device("cpu"); d.ok()) return *d;
+  std::vector<Entry*> by_rank;
+  {
+    Table& t = table();
+    std::lock_guard<std::mutex> lock(t.mu);
+    for (const auto& [name, e] : t.entries) by_rank.push_back(e.get());
+  }
+  std::sort(by_rank.begin(), by_rank.end(),
+            [](const Entry* a, const Entry* b) { return a->backend.default_rank > b->backend.default_rank; });
+  for (Entry* e : by_rank)
+    if (auto d = get_device(e->backend.name); d.ok() && !(*d)->is_emulated()) return *d;
+  for (Entry* e : by_rank)
+    if (auto d = get_device(e->backend.name); d.ok()) return *d;
   return nullptr;
+}
+
+absl::StatusOr<std::unique_ptr<Compiler>> make_compiler(const std::string& backend, const ir::TargetInfo& target) {
+  Entry* e = find(backend);
+  if (!e) return unknown_or_absent(backend);
+  return e->backend.create_compiler(target);
+}
+
+absl::StatusOr<std::shared_ptr<const Compiler>> compiler_for(Device* device) {
+  if (!device) return absl::FailedPreconditionError("no device");
+  Entry* e = find(device->name());
+  if (!e) return unknown_or_absent(device->name());
+  auto make = [e, device]() -> absl::StatusOr<std::shared_ptr<const Compiler>> {
+    auto c = e->backend.create_compiler(device->target());
+    if (!c.ok()) return c.status();
+    return std::shared_ptr<const Compiler>(*std::move(c));
+  };
+  auto d = get_device(device->name());
+  if (!d.ok() || *d != device) return make();  // a device a test opened itself: not kept
+  std::call_once(e->compiler_once, [&] { e->compiler = make(); });
+  return e->compiler;
 }
 
 }  // namespace kiln::runtime

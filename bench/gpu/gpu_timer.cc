@@ -1,8 +1,8 @@
 #include "bench/gpu/gpu_timer.h"
 
 #ifdef KILN_HAVE_CUDA
-#include "runtime/cuda/cuda_context.h"
-#include "runtime/cuda/driver_api.h"
+#include "backends/cuda/cuda_context.h"
+#include "backends/cuda/driver_api.h"
 #endif
 
 namespace kiln::bench {

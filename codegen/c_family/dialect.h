@@ -11,7 +11,7 @@
 #include "codegen/c_family/gpu_program.h"
 #include "ir/op.h"
 #include "kiln/dtype.h"
-#include "runtime/target_info.h"
+#include "ir/target_info.h"
 
 namespace kiln::codegen::gpu {
 
@@ -66,7 +66,7 @@ class DialectOps {
   }
 
   // --- cooperation inside a warp / subgroup. warp_size() <= 0: no shuffles, use shared memory.
-  virtual int warp_size(const runtime::TargetInfo& t) const = 0;
+  virtual int warp_size(const ir::TargetInfo& t) const = 0;
   virtual bool can_shuffle(DType t) const = 0;
   virtual std::string shuffle_xor(DType t, const std::string& v, int mask) const = 0;
   // Lane within the warp / warp within the workgroup of local thread `lid`.

@@ -146,7 +146,7 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
                         l[2], ", ", l[3], ");");
   }
 
-  int warp_size(const runtime::TargetInfo&) const override { return hip_ ? 64 : 32; }
+  int warp_size(const ir::TargetInfo&) const override { return hip_ ? 64 : 32; }
   bool can_shuffle(DType t) const override { return t != DType::kBool; }
   std::string shuffle_xor(DType t, const std::string& v, int mask) const override {
     std::string x = (t == DType::kInt8 || t == DType::kUInt8) ? absl::StrCat("(int)(", v, ")") : v;

@@ -343,7 +343,7 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
 
   // Subgroup shuffles when the device's subgroups are wide (NVIDIA: 32); narrow ones (lavapipe:
   // 8) reduce through shared memory. The size is fixed at pipeline creation by the runtime.
-  int warp_size(const runtime::TargetInfo& t) const override { return t.subgroup_size >= 16 ? t.subgroup_size : 0; }
+  int warp_size(const ir::TargetInfo& t) const override { return t.subgroup_size >= 16 ? t.subgroup_size : 0; }
   bool can_shuffle(DType t) const override { return t == DType::kFloat32 || t == DType::kInt32; }
   std::string shuffle_xor(DType, const std::string& v, int mask) const override {
     return absl::StrCat("subgroupShuffleXor(", v, ", ", mask, "u)");

@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/program.h"
-#include "runtime/target_info.h"
+#include "ir/target_info.h"
 
 namespace kiln::codegen::gpu {
 
@@ -46,6 +46,6 @@ struct RenderedProgram {
   std::vector<KernelSource> kernels;  // parallel to ir::Program::kernels
 };
 
-absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const runtime::TargetInfo& t);
+absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir::TargetInfo& t);
 
 }  // namespace kiln::codegen::gpu

@@ -38,7 +38,7 @@ std::unique_ptr<DialectOps> make_dialect(Dialect d) {
 
 using render_detail::Renderer;
 
-absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const runtime::TargetInfo& t) {
+absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir::TargetInfo& t) {
   std::unique_ptr<DialectOps> ops = make_dialect(d);
   if (!ops) return absl::UnimplementedError("render: this dialect has no renderer yet");
   RenderedProgram out;

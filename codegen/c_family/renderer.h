@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/c_family/dialect.h"
 #include "codegen/c_family/kernel_writer.h"
+#include "support/options.h"
 
 namespace kiln::codegen::gpu {
 namespace render_detail {
@@ -28,7 +29,7 @@ inline int64_t pow2_at_least(int64_t v) {
 
 class Renderer {
  public:
-  Renderer(const ir::Program& p, const ir::Kernel& k, const DialectOps& d, const runtime::TargetInfo& t)
+  Renderer(const ir::Program& p, const ir::Kernel& k, const DialectOps& d, const ir::TargetInfo& t)
       : p_(p), k_(k), d_(d), t_(t), w_(p, k, d) {
     for (size_t a = 0; a < k.shape.size(); ++a) (k.reduce[a] ? reduce_axes_ : outer_axes_).push_back(int(a));
     for (size_t i = 0; i < k.nodes.size(); ++i)
@@ -302,7 +303,7 @@ class Renderer {
     DType at = w_.acc_type(ph);
     bool arg = ir::is_arg_reduce(rn.op);
     int ws = d_.warp_size(t_);
-    if (const char* e = std::getenv("KILN_GPU_SHUFFLE"); e && std::string(e) == "0") ws = 0;  // debugging knob
+    if (!support::options().gpu_shuffle) ws = 0;  // debugging knob (KILN_GPU_SHUFFLE=0)
     bool shuffle = ws > 0 && block % ws == 0 && block / ws <= ws && d_.can_shuffle(at) &&
                    (!arg || d_.can_shuffle(DType::kInt64));
     std::string r = w_.fresh("red");
@@ -377,7 +378,7 @@ class Renderer {
   // later pass (the next reduction, the stores) reads registers. Empty when it does not apply.
   std::vector<KNodeId> row_cached_loads(int64_t K) const {
     std::vector<KNodeId> loads;
-    if (const char* e = std::getenv("KILN_GPU_ROW_CACHE"); e && std::string(e) == "0") return loads;  // debugging knob
+    if (!support::options().gpu_row_cache) return loads;  // debugging knob (KILN_GPU_ROW_CACHE=0)
     if (K > 16) return loads;
     std::vector<bool> seen(k_.nodes.size(), false);
     std::vector<KNodeId> stack;
@@ -485,7 +486,7 @@ class Renderer {
   const ir::Program& p_;
   const ir::Kernel& k_;
   const DialectOps& d_;
-  const runtime::TargetInfo& t_;
+  const ir::TargetInfo& t_;
   KernelWriter w_;
   std::vector<int> outer_axes_, reduce_axes_;
   std::vector<KNodeId> phases_;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kiln/kiln.h"
-#include "runtime/engine.h"
+#include "replay/compile_or_replay.h"
 #include "testing/reference.h"
 
 namespace kiln {
@@ -61,7 +61,7 @@ TEST_F(CudaDeviceTest, WarmStartCompilesNothing) {
     return (a.exp() - a.max({1}, true)).sum({1});
   };
   build().realize();  // compiled, or loaded from the disk cache of an earlier test run
-  runtime::clear_executable_cache();
+  replay::clear_executable_cache();
   const Stats before = stats();
   std::vector<float> r = build().to_vector<float>();
   const Stats after = stats();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/device.h"
+#include "runtime/registry.h"
 
 namespace kiln {
 namespace {

@@ -7,10 +7,11 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/cuda/cuda_context.h"
-#include "runtime/cuda/cuda_executable.h"
-#include "runtime/cuda/nvrtc_compiler.h"
+#include "backends/cuda/cuda_context.h"
+#include "backends/cuda/cuda_executable.h"
+#include "backends/cuda/nvrtc_compiler.h"
 #include "runtime/device.h"
+#include "runtime/registry.h"
 
 namespace kiln::runtime::cuda {
 namespace {
@@ -292,7 +293,7 @@ TEST_F(CudaGraphTest, OutOfMemoryIsAnErrorAndTheProcessContinues) {
 TEST_F(CudaGraphTest, DeviceDescribesItself) {
   EXPECT_EQ(dev_->name(), "cuda");
   EXPECT_NE(dev_->description().find("sm_"), std::string::npos) << dev_->description();
-  const TargetInfo& t = dev_->target();
+  const ir::TargetInfo& t = dev_->target();
   EXPECT_EQ(t.name, "cuda");
   EXPECT_TRUE(t.is_gpu);
   EXPECT_GT(t.parallelism, 0);

@@ -22,9 +22,9 @@
 #include "frontend/capture.h"
 #include "kiln/kiln.h"
 #include "passes/pipeline.h"
-#include "runtime/cache/disk_cache.h"
-#include "runtime/cuda/cuda_target.h"
-#include "runtime/cuda/nvrtc_compiler.h"
+#include "runtime/disk_cache.h"
+#include "backends/cuda/cuda_target.h"
+#include "backends/cuda/nvrtc_compiler.h"
 #include "testing/reference.h"
 
 namespace kiln {
@@ -63,7 +63,7 @@ struct Totals {
 // Compiles one graph for an H100 (sm_90, 132 SMs, 227 KiB shared memory); identical modules
 // (the same kernels from different tests) are compiled once.
 void check(const Case& c, Totals* t, std::set<uint64_t>* seen) {
-  const runtime::TargetInfo target = runtime::cuda::cuda_target_info(132, 232448);
+  const ir::TargetInfo target = runtime::cuda::cuda_target_info(132, 232448);
   ++t->graphs;
   for (bool fusion : {true, false}) {
     passes::Options opts;

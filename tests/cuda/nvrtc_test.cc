@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "cuda/ptxas.h"
-#include "runtime/cuda/cached_compile.h"
-#include "runtime/cuda/nvrtc_compiler.h"
+#include "backends/cuda/cached_compile.h"
+#include "backends/cuda/nvrtc_compiler.h"
 #include "runtime/stats.h"
 
 namespace kiln::runtime::cuda {

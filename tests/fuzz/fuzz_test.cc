@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "kiln/kiln.h"
 #include "runtime/device.h"
+#include "runtime/registry.h"
 
 namespace kiln::fuzz {
 namespace {

@@ -8,6 +8,7 @@
 #include "fuzz/differential.h"
 #include "kiln/kiln.h"
 #include "runtime/device.h"
+#include "runtime/registry.h"
 #include "testing/reference.h"
 
 namespace kiln::fuzz {

@@ -10,15 +10,15 @@
 
 namespace kiln::testing {
 
-inline runtime::TargetInfo cpu_target() {
-  runtime::TargetInfo t;
+inline ir::TargetInfo cpu_target() {
+  ir::TargetInfo t;
   t.parallelism = 2;
   t.max_fused_row = int64_t(1) << 40;
   return t;
 }
 
-inline runtime::TargetInfo gpu_target() {
-  runtime::TargetInfo t;
+inline ir::TargetInfo gpu_target() {
+  ir::TargetInfo t;
   t.name = "gpu";
   t.parallelism = 132;
   t.is_gpu = true;
@@ -28,7 +28,7 @@ inline runtime::TargetInfo gpu_target() {
   return t;
 }
 
-inline ir::Program program_of(const std::vector<Tensor>& outs, const runtime::TargetInfo& t = cpu_target(),
+inline ir::Program program_of(const std::vector<Tensor>& outs, const ir::TargetInfo& t = cpu_target(),
                               bool fusion = true) {
   ir::Graph g = detail::capture(outs, nullptr);
   passes::Options o;

@@ -17,7 +17,8 @@
 #include "kiln/kiln.h"
 #include "passes/pipeline.h"
 #include "runtime/device.h"
-#include "runtime/engine.h"
+#include "runtime/registry.h"
+#include "replay/compile_or_replay.h"
 #include "testing/reference.h"
 #include "testing/error_of.h"
 

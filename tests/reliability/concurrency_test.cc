@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kiln/kiln.h"
-#include "runtime/cache/disk_cache.h"
-#include "runtime/engine.h"
+#include "runtime/disk_cache.h"
+#include "replay/compile_or_replay.h"
 #include "testing/reference.h"
 
 namespace kiln {
@@ -95,7 +95,7 @@ TEST(Concurrency, SameStructureReplayedConcurrently) {
   EXPECT_EQ(s.executables_built, 0);
   EXPECT_EQ(s.executable_cache_hits, kThreads * kIters);
   // Cold: every thread misses at once; each result is still right, however many compile.
-  runtime::clear_executable_cache();
+  replay::clear_executable_cache();
   reset_stats();
   failures = run_threads([&](int t, std::vector<std::string>* f) {
     Tensor x = testing::random_tensor({16, 48}, float32, uint32_t(t)), w = testing::random_tensor({48, 24}, float32, 99);
@@ -142,7 +142,7 @@ TEST(Concurrency, ClearingTheExecutableCacheWhileOthersRun) {
   std::atomic<bool> done{false};
   std::thread clearer([&] {
     while (!done.load()) {
-      runtime::clear_executable_cache();
+      replay::clear_executable_cache();
       std::this_thread::yield();
     }
   });

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "kiln/kiln.h"
-#include "runtime/engine.h"
+#include "replay/compile_or_replay.h"
 #include "testing/reference.h"
 
 namespace kiln {
@@ -69,7 +69,7 @@ TEST(KernelCache, CorruptedFilesAreDetectedRecompiledAndRewritten) {
     if (name == "cpu") continue;  // the CPU JIT keeps no kernels on disk
     SCOPED_TRACE(name);
     Device d(name);
-    runtime::clear_executable_cache();
+    replay::clear_executable_cache();
     reset_stats();
     realize(model(d, 1));
     int64_t kernels = stats().kernels_compiled + stats().kernel_disk_cache_hits;
@@ -89,7 +89,7 @@ TEST(KernelCache, CorruptedFilesAreDetectedRecompiledAndRewritten) {
       else data[data.size() / 2] ^= 0x5a;
       write_file(files[i], data);
     }
-    runtime::clear_executable_cache();
+    replay::clear_executable_cache();
     reset_stats();
     ::testing::internal::CaptureStderr();
     std::vector<Tensor> second = model(d, 2);
@@ -108,7 +108,7 @@ TEST(KernelCache, CorruptedFilesAreDetectedRecompiledAndRewritten) {
     }
     EXPECT_EQ(named, warnings) << err;
     // The files were rewritten: a cold executable cache now loads every kernel from disk.
-    runtime::clear_executable_cache();
+    replay::clear_executable_cache();
     reset_stats();
     ::testing::internal::CaptureStderr();
     EXPECT_MATCHES_REFERENCE(model(d, 3));

@@ -8,7 +8,7 @@
 #include "frontend/lazy.h"
 #include "ir/interpreter.h"
 #include "runtime/device.h"
-#include "testing/compare.h"
+#include "fuzz/compare.h"
 
 namespace kiln::testing {
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/device.h"
+#include "runtime/registry.h"
 
 namespace {
 

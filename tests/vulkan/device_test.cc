@@ -6,7 +6,8 @@
 #include <string>
 
 #include "runtime/device.h"
-#include "runtime/vulkan/vulkan_device.h"
+#include "runtime/registry.h"
+#include "backends/vulkan/vulkan_device.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace kiln::vktest {
@@ -34,7 +35,7 @@ class ScopedEnv {
 };
 
 TEST_F(DeviceTest, TargetInfoComesFromTheDevice) {
-  const runtime::TargetInfo& t = dev_->target();
+  const ir::TargetInfo& t = dev_->target();
   EXPECT_EQ(t.name, "vulkan");
   EXPECT_EQ(dev_->name(), "vulkan");
   EXPECT_GE(t.subgroup_size, 1);

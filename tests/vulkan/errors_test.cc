@@ -1,7 +1,7 @@
 // Errors are statuses: out of memory, bad GLSL, bad launch shapes; the device keeps working.
 #include <gtest/gtest.h>
 
-#include "runtime/vulkan/vulkan_device.h"
+#include "backends/vulkan/vulkan_device.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace kiln::vktest {

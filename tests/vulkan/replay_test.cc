@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "runtime/stats.h"
-#include "runtime/vulkan/vulkan_device.h"
+#include "backends/vulkan/vulkan_device.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace kiln::vktest {

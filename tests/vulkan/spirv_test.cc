@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "runtime/vulkan/spirv_compiler.h"
+#include "backends/vulkan/spirv_compiler.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace kiln::vktest {

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/vulkan/vulkan_device.h"
+#include "backends/vulkan/vulkan_device.h"
 
 namespace kiln::vktest {
 

@@ -1,0 +1,224 @@
+#include "backends/cuda/cuda_executable.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/driver_api.h"
+#include "runtime/stats.h"
+
+namespace kiln::runtime::cuda {
+namespace {
+
+constexpr uint32_t kDefaultSharedLimit = 48 * 1024;  // dynamic shared memory without opting in
+
+absl::Status check_launch(const LaunchSpec& k, const Context& ctx, size_t num_buffers) {
+  auto bad = [&](const std::string& what) {
+    return absl::InternalError(absl::StrCat("cuda: kernel ", k.name, " ", what));
+  };
+  for (int b : k.buffers)
+    if (b < 0 || size_t(b) >= num_buffers) return bad(absl::StrCat("binds buffer ", b, " of ", num_buffers));
+  if (k.empty()) return absl::OkStatus();
+  const uint64_t threads = uint64_t(k.block[0]) * k.block[1] * k.block[2];
+  if (threads > 1024 || k.block[2] > 64)
+    return bad(absl::StrCat("has block ", k.block[0], "x", k.block[1], "x", k.block[2],
+                            " (at most 1024 threads, z at most 64)"));
+  for (int i = 0; i < 3; ++i)
+    if (ctx.max_grid[i] > 0 && k.grid[i] > uint32_t(ctx.max_grid[i]))
+      return bad(absl::StrCat("has grid ", k.grid[0], "x", k.grid[1], "x", k.grid[2], " beyond the device's limit"));
+  if (k.shared_bytes > ctx.shared_optin)
+    return bad(absl::StrCat("needs ", k.shared_bytes, " bytes of shared memory; the device has ", ctx.shared_optin));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool LaunchSpec::empty() const {
+  return grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || block[0] == 0 || block[1] == 0 || block[2] == 0;
+}
+
+absl::StatusOr<std::shared_ptr<Module>> Module::load(const std::string& cubin) {
+  CUmodule m = nullptr;
+  if (absl::Status s = cu_check(api().cuModuleLoadData(&m, cubin.data()), "loading the compiled kernels (cuModuleLoadData)");
+      !s.ok())
+    return s;
+  return std::make_shared<Module>(m);
+}
+
+Module::~Module() {
+  if (!process_exiting()) api().cuModuleUnload(m_);
+}
+
+absl::StatusOr<CUfunction> Module::function(const std::string& name) const {
+  CUfunction f = nullptr;
+  CUresult r = api().cuModuleGetFunction(&f, m_, name.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND)
+    return absl::InternalError(absl::StrCat("cuda: kernel '", name, "' is not in the compiled module"));
+  if (absl::Status s = cu_check(r, absl::StrCat("cuModuleGetFunction(", name, ")")); !s.ok()) return s;
+  return f;
+}
+
+absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(Device* device, Context* ctx,
+                                                                       const ir::Program& p,
+                                                                       std::shared_ptr<Module> module,
+                                                                       std::vector<LaunchSpec> kernels,
+                                                                       std::vector<std::string> sources) {
+  std::unique_ptr<CudaExecutable> e(new CudaExecutable(device, ctx));
+  e->module_ = std::move(module);
+  e->sources_ = std::move(sources);
+  if (absl::Status s = e->build(p, kernels); !s.ok()) return s;
+  return e;
+}
+
+absl::Status CudaExecutable::build(const ir::Program& p, const std::vector<LaunchSpec>& kernels) {
+  if (kernels.size() != p.kernels.size())
+    return absl::InternalError(absl::StrCat("cuda: ", kernels.size(), " rendered kernels for ", p.kernels.size()));
+  for (const LaunchSpec& k : kernels)
+    if (absl::Status s = check_launch(k, *ctx_, p.buffers.size()); !s.ok()) return s;
+  buffers_ = p.buffers;
+  num_inputs_ = p.num_inputs;
+  num_outputs_ = p.num_outputs;
+  if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
+
+  // The arena holds every intermediate at its planned offset; its pointers never change.
+  if (p.arena_bytes > 0) {
+    auto a = ctx_->pool->allocate(p.arena_bytes, &arena_size_);
+    if (!a.ok()) return a.status();
+    arena_ = *a;
+    counters().bytes_allocated += p.arena_bytes;
+  }
+  bound_.assign(buffers_.size(), 0);
+  next_.assign(buffers_.size(), 0);
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const ir::BufferDesc& b = buffers_[i];
+    if (b.kind != ir::BufferKind::kIntermediate) continue;
+    if (b.offset < 0 || b.offset + b.bytes() > p.arena_bytes)
+      return absl::InternalError(absl::StrCat("cuda: intermediate buffer ", i, " lies outside the arena"));
+    bound_[i] = next_[i] = arena_ + CUdeviceptr(b.offset);
+  }
+
+  for (const LaunchSpec& k : kernels) {
+    if (k.shared_bytes > kDefaultSharedLimit && !k.empty()) {
+      CUresult r = api().cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(k.shared_bytes));
+      if (absl::Status s = cu_check(r, absl::StrCat("raising the shared memory limit of ", k.name)); !s.ok()) return s;
+    }
+  }
+
+  if (absl::Status s = cu_check(api().cuGraphCreate(&graph_, 0), "cuGraphCreate"); !s.ok()) return s;
+  // Each step's node, or for a step with nothing to launch, the nodes it waited for (so that its
+  // dependents still wait for them).
+  std::vector<std::vector<CUgraphNode>> after(p.steps.size());
+  nodes_.reserve(p.steps.size());
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const ir::Step& step = p.steps[i];
+    if (step.kernel < 0 || size_t(step.kernel) >= kernels.size())
+      return absl::InternalError(absl::StrCat("cuda: step ", i, " runs kernel ", step.kernel));
+    std::vector<CUgraphNode> deps;
+    for (int d : step.deps) {
+      if (d < 0 || size_t(d) >= i) return absl::InternalError(absl::StrCat("cuda: step ", i, " depends on step ", d));
+      deps.insert(deps.end(), after[size_t(d)].begin(), after[size_t(d)].end());
+    }
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    const LaunchSpec& k = kernels[size_t(step.kernel)];
+    if (k.empty()) {
+      after[i] = std::move(deps);
+      continue;
+    }
+    Node n;
+    n.buffers = k.buffers;
+    for (int b : k.buffers) {
+      n.args.push_back(bound_[size_t(b)]);
+      n.bound_io |= buffers_[size_t(b)].kind != ir::BufferKind::kIntermediate;
+    }
+    for (CUdeviceptr& a : n.args) n.arg_ptrs.push_back(&a);
+    n.params.func = k.fn;
+    n.params.gridDimX = k.grid[0];
+    n.params.gridDimY = k.grid[1];
+    n.params.gridDimZ = k.grid[2];
+    n.params.blockDimX = k.block[0];
+    n.params.blockDimY = k.block[1];
+    n.params.blockDimZ = k.block[2];
+    n.params.sharedMemBytes = k.shared_bytes;
+    n.params.kernelParams = n.arg_ptrs.empty() ? nullptr : n.arg_ptrs.data();
+    CUresult r = api().cuGraphAddKernelNode(&n.node, graph_, deps.empty() ? nullptr : deps.data(), deps.size(), &n.params);
+    if (absl::Status s = cu_check(r, absl::StrCat("adding kernel ", k.name, " to the CUDA graph")); !s.ok()) return s;
+    after[i] = {n.node};
+    nodes_.push_back(std::move(n));  // moving keeps args/arg_ptrs' heap storage where it is
+  }
+  if (!nodes_.empty()) {
+    if (absl::Status s = cu_check(api().cuGraphInstantiateWithFlags(&exec_, graph_, 0), "instantiating the CUDA graph");
+        !s.ok())
+      return s;
+  }
+  auto done = Event::create();
+  if (!done.ok()) return done.status();
+  done_ = *std::move(done);
+  return absl::OkStatus();
+}
+
+CudaExecutable::~CudaExecutable() {
+  if (process_exiting()) return;  // the process teardown frees it all
+  (void)ctx_->make_current();
+  if (launched_) (void)done_->wait();  // launches in flight still use the arena and the module
+  if (exec_) api().cuGraphExecDestroy(exec_);
+  if (graph_) api().cuGraphDestroy(graph_);
+  if (arena_) ctx_->pool->release(arena_, arena_size_);
+}
+
+absl::Status CudaExecutable::bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                                  bool* changed) {
+  *changed = false;
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const ir::BufferDesc& b = buffers_[i];
+    if (b.kind == ir::BufferKind::kIntermediate) continue;
+    const bool in = b.kind == ir::BufferKind::kInput;
+    Buffer* buf = in ? inputs[size_t(b.index)] : outputs[size_t(b.index)];
+    if (!buf || buf->device() != device_)
+      return absl::InvalidArgumentError(absl::StrCat("cuda: ", in ? "input " : "output ", b.index, " is not a buffer of this device"));
+    if (buf->bytes() < b.bytes())
+      return absl::InvalidArgumentError(absl::StrCat("cuda: ", in ? "input " : "output ", b.index, " holds ", buf->bytes(),
+                                                     " bytes; the program needs ", b.bytes()));
+    next_[i] = static_cast<CudaBuffer*>(buf)->ptr();
+    *changed |= next_[i] != bound_[i];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) {
+  if (int(inputs.size()) < num_inputs_ || int(outputs.size()) < num_outputs_)
+    return absl::InvalidArgumentError(absl::StrCat("cuda: the program takes ", num_inputs_, " inputs and ", num_outputs_,
+                                                   " outputs; got ", inputs.size(), " and ", outputs.size()));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
+  bool changed = false;
+  if (absl::Status s = bind(inputs, outputs, &changed); !s.ok()) return s;
+  if (changed) {
+    // Only nodes whose pointers moved get new parameters; launches already queued keep theirs.
+    for (Node& n : nodes_) {
+      if (!n.bound_io) continue;
+      bool dirty = false;
+      for (size_t a = 0; a < n.buffers.size(); ++a) {
+        CUdeviceptr p = next_[size_t(n.buffers[a])];
+        dirty |= n.args[a] != p;
+        n.args[a] = p;
+      }
+      if (!dirty) continue;
+      CUresult r = api().cuGraphExecKernelNodeSetParams(exec_, n.node, &n.params);
+      if (r != CUDA_SUCCESS) {
+        std::fill(n.args.begin(), n.args.end(), CUdeviceptr(0));  // unknown now: rebind next time
+        std::fill(bound_.begin(), bound_.end(), CUdeviceptr(0));
+        return cu_error(r, "rebinding a kernel of the CUDA graph (cuGraphExecKernelNodeSetParams)");
+      }
+    }
+    bound_ = next_;  // same size: no allocation
+  }
+  if (exec_) {
+    if (absl::Status s = cu_check(api().cuGraphLaunch(exec_, ctx_->stream), "cuGraphLaunch"); !s.ok()) return s;
+  }
+  if (absl::Status s = done_->record(ctx_->stream); !s.ok()) return s;
+  launched_ = true;
+  for (int i = 0; i < num_outputs_; ++i) static_cast<CudaBuffer*>(outputs[size_t(i)])->writer = done_;
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::runtime::cuda

@@ -1,0 +1,20 @@
+#include "backends/cuda/cuda_target.h"
+
+namespace kiln::runtime::cuda {
+
+ir::TargetInfo cuda_target_info(int sm_count, int64_t shared_optin, int compute_capability) {
+  ir::TargetInfo t;
+  t.compute_capability = compute_capability;
+  t.name = "cuda";
+  t.parallelism = sm_count;
+  t.subgroup_size = 32;
+  t.max_workgroup = 1024;
+  t.shared_memory = shared_optin;
+  t.vector_width = 4;           // 16-byte loads and stores of f32
+  t.max_fused_row = 16384;      // a row a block of 1024 threads keeps in registers (16 per thread)
+  t.has_f16 = t.has_f64 = t.has_i64 = t.has_i8 = true;
+  t.is_gpu = true;
+  return t;
+}
+
+}  // namespace kiln::runtime::cuda

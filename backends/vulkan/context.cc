@@ -1,0 +1,269 @@
+#include "backends/vulkan/context.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "backends/vulkan/pipeline_cache.h"
+#include "backends/vulkan/select_device.h"
+#include "backends/vulkan/vk_status.h"
+
+namespace kiln::runtime::vk {
+namespace {
+
+constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+bool instance_has_extension(const char* layer, const char* name) {
+  uint32_t n = 0;
+  if (vkEnumerateInstanceExtensionProperties(layer, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkExtensionProperties> ext(n);
+  vkEnumerateInstanceExtensionProperties(layer, &n, ext.data());
+  for (const auto& e : ext)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+bool has_layer(const char* name) {
+  uint32_t n = 0;
+  if (vkEnumerateInstanceLayerProperties(&n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkLayerProperties> layers(n);
+  vkEnumerateInstanceLayerProperties(&n, layers.data());
+  for (const auto& l : layers)
+    if (std::strcmp(l.layerName, name) == 0) return true;
+  return false;
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                 VkDebugUtilsMessageTypeFlagsEXT, const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                                 void* user) {
+  std::string msg = absl::StrCat(data->pMessageIdName ? data->pMessageIdName : "", ": ", data->pMessage ? data->pMessage : "");
+  std::fprintf(stderr, "kiln: vulkan validation %s: %s\n",
+               severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning", msg.c_str());
+  static_cast<ValidationLog*>(user)->add(std::move(msg));
+  return VK_FALSE;
+}
+
+}  // namespace
+
+void ValidationLog::add(std::string m) {
+  std::lock_guard<std::mutex> lock(mu_);
+  messages_.push_back(std::move(m));
+}
+std::vector<std::string> ValidationLog::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return messages_;
+}
+void ValidationLog::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  messages_.clear();
+  reported_ = 0;
+}
+std::vector<std::string> ValidationLog::take_unreported() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> r(messages_.begin() + std::min(reported_, messages_.size()), messages_.end());
+  reported_ = messages_.size();
+  return r;
+}
+
+absl::StatusOr<std::shared_ptr<Context>> Context::create(const ContextOptions& o) {
+  if (absl::Status s = load_loader(); !s.ok()) return s;
+  std::shared_ptr<Context> c(new Context());
+  c->cache_dir = o.cache_dir;
+  if (absl::Status s = c->create_instance(o); !s.ok()) return s;
+  if (absl::Status s = c->create_device(o); !s.ok()) return s;
+  track_device(c->device, &c->queue_mu_);
+  watch_process_exit();
+  return c;
+}
+
+absl::Status Context::create_instance(const ContextOptions& o) {
+  uint32_t version = 0;
+  vkEnumerateInstanceVersion(&version);
+  if (version < VK_API_VERSION_1_2)
+    return absl::UnavailableError(absl::StrCat("vulkan: the Vulkan loader supports only ", VK_API_VERSION_MAJOR(version), ".",
+                                               VK_API_VERSION_MINOR(version), "; kiln needs 1.2"));
+  VkApplicationInfo app = vk_struct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+  app.pApplicationName = "kiln";
+  app.pEngineName = "kiln";
+  app.apiVersion = version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2;
+  VkInstanceCreateInfo ci = vk_struct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+  ci.pApplicationInfo = &app;
+  std::vector<const char*> extensions, layers;
+  if (instance_has_extension(nullptr, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+    extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+    ci.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+  }
+  VkValidationFeatureEnableEXT sync = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+  VkValidationFeaturesEXT features = vk_struct<VkValidationFeaturesEXT>(VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT);
+  VkDebugUtilsMessengerCreateInfoEXT mi = vk_struct<VkDebugUtilsMessengerCreateInfoEXT>(VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
+  mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT |
+                   VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+  mi.pfnUserCallback = on_debug_message;
+  mi.pUserData = &log;
+  if (o.validation) {
+    if (!has_layer(kValidationLayer))
+      return absl::FailedPreconditionError(
+          "vulkan: KILN_VULKAN_VALIDATION=1 but VK_LAYER_KHRONOS_validation is not installed (Debian: vulkan-validationlayers)");
+    if (!instance_has_extension(kValidationLayer, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME) ||
+        !instance_has_extension(kValidationLayer, VK_EXT_DEBUG_UTILS_EXTENSION_NAME))
+      return absl::FailedPreconditionError("vulkan: the validation layer lacks VK_EXT_validation_features or VK_EXT_debug_utils");
+    layers.push_back(kValidationLayer);
+    extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    features.enabledValidationFeatureCount = 1;
+    features.pEnabledValidationFeatures = &sync;
+    features.pNext = &mi;  // also reports messages from instance creation itself
+    ci.pNext = &features;
+  }
+  ci.enabledExtensionCount = uint32_t(extensions.size());
+  ci.ppEnabledExtensionNames = extensions.data();
+  ci.enabledLayerCount = uint32_t(layers.size());
+  ci.ppEnabledLayerNames = layers.data();
+  VkResult r = vkCreateInstance(&ci, nullptr, &instance);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+    return absl::UnavailableError("vulkan: no physical device (no Vulkan driver found: vkCreateInstance returned VK_ERROR_INCOMPATIBLE_DRIVER)");
+  if (r != VK_SUCCESS) {
+    instance = VK_NULL_HANDLE;
+    absl::Status s = check(r, "vkCreateInstance");
+    return absl::UnavailableError(s.message());
+  }
+  if (absl::Status s = load_instance_functions(instance); !s.ok()) return s;
+  if (o.validation) {
+    auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
+    destroy_messenger_ = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
+    if (!create || !destroy_messenger_) return absl::FailedPreconditionError("vulkan: vkCreateDebugUtilsMessengerEXT is missing");
+    KILN_VK_RETURN_IF_ERROR(create(instance, &mi, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Context::create_device(const ContextOptions& o) {
+  auto choice = choose_physical_device(instance, o.device_index);
+  if (!choice.ok()) return choice.status();
+  physical = choice->physical;
+  caps = choice->caps;
+  caps.validation = o.validation;
+  target = choice->target;
+  const OptionalFeatures& f = choice->features;
+  caps.scalar_layout = f.scalar_layout;
+  vkGetPhysicalDeviceMemoryProperties(physical, &memory_properties);
+
+  VkPhysicalDeviceFeatures2 f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  VkPhysicalDeviceVulkan11Features f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  VkPhysicalDeviceVulkan12Features f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  VkPhysicalDeviceVulkan13Features f13 = vk_struct<VkPhysicalDeviceVulkan13Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES);
+  f2.pNext = &f11;
+  f11.pNext = &f12;
+  if (caps.vulkan13) f12.pNext = &f13;
+  f2.features.shaderInt64 = VK_TRUE;
+  f2.features.shaderInt16 = f.int16;
+  f2.features.shaderFloat64 = f.float64;
+  f11.storageBuffer16BitAccess = f.storage16;
+  f12.bufferDeviceAddress = VK_TRUE;
+  f12.timelineSemaphore = VK_TRUE;
+  f12.shaderFloat16 = f.float16;
+  f12.shaderInt8 = f.int8;
+  f12.storageBuffer8BitAccess = f.storage8;
+  f12.scalarBlockLayout = f.scalar_layout;
+  f12.vulkanMemoryModel = f.memory_model;
+  f12.vulkanMemoryModelDeviceScope = f.memory_model_device_scope;
+  f13.subgroupSizeControl = f.subgroup_size_control;
+  f13.computeFullSubgroups = f.compute_full_subgroups;
+  f13.synchronization2 = f.synchronization2;
+  f13.maintenance4 = f.maintenance4;
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+  qi.queueFamilyIndex = caps.queue_family;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+  VkDeviceCreateInfo di = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+  di.pNext = &f2;
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  VkResult r = vkCreateDevice(physical, &di, nullptr, &device);
+  if (r != VK_SUCCESS) {
+    device = VK_NULL_HANDLE;
+    return absl::UnavailableError(check(r, absl::StrCat("vkCreateDevice on ", caps.name)).message());
+  }
+  vkGetDeviceQueue(device, caps.queue_family, 0, &queue);
+
+  VkSemaphoreTypeCreateInfo ti = vk_struct<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO);
+  ti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  VkSemaphoreCreateInfo si = vk_struct<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO);
+  si.pNext = &ti;
+  KILN_VK_RETURN_IF_ERROR(vkCreateSemaphore(device, &si, nullptr, &timeline), "vkCreateSemaphore (timeline)");
+
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(uint64_t)};
+  VkPipelineLayoutCreateInfo li = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+  li.pushConstantRangeCount = 1;
+  li.pPushConstantRanges = &range;
+  KILN_VK_RETURN_IF_ERROR(vkCreatePipelineLayout(device, &li, nullptr, &pipeline_layout), "vkCreatePipelineLayout");
+  return open_pipeline_cache(this);
+}
+
+Context::~Context() {
+  if (process_exiting()) return;  // the OS reclaims it all (see vk_api.h)
+  if (device) untrack_device(device);
+  if (device) vkDeviceWaitIdle(device);
+  {
+    std::lock_guard<std::mutex> lock(memory_mu_);
+    for (auto& [v, a] : retired_) destroy(a);
+    retired_.clear();
+    drop_reuse_pool();
+  }
+  if (pipeline_cache) vkDestroyPipelineCache(device, pipeline_cache, nullptr);
+  if (pipeline_layout) vkDestroyPipelineLayout(device, pipeline_layout, nullptr);
+  if (timeline) vkDestroySemaphore(device, timeline, nullptr);
+  if (device) vkDestroyDevice(device, nullptr);
+  if (messenger_) destroy_messenger_(instance, messenger_, nullptr);
+  if (instance) vkDestroyInstance(instance, nullptr);
+}
+
+absl::StatusOr<uint64_t> Context::submit(VkCommandBuffer cb, uint64_t wait_value, VkPipelineStageFlags wait_stage) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  uint64_t value = next_value_ + 1;
+  VkTimelineSemaphoreSubmitInfo ts = vk_struct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
+  ts.signalSemaphoreValueCount = 1;
+  ts.pSignalSemaphoreValues = &value;
+  VkSubmitInfo si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+  si.pNext = &ts;
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cb;
+  si.signalSemaphoreCount = 1;
+  si.pSignalSemaphores = &timeline;
+  if (wait_value > 0) {
+    ts.waitSemaphoreValueCount = 1;
+    ts.pWaitSemaphoreValues = &wait_value;
+    si.waitSemaphoreCount = 1;
+    si.pWaitSemaphores = &timeline;
+    si.pWaitDstStageMask = &wait_stage;
+  }
+  KILN_VK_RETURN_IF_ERROR(vkQueueSubmit(queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+  next_value_ = value;
+  return value;
+}
+
+absl::Status Context::wait(uint64_t value) {
+  if (value == 0) return absl::OkStatus();
+  VkSemaphoreWaitInfo wi = vk_struct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
+  wi.semaphoreCount = 1;
+  wi.pSemaphores = &timeline;
+  wi.pValues = &value;
+  return check(vkWaitSemaphores(device, &wi, UINT64_MAX), "vkWaitSemaphores");
+}
+
+uint64_t Context::completed() {
+  uint64_t v = 0;
+  if (vkGetSemaphoreCounterValue(device, timeline, &v) != VK_SUCCESS) return 0;
+  return v;
+}
+
+uint64_t Context::last_submitted() {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return next_value_;
+}
+
+}  // namespace kiln::runtime::vk

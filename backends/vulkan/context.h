@@ -1,0 +1,138 @@
+// One Vulkan device opened for kiln: instance, logical device, compute queue, the timeline
+// semaphore every submission signals, memory allocation, and the validation message log.
+// Buffers and executables hold a shared_ptr to it, so it outlives every object made from it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/target_info.h"
+#include "backends/vulkan/spirv_float_controls.h"
+#include "backends/vulkan/vk_api.h"
+
+namespace kiln::runtime::vk {
+
+// Device facts the runtime needs beyond TargetInfo.
+struct Caps {
+  int index = -1;  // position in vkEnumeratePhysicalDevices
+  std::string name;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint32_t api_version = 0, vendor_id = 0, device_id = 0, driver_version = 0;
+  uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};
+  uint32_t queue_family = 0;
+  uint32_t timestamp_valid_bits = 0;
+  float timestamp_period_ns = 1;
+  // Pipelines request exactly TargetInfo::subgroup_size when the device can vary it.
+  bool require_subgroup_size = false;
+  bool full_subgroups = false;  // computeFullSubgroups
+  uint32_t max_group_count[3] = {};
+  VkDeviceSize max_allocation = 0;  // min(maxMemoryAllocationSize, maxBufferSize)
+  VkDeviceSize storage_offset_alignment = 256, max_storage_range = 0;  // descriptor limits
+  bool vulkan13 = false;
+  bool scalar_layout = false;  // scalarBlockLayout enabled
+  FloatControls float_controls;  // what the device can preserve
+  bool validation = false;
+};
+
+// Messages of the validation layer's debug messenger (warnings and errors).
+class ValidationLog {
+ public:
+  void add(std::string m);
+  std::vector<std::string> snapshot() const;
+  void clear();
+  // Messages added since the last call (each is returned once).
+  std::vector<std::string> take_unreported();
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> messages_;
+  size_t reported_ = 0;
+};
+
+enum class MemoryUse { kDevice, kUpload, kReadback, kTable };
+
+// A VkBuffer with its own memory; `mapped` for host-visible uses.
+struct Allocation {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceAddress address = 0;
+  VkDeviceSize size = 0;
+  void* mapped = nullptr;
+  MemoryUse use = MemoryUse::kDevice;
+  // Timeline value of the last GPU use before a recycled buffer was handed out again; a new
+  // user's first submission waits for it (already reached, but it orders the accesses for the
+  // synchronization validator).
+  uint64_t ready_after = 0;
+};
+
+struct ContextOptions {
+  bool validation = false;  // VK_LAYER_KHRONOS_validation with synchronization validation
+  int device_index = -1;    // KILN_VULKAN_DEVICE; -1 picks the best
+  std::string cache_dir;    // the Vulkan folder of the disk cache ("": none)
+};
+
+class Context {
+ public:
+  // Unavailable with the reason when there is no loader, no driver or no suitable device.
+  static absl::StatusOr<std::shared_ptr<Context>> create(const ContextOptions& o);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  VkSemaphore timeline = VK_NULL_HANDLE;
+  VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;  // push constant: uint64_t table
+  VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
+  Caps caps;
+  ir::TargetInfo target;
+  VkPhysicalDeviceMemoryProperties memory_properties{};
+  ValidationLog log;
+  std::string cache_dir;
+  std::mutex pipeline_cache_mu;  // saving the pipeline cache
+  size_t pipeline_cache_saved_bytes = 0;
+
+  // Submits `cb`, waiting on the GPU for timeline value `wait_value` (0: none) at `wait_stage`,
+  // and returns the value it signals. Values grow in submission order, and a signal covers all
+  // earlier submissions, so waiting for value v waits for everything submitted up to v.
+  absl::StatusOr<uint64_t> submit(VkCommandBuffer cb, uint64_t wait_value, VkPipelineStageFlags wait_stage);
+  // Host wait until the timeline reaches `value`.
+  absl::Status wait(uint64_t value);
+  uint64_t completed();
+  uint64_t last_submitted();
+
+  // Memory. Device allocations are counted in counters().bytes_allocated; a request the device
+  // cannot satisfy is ResourceExhausted.
+  absl::StatusOr<Allocation> allocate(VkDeviceSize bytes, MemoryUse use);
+  // Frees `a` once the timeline reaches `after_value` (device buffers are kept for reuse).
+  void release(Allocation a, uint64_t after_value);
+  // Frees released allocations the GPU no longer uses.
+  void collect();
+
+ private:
+  Context() = default;
+  absl::Status create_instance(const ContextOptions& o);
+  absl::Status create_device(const ContextOptions& o);
+  absl::StatusOr<Allocation> allocate_new(VkDeviceSize bytes, MemoryUse use);
+  void destroy(Allocation& a);
+  void drop_reuse_pool();  // the GPU must be idle
+
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
+  std::mutex queue_mu_;
+  uint64_t next_value_ = 0;  // last value handed to a submission (queue_mu_)
+  std::mutex memory_mu_;
+  std::vector<std::pair<uint64_t, Allocation>> retired_;       // waiting for the GPU
+  std::multimap<VkDeviceSize, Allocation> reuse_;               // device buffers ready for reuse
+  VkDeviceSize reuse_bytes_ = 0;
+};
+
+}  // namespace kiln::runtime::vk

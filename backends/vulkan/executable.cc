@@ -1,0 +1,299 @@
+#include "backends/vulkan/executable.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "backends/vulkan/buffer.h"
+#include "backends/vulkan/pipeline.h"
+#include "backends/vulkan/pipeline_cache.h"
+#include "backends/vulkan/vk_status.h"
+
+namespace kiln::runtime::vk {
+absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Device* owner, std::shared_ptr<Context> ctx,
+                                                                            const ir::Program& p,
+                                                                            const codegen::gpu::RenderedProgram& rendered,
+                                                                            const KernelCompiler& compiler, ExecutableOptions o) {
+  std::unique_ptr<VulkanExecutable> e(new VulkanExecutable());
+  e->owner_ = owner;
+  e->ctx_ = std::move(ctx);
+  e->opts_ = o;
+  if (e->opts_.profile && e->ctx_->caps.timestamp_valid_bits == 0) {
+    std::fprintf(stderr, "kiln: vulkan: %s has no timestamps on its compute queue; no per-kernel GPU times\n", e->ctx_->caps.name.c_str());
+    e->opts_.profile = false;
+  }
+  e->buffers_ = p.buffers;
+  e->steps_ = p.steps;
+  e->num_inputs_ = p.num_inputs;
+  e->num_outputs_ = p.num_outputs;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const ir::Step& s = p.steps[i];
+    if (s.kernel < 0 || s.kernel >= int(p.kernels.size()))
+      return absl::InvalidArgumentError(absl::StrCat("vulkan: step ", i, " names kernel ", s.kernel, " of ", p.kernels.size()));
+    for (int d : s.deps)
+      if (d < 0 || d >= int(i)) return absl::InvalidArgumentError(absl::StrCat("vulkan: step ", i, " depends on step ", d, ", not an earlier one"));
+  }
+  for (const ir::BufferDesc& b : p.buffers) {
+    const int limit = b.kind == ir::BufferKind::kInput ? p.num_inputs : p.num_outputs;
+    if (b.kind != ir::BufferKind::kIntermediate && (b.index < 0 || b.index >= limit))
+      return absl::InvalidArgumentError(absl::StrCat("vulkan: a buffer is ", b.kind == ir::BufferKind::kInput ? "input " : "output ",
+                                                     b.index, " of ", limit));
+  }
+  for (const ir::BufferDesc& b : p.buffers)
+    if (b.kind == ir::BufferKind::kIntermediate && (b.offset < 0 || b.offset + b.bytes() > p.arena_bytes))
+      return absl::InvalidArgumentError(absl::StrCat("vulkan: an intermediate buffer at offset ", b.offset, " (", b.bytes(),
+                                                     " bytes) lies outside the ", p.arena_bytes, "-byte arena"));
+  if (absl::Status s = e->build_pipelines(p, rendered, compiler); !s.ok()) return s;
+  if (e->ctx_->caps.validation) {
+    auto shadow = ShadowPipelines::create(*e->ctx_, p);
+    if (!shadow.ok()) return shadow.status();
+    e->shadow_ = *std::move(shadow);
+  }
+
+  VkCommandPoolCreateInfo pi = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;  // validation mode re-records
+  pi.queueFamilyIndex = e->ctx_->caps.queue_family;
+  KILN_VK_RETURN_IF_ERROR(vkCreateCommandPool(e->ctx_->device, &pi, nullptr, &e->pool_), "vkCreateCommandPool (executable)");
+  if (p.arena_bytes > 0) {
+    auto arena = e->ctx_->allocate(VkDeviceSize(p.arena_bytes), MemoryUse::kDevice);
+    if (!arena.ok())
+      return absl::Status(arena.status().code(), absl::StrCat(arena.status().message(), " (the arena of intermediates)"));
+    e->arena_ = *arena;
+    e->last_value_ = arena->ready_after;
+  }
+  // The first slot is recorded now: building an executable records its command buffer.
+  std::lock_guard<std::mutex> lock(e->mu_);
+  if (auto s = e->acquire_slot(); !s.ok()) return s.status();
+  return e;
+}
+
+absl::Status VulkanExecutable::build_pipelines(const ir::Program& p, const codegen::gpu::RenderedProgram& rendered,
+                                               const KernelCompiler& compiler) {
+  if (rendered.kernels.size() != p.kernels.size())
+    return absl::InternalError(absl::StrCat("vulkan: the renderer returned ", rendered.kernels.size(), " kernels for a program of ",
+                                            p.kernels.size()));
+  const uint32_t* max_groups = ctx_->caps.max_group_count;
+  for (const codegen::gpu::KernelSource& k : rendered.kernels) {
+    const std::string name = k.name.empty() ? absl::StrCat("kernel", names_.size()) : k.name;
+    uint64_t threads = uint64_t(k.block[0]) * k.block[1] * k.block[2];
+    if (threads == 0 || threads > uint64_t(ctx_->target.max_workgroup))
+      return absl::InternalError(absl::StrCat("vulkan: kernel '", name, "' has a workgroup of ", threads, " invocations; ",
+                                              ctx_->caps.name, " allows 1..", ctx_->target.max_workgroup));
+    for (int d = 0; d < 3; ++d)
+      if (k.grid[d] > max_groups[d])
+        return absl::InternalError(absl::StrCat("vulkan: kernel '", name, "' dispatches ", k.grid[d], " workgroups along axis ", d,
+                                                "; ", ctx_->caps.name, " allows ", max_groups[d]));
+    auto spirv = compiler.spirv(name, k.source);
+    if (!spirv.ok()) return spirv.status();
+    auto pipeline = create_compute_pipeline(*ctx_, name, *spirv, k.block[0]);
+    if (!pipeline.ok()) return pipeline.status();
+    pipelines_.push_back(*pipeline);
+    grids_.push_back({k.grid[0], k.grid[1], k.grid[2]});
+    names_.push_back(name);
+    sources_.push_back(k.source);
+  }
+  save_pipeline_cache(ctx_.get());
+  return absl::OkStatus();
+}
+
+VulkanExecutable::~VulkanExecutable() {
+  if (process_exiting()) return;
+  // Pipelines and command buffers must outlive the GPU's use of them.
+  if (last_value_) ctx_->wait(last_value_).IgnoreError();
+  VkDevice dev = ctx_->device;
+  for (auto& s : slots_)
+    if (s->queries) vkDestroyQueryPool(dev, s->queries, nullptr);
+  if (tables_.buffer) ctx_->release(tables_, 0);
+  ctx_->release(arena_, last_value_);
+  if (pool_) vkDestroyCommandPool(dev, pool_, nullptr);
+  for (VkPipeline p : pipelines_) vkDestroyPipeline(dev, p, nullptr);
+}
+
+absl::StatusOr<VulkanExecutable::Slot*> VulkanExecutable::acquire_slot() {
+  uint64_t done = ctx_->completed();
+  Slot* oldest = nullptr;
+  for (auto& s : slots_) {
+    if (s->value <= done) return s.get();
+    if (!oldest || s->value < oldest->value) oldest = s.get();
+  }
+  const size_t max_slots = size_t(std::max(opts_.max_in_flight, 1));
+  if (slots_.size() < max_slots) {
+    if (!tables_.buffer) {
+      // Every slot's address table in one host-visible allocation (one VkDeviceMemory per
+      // executable, however many runs are in flight).
+      table_stride_ = (std::max<VkDeviceSize>(buffers_.size(), 1) * sizeof(uint64_t) + 63) / 64 * 64;
+      auto tables = ctx_->allocate(table_stride_ * max_slots, MemoryUse::kTable);
+      if (!tables.ok()) return tables.status();
+      tables_ = *tables;
+    }
+    auto s = std::make_unique<Slot>();
+    const VkDeviceSize at = table_stride_ * slots_.size();
+    s->table = tables_;  // a view of slot i's part
+    s->table.address += at;
+    s->table.mapped = static_cast<char*>(tables_.mapped) + at;
+    s->table.size = table_stride_;
+    slots_.push_back(std::move(s));
+    Slot* slot = slots_.back().get();
+    absl::Status st = prepare(slot);
+    if (st.ok() && !shadow_) st = record(slot);
+    if (!st.ok()) {
+      if (slot->queries) vkDestroyQueryPool(ctx_->device, slot->queries, nullptr);
+      slots_.pop_back();
+      return st;
+    }
+    return slot;
+  }
+  if (absl::Status st = ctx_->wait(oldest->value); !st.ok()) return st;
+  return oldest;
+}
+
+absl::Status VulkanExecutable::prepare(Slot* s) {
+  VkDevice dev = ctx_->device;
+  const uint32_t nq = uint32_t(2 * steps_.size());
+  if (opts_.profile && nq > 0) {
+    VkQueryPoolCreateInfo qi = vk_struct<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = nq;
+    KILN_VK_RETURN_IF_ERROR(vkCreateQueryPool(dev, &qi, nullptr, &s->queries), "vkCreateQueryPool");
+  }
+  VkCommandBufferAllocateInfo ai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+  ai.commandPool = pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  KILN_VK_RETURN_IF_ERROR(vkAllocateCommandBuffers(dev, &ai, &s->cb), "vkAllocateCommandBuffers (executable)");
+  if (shadow_) {
+    auto sets = ShadowSets::create(*ctx_, *shadow_);
+    if (!sets.ok()) return sets.status();
+    s->shadow = *std::move(sets);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VulkanExecutable::record(Slot* s) {
+  const uint32_t nq = uint32_t(2 * steps_.size());
+  VkCommandBufferBeginInfo bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  KILN_VK_RETURN_IF_ERROR(vkBeginCommandBuffer(s->cb, &bi), "vkBeginCommandBuffer");
+  if (s->queries) vkCmdResetQueryPool(s->cb, s->queries, 0, nq);
+  const uint64_t table = s->table.address;
+  // A barrier only where the Program has a dependency edge: independent kernels may overlap.
+  VkMemoryBarrier barrier = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  if (opts_.queue_order) {
+    // Everything submitted earlier (kernels, uploads, downloads) before this run's first
+    // dispatch: RAW on inputs written by an upload or an earlier run, WAR/WAW on the outputs and
+    // the arena. run() then submits without a semaphore wait.
+    VkMemoryBarrier first = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    first.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    first.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    vkCmdPipelineBarrier(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &first, 0, nullptr, 0, nullptr);
+  }
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const ir::Step& step = steps_[i];
+    if (!step.deps.empty() && int(i) != opts_.drop_barrier_step)
+      vkCmdPipelineBarrier(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0,
+                           nullptr, 0, nullptr);
+    if (s->queries) vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s->queries, uint32_t(2 * i));
+    if (s->shadow) s->shadow->record(s->cb, i);
+    const auto& g = grids_[step.kernel];
+    vkCmdBindPipeline(s->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_[step.kernel]);
+    // Pushed once; again after a shadow dispatch, whose pipeline layout disturbs push constants.
+    if (i == 0 || s->shadow) vkCmdPushConstants(s->cb, ctx_->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(table), &table);
+    vkCmdDispatch(s->cb, g[0], g[1], g[2]);
+    if (s->queries) vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s->queries, uint32_t(2 * i + 1));
+  }
+  return check(vkEndCommandBuffer(s->cb), "vkEndCommandBuffer (executable)");
+}
+
+absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) {
+  if (int(inputs.size()) != num_inputs_ || int(outputs.size()) != num_outputs_)
+    return absl::InvalidArgumentError(absl::StrCat("vulkan: run with ", inputs.size(), " inputs and ", outputs.size(),
+                                                   " outputs; the program has ", num_inputs_, " and ", num_outputs_));
+  std::vector<VulkanBuffer*> in(inputs.size()), out(outputs.size());
+  auto bind = [this](Buffer* b, const char* what, size_t i) -> absl::StatusOr<VulkanBuffer*> {
+    auto* vb = dynamic_cast<VulkanBuffer*>(b);
+    if (!vb || b->device() != owner_) return absl::InvalidArgumentError(absl::StrCat("vulkan: ", what, " ", i, " is not a buffer of this Vulkan device"));
+    return vb;
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto b = bind(inputs[i], "input", i);
+    if (!b.ok()) return b.status();
+    in[i] = *b;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    auto b = bind(outputs[i], "output", i);
+    if (!b.ok()) return b.status();
+    out[i] = *b;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto slot = acquire_slot();
+  if (!slot.ok()) return slot.status();
+  Slot* s = *slot;
+  // The GPU waits for the previous run (it shares the arena), for the writers of the inputs, and
+  // for every earlier use of the outputs and of this slot's table.
+  uint64_t after = std::max(last_value_, s->value);
+  auto* table = static_cast<uint64_t*>(s->table.mapped);
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const ir::BufferDesc& b = buffers_[i];
+    VulkanBuffer* vb = nullptr;
+    switch (b.kind) {
+      case ir::BufferKind::kInput: vb = in.at(b.index); break;
+      case ir::BufferKind::kOutput: vb = out.at(b.index); break;
+      case ir::BufferKind::kIntermediate: table[i] = arena_.address + uint64_t(b.offset); continue;
+    }
+    if (vb->bytes() < b.bytes())
+      return absl::InvalidArgumentError(absl::StrCat("vulkan: ", b.kind == ir::BufferKind::kInput ? "input " : "output ", b.index,
+                                                     " has ", vb->bytes(), " bytes; the program needs ", b.bytes()));
+    table[i] = vb->address();
+    after = std::max(after, b.kind == ir::BufferKind::kInput ? vb->last_write() : vb->last_use());
+  }
+  if (shadow_) {
+    std::vector<VkDescriptorBufferInfo> ranges(buffers_.size());
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      const ir::BufferDesc& b = buffers_[i];
+      VkDeviceSize bytes = VkDeviceSize(std::max<int64_t>(b.bytes(), 4));
+      switch (b.kind) {
+        case ir::BufferKind::kInput: ranges[i] = {in[b.index]->buffer(), 0, bytes}; break;
+        case ir::BufferKind::kOutput: ranges[i] = {out[b.index]->buffer(), 0, bytes}; break;
+        case ir::BufferKind::kIntermediate: ranges[i] = {arena_.buffer, VkDeviceSize(b.offset), bytes}; break;
+      }
+    }
+    s->shadow->bind(ranges);
+    if (absl::Status st = record(s); !st.ok()) return st;
+  }
+  auto v = ctx_->submit(s->cb, opts_.queue_order ? 0 : after, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+  if (!v.ok()) return v.status();
+  s->value = last_value_ = *v;
+  if (!ran_once_ && ctx_->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    // The driver compiles the pipelines on this first dispatch: let it finish, then re-arm the
+    // exit hook behind the statics it built (see rearm_exit_hook).
+    if (absl::Status st = ctx_->wait(*v); !st.ok()) return st;
+    rearm_exit_hook();
+  }
+  ran_once_ = true;
+  for (VulkanBuffer* b : in) b->note_read(*v);
+  for (VulkanBuffer* b : out) b->note_write(*v);
+  if (s->queries) print_profile(s);
+  return absl::OkStatus();
+}
+
+void VulkanExecutable::print_profile(Slot* s) {
+  if (!ctx_->wait(s->value).ok()) return;
+  std::vector<uint64_t> t(2 * steps_.size());
+  if (vkGetQueryPoolResults(ctx_->device, s->queries, 0, uint32_t(t.size()), t.size() * sizeof(uint64_t), t.data(), sizeof(uint64_t),
+                            VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
+    return;
+  const uint32_t bits = ctx_->caps.timestamp_valid_bits;
+  const uint64_t mask = bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+  double total = 0;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    double us = double((t[2 * i + 1] - t[2 * i]) & mask) * ctx_->caps.timestamp_period_ns / 1000.0;
+    total += us;
+    std::fprintf(stderr, "kiln: vulkan: step %zu kernel '%s' %.1f us GPU\n", i, names_[steps_[i].kernel].c_str(), us);
+  }
+  double span = steps_.empty() ? 0 : double((t[2 * steps_.size() - 1] - t[0]) & mask) * ctx_->caps.timestamp_period_ns / 1000.0;
+  std::fprintf(stderr, "kiln: vulkan: %zu dispatches, %.1f us summed, %.1f us first start to last end\n", steps_.size(), total, span);
+}
+
+}  // namespace kiln::runtime::vk

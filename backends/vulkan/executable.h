@@ -1,0 +1,86 @@
+// A Program compiled for Vulkan: one compute pipeline per kernel and ONE recorded command buffer
+// holding every dispatch, with a pipeline barrier only before steps that have dependency edges.
+// Kernels reach memory through a table of buffer device addresses (codegen/c_family/
+// gpu_program.h), so run() replays the recorded command buffer after rewriting the table.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codegen/c_family/gpu_program.h"
+#include "ir/program.h"
+#include "runtime/device.h"
+#include "backends/vulkan/context.h"
+#include "backends/vulkan/kernel_compiler.h"
+#include "backends/vulkan/shadow_access.h"
+
+namespace kiln::runtime::vk {
+
+struct ExecutableOptions {
+  int drop_barrier_step = -1;  // test hook (KILN_VULKAN_DROP_BARRIER): omit this step's barrier
+  bool profile = false;        // timestamps around each dispatch, printed after each run
+  // Runs of one executable in flight before run() waits for the oldest (KILN_VULKAN_IN_FLIGHT).
+  // Few slots cap a pipelined loop at (GPU round trip / slots) per run.
+  int max_in_flight = 64;
+  // Order a run after earlier work by a leading pipeline barrier (earlier submissions on the one
+  // queue are in its first scope) instead of a timeline-semaphore wait in the submission
+  // (KILN_VULKAN_QUEUE_ORDER=0 restores the wait).
+  bool queue_order = true;
+};
+
+class VulkanExecutable : public Executable {
+ public:
+  static absl::StatusOr<std::unique_ptr<VulkanExecutable>> create(Device* owner, std::shared_ptr<Context> ctx,
+                                                                  const ir::Program& p,
+                                                                  const codegen::gpu::RenderedProgram& rendered,
+                                                                  const KernelCompiler& compiler, ExecutableOptions o);
+  ~VulkanExecutable() override;
+
+  absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) override;
+  int kernels_per_run() const override { return int(steps_.size()); }
+  std::vector<std::string> sources() const override { return sources_; }
+
+ private:
+  // One replayable command buffer with its own address table, so a run never rewrites a table
+  // the GPU may still read. Runs of one executable share the arena and are ordered on the GPU.
+  struct Slot {
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    Allocation table;  // a view into tables_ (not owned)
+    VkQueryPool queries = VK_NULL_HANDLE;
+    std::unique_ptr<ShadowSets> shadow;  // validation mode
+    uint64_t value = 0;  // timeline value of its last submission
+  };
+  VulkanExecutable() = default;
+  absl::Status build_pipelines(const ir::Program& p, const codegen::gpu::RenderedProgram& rendered, const KernelCompiler& compiler);
+  absl::StatusOr<Slot*> acquire_slot();  // mu_ held
+  absl::Status prepare(Slot* s);           // command buffer, queries, shadow sets
+  absl::Status record(Slot* s);
+  void print_profile(Slot* s);
+
+  Device* owner_ = nullptr;
+  std::shared_ptr<Context> ctx_;
+  ExecutableOptions opts_;
+  std::vector<ir::BufferDesc> buffers_;
+  std::vector<ir::Step> steps_;
+  int num_inputs_ = 0, num_outputs_ = 0;
+  std::vector<VkPipeline> pipelines_;  // per kernel
+  std::vector<std::array<uint32_t, 3>> grids_;
+  std::vector<std::string> names_, sources_;
+  Allocation arena_;
+  // Validation mode: the command buffer is re-recorded by each run with its shadow descriptor
+  // sets bound to that run's buffers (see shadow_access.h); otherwise recorded once per slot.
+  std::unique_ptr<ShadowPipelines> shadow_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  Allocation tables_;               // the slots' address tables, table_stride_ bytes each
+  VkDeviceSize table_stride_ = 0;
+  uint64_t last_value_ = 0;  // last run (it used the arena)
+  bool ran_once_ = false;    // mu_ held
+};
+
+}  // namespace kiln::runtime::vk

@@ -1,0 +1,177 @@
+#include "backends/vulkan/transfer.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "backends/vulkan/vk_status.h"
+
+namespace kiln::runtime::vk {
+namespace {
+
+constexpr VkDeviceSize kChunk = VkDeviceSize(32) << 20;      // largest staging buffer
+constexpr VkDeviceSize kKeepStaging = VkDeviceSize(96) << 20;  // staging kept for reuse
+
+}  // namespace
+
+absl::Status Transfers::init() {
+  VkCommandPoolCreateInfo pi = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  pi.queueFamilyIndex = ctx_->caps.queue_family;
+  return check(vkCreateCommandPool(ctx_->device, &pi, nullptr, &pool_), "vkCreateCommandPool (transfers)");
+}
+
+Transfers::~Transfers() {
+  if (process_exiting()) return;
+  uint64_t last = 0;
+  for (const InFlight& f : in_flight_) last = std::max(last, f.value);
+  ctx_->wait(last).IgnoreError();  // the device may be lost; the pool goes either way
+  for (InFlight& f : in_flight_) ctx_->release(f.staging, f.value);
+  for (Allocation& a : free_staging_) ctx_->release(a, 0);
+  if (pool_) vkDestroyCommandPool(ctx_->device, pool_, nullptr);
+}
+
+void Transfers::reclaim() {
+  uint64_t done = ctx_->completed();
+  size_t keep = 0;
+  for (InFlight& f : in_flight_) {
+    if (f.value > done) {
+      in_flight_[keep++] = f;
+      continue;
+    }
+    free_cbs_.push_back(f.cb);
+    f.staging.ready_after = f.value;
+    give_staging(f.staging);
+  }
+  in_flight_.resize(keep);
+}
+
+void Transfers::give_staging(Allocation a) {
+  if (!a.buffer) return;
+  if (free_staging_bytes_ + a.size > kKeepStaging) {
+    ctx_->release(a, 0);
+    return;
+  }
+  free_staging_bytes_ += a.size;
+  free_staging_.push_back(a);
+}
+
+absl::StatusOr<Allocation> Transfers::take_staging(VkDeviceSize bytes, MemoryUse use) {
+  int best = -1;
+  for (size_t i = 0; i < free_staging_.size(); ++i) {
+    const Allocation& a = free_staging_[i];
+    if (a.use == use && a.size >= bytes && (best < 0 || a.size < free_staging_[best].size)) best = int(i);
+  }
+  if (best >= 0) {
+    Allocation a = free_staging_[best];
+    free_staging_.erase(free_staging_.begin() + best);
+    free_staging_bytes_ -= a.size;
+    return a;
+  }
+  // Small requests get a 64 KiB buffer so that later small copies reuse it.
+  return ctx_->allocate(std::max<VkDeviceSize>(bytes, 64 << 10), use);
+}
+
+absl::StatusOr<VkCommandBuffer> Transfers::take_command_buffer() {
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  if (!free_cbs_.empty()) {
+    cb = free_cbs_.back();
+    free_cbs_.pop_back();
+  } else {
+    VkCommandBufferAllocateInfo ai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    ai.commandPool = pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    KILN_VK_RETURN_IF_ERROR(vkAllocateCommandBuffers(ctx_->device, &ai, &cb), "vkAllocateCommandBuffers (transfer)");
+  }
+  VkCommandBufferBeginInfo bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  if (VkResult r = vkBeginCommandBuffer(cb, &bi); r != VK_SUCCESS) {
+    free_cbs_.push_back(cb);
+    return check(r, "vkBeginCommandBuffer (transfer)");
+  }
+  return cb;
+}
+
+absl::Status Transfers::upload(VulkanBuffer* dst, const void* src, int64_t bytes) {
+  if (bytes < 0 || bytes > dst->bytes())
+    return absl::OutOfRangeError(absl::StrCat("vulkan: upload of ", bytes, " bytes into a ", dst->bytes(), "-byte buffer"));
+  std::lock_guard<std::mutex> lock(mu_);
+  reclaim();
+  for (VkDeviceSize off = 0; off < VkDeviceSize(bytes); off += kChunk) {
+    VkDeviceSize n = std::min<VkDeviceSize>(kChunk, VkDeviceSize(bytes) - off);
+    auto staging = take_staging(n, MemoryUse::kUpload);
+    if (!staging.ok()) return staging.status();
+    std::memcpy(staging->mapped, static_cast<const char*>(src) + off, size_t(n));
+    auto cb = take_command_buffer();
+    if (!cb.ok()) {
+      give_staging(*staging);
+      return cb.status();
+    }
+    VkBufferCopy region{0, off, n};
+    vkCmdCopyBuffer(*cb, staging->buffer, dst->buffer(), 1, &region);
+    absl::Status s = check(vkEndCommandBuffer(*cb), "vkEndCommandBuffer (upload)");
+    // Waiting for the buffer's (and the staging buffer's) last use orders this copy after
+    // earlier accesses to either.
+    uint64_t after = std::max(dst->last_use(), staging->ready_after);
+    absl::StatusOr<uint64_t> v = s.ok() ? ctx_->submit(*cb, after, VK_PIPELINE_STAGE_TRANSFER_BIT) : s;
+    if (!v.ok()) {
+      free_cbs_.push_back(*cb);
+      give_staging(*staging);
+      return v.status();
+    }
+    in_flight_.push_back({*cb, *staging, *v});
+    dst->note_write(*v);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Transfers::download(VulkanBuffer* src, void* dst, int64_t bytes) {
+  if (bytes < 0 || bytes > src->bytes())
+    return absl::OutOfRangeError(absl::StrCat("vulkan: download of ", bytes, " bytes from a ", src->bytes(), "-byte buffer"));
+  for (VkDeviceSize off = 0; off < VkDeviceSize(bytes); off += kChunk) {
+    VkDeviceSize n = std::min<VkDeviceSize>(kChunk, VkDeviceSize(bytes) - off);
+    Allocation staging;
+    uint64_t value = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reclaim();
+      auto st = take_staging(n, MemoryUse::kReadback);
+      if (!st.ok()) return st.status();
+      staging = *st;
+      auto cb = take_command_buffer();
+      if (!cb.ok()) {
+        give_staging(staging);
+        return cb.status();
+      }
+      VkBufferCopy region{off, 0, n};
+      vkCmdCopyBuffer(*cb, src->buffer(), staging.buffer, 1, &region);
+      // Makes the copied bytes visible to the host once the timeline says the copy is done.
+      VkMemoryBarrier to_host = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+      to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+      to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+      vkCmdPipelineBarrier(*cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr, 0, nullptr);
+      absl::Status s = check(vkEndCommandBuffer(*cb), "vkEndCommandBuffer (download)");
+      // Deferred synchronization: the GPU waits for the last writer of `src`, the host only here.
+      uint64_t after = std::max(src->last_write(), staging.ready_after);
+      absl::StatusOr<uint64_t> v = s.ok() ? ctx_->submit(*cb, after, VK_PIPELINE_STAGE_TRANSFER_BIT) : s;
+      if (!v.ok()) {
+        free_cbs_.push_back(*cb);
+        give_staging(staging);
+        return v.status();
+      }
+      value = *v;
+      src->note_read(value);
+      in_flight_.push_back({*cb, Allocation{}, value});  // the staging buffer stays with us
+    }
+    absl::Status w = ctx_->wait(value);
+    if (w.ok()) std::memcpy(static_cast<char*>(dst) + off, staging.mapped, size_t(n));
+    std::lock_guard<std::mutex> lock(mu_);
+    staging.ready_after = value;
+    give_staging(staging);
+    if (!w.ok()) return w;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::runtime::vk

@@ -1,0 +1,45 @@
+// Host <-> device copies through persistently mapped host-visible staging buffers. An upload
+// returns once its copy is submitted; a download waits (on the GPU) for the last submission that
+// wrote the buffer, then on the host for its own copy.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "backends/vulkan/buffer.h"
+#include "backends/vulkan/context.h"
+
+namespace kiln::runtime::vk {
+
+class Transfers {
+ public:
+  explicit Transfers(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {}
+  ~Transfers();
+  absl::Status init();
+  absl::Status upload(VulkanBuffer* dst, const void* src, int64_t bytes);
+  absl::Status download(VulkanBuffer* src, void* dst, int64_t bytes);
+
+ private:
+  struct InFlight {
+    VkCommandBuffer cb;
+    Allocation staging;
+    uint64_t value;
+  };
+  // Returns finished copies' command buffers and staging to the free lists (mu_ held).
+  void reclaim();
+  absl::StatusOr<Allocation> take_staging(VkDeviceSize bytes, MemoryUse use);
+  absl::StatusOr<VkCommandBuffer> take_command_buffer();
+  void give_staging(Allocation a);
+
+  std::shared_ptr<Context> ctx_;
+  std::mutex mu_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  std::vector<VkCommandBuffer> free_cbs_;
+  std::vector<Allocation> free_staging_;
+  VkDeviceSize free_staging_bytes_ = 0;
+  std::vector<InFlight> in_flight_;
+};
+
+}  // namespace kiln::runtime::vk

@@ -1,0 +1,24 @@
+// What the passes may know about a device: sizes and features, never device APIs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kiln::ir {
+
+struct TargetInfo {
+  std::string name = "cpu";
+  int parallelism = 1;            // CPU threads, or GPU multiprocessors
+  int subgroup_size = 1;          // SIMD lanes that cooperate (warp / subgroup); 1 on the CPU
+  int max_workgroup = 1;          // threads per workgroup
+  int64_t shared_memory = 0;      // bytes per workgroup
+  int vector_width = 8;           // f32 lanes of the widest convenient vector
+  int64_t max_fused_row = 1 << 20;  // longest reduce axis a row-wise normalization fuses over
+  int64_t max_buffer_range = INT64_MAX;  // largest bytes one binding can address
+  bool has_f16 = true, has_f64 = true, has_i64 = true, has_i8 = true;
+  bool is_gpu = false;
+  bool f32_denormals = true;  // f32 subnormals survive arithmetic (false: the device flushes them)
+  int compute_capability = 0;  // CUDA: major*10+minor (90 = sm_90); 0 elsewhere
+};
+
+}  // namespace kiln::ir

@@ -1,0 +1,100 @@
+#include "replay/compile_or_replay.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "passes/pipeline.h"
+#include "runtime/registry.h"
+#include "runtime/stats.h"
+#include "support/dump.h"
+#include "support/options.h"
+
+namespace kiln::replay {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+void dump_sources(const runtime::CompiledProgram& c, const std::string& prefix, int debug, const std::string& device) {
+  std::vector<std::string> listings = c.listings();
+  if (!prefix.empty())
+    for (size_t i = 0; i < listings.size(); ++i)
+      support::write_dump(absl::StrCat(prefix, "kernel", i, ".", device, ".txt"), listings[i]);
+  if (debug >= 4)
+    for (const std::string& s : listings) std::fprintf(stderr, "kiln: --- source ---\n%s\n", s.c_str());
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Device* device, const ir::Graph& graph) {
+  if (!device) return absl::FailedPreconditionError("no device");
+  const support::Options env = support::options();
+  const passes::Options opts = passes::Options::from(env);
+  auto t0 = std::chrono::steady_clock::now();
+  if (auto e = cache_lookup(device, graph, opts.fusion)) {
+    runtime::counters().executable_cache_hits++;
+    return e;
+  }
+  auto compiler = runtime::compiler_for(device);
+  if (!compiler.ok()) return compiler.status();
+  auto planned = passes::compile_graph(graph, (*compiler)->target(), opts);
+  if (!planned.ok()) return planned.status();
+  auto compiled = (*compiler)->compile(planned->program);
+  if (!compiled.ok()) return compiled.status();
+  dump_sources(*compiled, planned->dump_prefix, opts.debug, device->name());
+  auto exe = device->load(*compiled);
+  if (!exe.ok()) return exe.status();
+  auto e = std::make_shared<CompiledGraph>();
+  e->device = device;
+  e->graph = graph;
+  e->fusion = opts.fusion;
+  e->exe = std::move(*exe);
+  e->buffers = compiled->buffers;
+  e->outputs = compiled->outputs;
+  runtime::counters().executables_built++;
+  if (opts.debug >= 1)
+    std::fprintf(stderr, "kiln: compiled %d kernel(s) for %s in %.3f ms\n", e->exe->kernels_per_run(),
+                 device->name().c_str(), ms_since(t0));
+  return cache_insert(std::move(e));
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_compiled(
+    const CompiledGraph& g, const std::vector<std::shared_ptr<runtime::Buffer>>& inputs) {
+  auto t1 = std::chrono::steady_clock::now();
+  // Fresh output storage on every run: results a caller holds are never overwritten.
+  std::vector<std::shared_ptr<runtime::Buffer>> out_bufs;
+  std::vector<runtime::Buffer*> out_raw, in_raw;
+  for (const ir::BufferDesc& b : g.buffers) {
+    if (b.kind != ir::BufferKind::kOutput) continue;
+    auto buf = g.device->alloc(b.bytes());
+    if (!buf.ok()) return buf.status();
+    out_raw.push_back(buf->get());
+    out_bufs.push_back(*std::move(buf));
+  }
+  in_raw.reserve(inputs.size());
+  for (const auto& b : inputs) in_raw.push_back(b.get());
+  if (absl::Status s = g.exe->run(in_raw, out_raw); !s.ok()) return s;
+  runtime::counters().graphs_realized++;
+  runtime::counters().kernels_launched += g.exe->kernels_per_run();
+  if (support::debug_level() >= 1)
+    std::fprintf(stderr, "kiln: realize on %s: %d kernel(s), run %.3f ms\n", g.device->name().c_str(),
+                 g.exe->kernels_per_run(), ms_since(t1));
+  std::vector<std::shared_ptr<runtime::Buffer>> result;
+  result.reserve(g.outputs.size());
+  for (int b : g.outputs) {
+    const ir::BufferDesc& d = g.buffers[b];
+    result.push_back(d.kind == ir::BufferKind::kInput ? inputs[d.index] : out_bufs[d.index]);
+  }
+  return result;
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_graph(
+    runtime::Device* device, const ir::Graph& graph, const std::vector<std::shared_ptr<runtime::Buffer>>& inputs) {
+  auto g = compile_graph(device, graph);
+  if (!g.ok()) return g.status();
+  return run_compiled(**g, inputs);
+}
+
+}  // namespace kiln::replay

@@ -1,0 +1,33 @@
+// The in-memory cache of compiled graphs: one entry per (device, graph structure, pass options),
+// looked up by the graph's structural hash and confirmed by comparing the whole graph, so a hash
+// collision never runs the wrong code. Entries live for the process (clear() drops them).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/device.h"
+
+namespace kiln::replay {
+
+// A graph compiled and loaded on one device: what a replay needs.
+struct CompiledGraph {
+  runtime::Device* device = nullptr;
+  ir::Graph graph;  // compared in full on lookup
+  bool fusion = true;  // the pass option it was compiled with
+  std::shared_ptr<runtime::Executable> exe;
+  std::vector<ir::BufferDesc> buffers;
+  std::vector<int> outputs;  // buffer of each graph output
+};
+
+// The entry for `graph` on `device` compiled with `fusion`, or nullptr.
+std::shared_ptr<const CompiledGraph> cache_lookup(runtime::Device* device, const ir::Graph& graph, bool fusion);
+// Adds an entry; returns the one now cached (an equal entry added meanwhile by another thread
+// wins, so every caller shares one executable).
+std::shared_ptr<const CompiledGraph> cache_insert(std::shared_ptr<const CompiledGraph> e);
+// Drops every entry (tests use it to force recompiles).
+void cache_clear();
+
+}  // namespace kiln::replay

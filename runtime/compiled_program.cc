@@ -1,0 +1,259 @@
+#include "runtime/compiled_program.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace kiln::runtime {
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '1'};
+
+class Writer {
+ public:
+  void u64(uint64_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void i64(int64_t v) { u64(uint64_t(v)); }
+  void str(std::string_view s) {
+    u64(s.size());
+    out_.append(s);
+  }
+  template <typename T, typename F>
+  void list(const std::vector<T>& v, F each) {
+    u64(v.size());
+    for (const T& x : v) each(x);
+  }
+  std::string take() { return std::move(out_); }
+  std::string& raw() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+// Reads what Writer wrote; the first short read or bad length sets an error and every later
+// read returns zeros, so a parse function checks ok() once at the end.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  uint64_t u64() {
+    uint64_t v = 0;
+    if (!take(sizeof v)) return 0;
+    std::memcpy(&v, in_.data() + pos_ - sizeof v, sizeof v);
+    return v;
+  }
+  int64_t i64() { return int64_t(u64()); }
+  int32_t i32() {
+    int64_t v = i64();
+    if (v < INT32_MIN || v > INT32_MAX) fail("a 32-bit field out of range");
+    return int32_t(v);
+  }
+  std::string str() {
+    uint64_t n = u64();
+    if (!take(n)) return "";
+    return std::string(in_.substr(pos_ - n, n));
+  }
+  // A count of items each at least `min_bytes` long: bounded by what is left, so a corrupted
+  // count cannot make the reader allocate without limit.
+  uint64_t count(uint64_t min_bytes) {
+    uint64_t n = u64();
+    if (n > (in_.size() - pos_) / std::max<uint64_t>(min_bytes, 1)) fail("a count larger than the input");
+    return error_.empty() ? n : 0;
+  }
+  bool take(uint64_t n) {
+    if (!error_.empty()) return false;
+    if (n > in_.size() - pos_) {
+      fail("truncated");
+      return false;
+    }
+    pos_ += n;
+    return true;
+  }
+  void fail(const std::string& why) {
+    if (error_.empty()) error_ = absl::StrCat(why, " at byte ", pos_);
+  }
+  bool at_end() const { return pos_ == in_.size(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string_view in_;
+  uint64_t pos_ = 0;
+  std::string error_;
+};
+
+void write_shape(Writer& w, const Shape& s) {
+  w.list(s, [&](int64_t d) { w.i64(d); });
+}
+
+Shape read_shape(Reader& r) {
+  Shape s(r.count(8));
+  for (int64_t& d : s) {
+    d = r.i64();
+    if (d < 0) r.fail("a negative dimension");
+  }
+  return s;
+}
+
+std::vector<int> read_ints(Reader& r) {
+  std::vector<int> v(r.count(8));
+  for (int& x : v) x = r.i32();
+  return v;
+}
+
+}  // namespace
+
+CompiledProgram plan_of(const ir::Program& p) {
+  CompiledProgram c;
+  c.buffers = p.buffers;
+  c.steps = p.steps;
+  c.arena_bytes = p.arena_bytes;
+  c.num_inputs = p.num_inputs;
+  c.num_outputs = p.num_outputs;
+  c.outputs = p.outputs;
+  return c;
+}
+
+std::vector<std::string> CompiledProgram::listings() const {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const CompiledKernel& k = kernels[i];
+    std::string s = absl::StrFormat("// %s on %s (%s): grid %dx%dx%d, block %dx%dx%d, %d bytes dynamic shared memory",
+                                    k.name, backend, target_key, k.grid[0], k.grid[1], k.grid[2], k.block[0],
+                                    k.block[1], k.block[2], k.shared_bytes);
+    if (k.tiles > 0) absl::StrAppend(&s, ", ", k.tiles, " tiles");
+    if (!k.strategy.empty()) absl::StrAppend(&s, "; ", k.strategy);
+    absl::StrAppend(&s, "\n", k.source);
+    if (i == 0 && !module_source.empty()) absl::StrAppend(&s, "\n// ---- module (all kernels) ----\n", module_source);
+    else if (!module_source.empty()) absl::StrAppend(&s, "// (module source: see kernel 0)\n");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string serialize(const CompiledProgram& c) {
+  Writer w;
+  w.raw().append(kMagic, sizeof kMagic);
+  w.str(c.backend);
+  w.str(c.target_key);
+  w.list(c.buffers, [&](const ir::BufferDesc& b) {
+    w.i64(int64_t(b.kind));
+    w.i64(b.index);
+    w.i64(int64_t(b.dtype));
+    write_shape(w, b.shape);
+    w.i64(b.offset);
+  });
+  w.list(c.steps, [&](const ir::Step& s) {
+    w.i64(s.kernel);
+    w.list(s.deps, [&](int d) { w.i64(d); });
+  });
+  w.i64(c.arena_bytes);
+  w.i64(c.num_inputs);
+  w.i64(c.num_outputs);
+  w.list(c.outputs, [&](int o) { w.i64(o); });
+  w.str(c.module);
+  w.str(c.module_source);
+  w.list(c.kernels, [&](const CompiledKernel& k) {
+    w.str(k.name);
+    w.list(k.buffers, [&](int b) { w.i64(b); });
+    for (uint32_t g : k.grid) w.u64(g);
+    for (uint32_t b : k.block) w.u64(b);
+    w.u64(k.shared_bytes);
+    w.i64(k.tiles);
+    w.i64(k.work);
+    w.str(k.binary);
+    w.str(k.strategy);
+    w.str(k.source);
+  });
+  return w.take();
+}
+
+absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
+  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    return absl::InvalidArgumentError("compiled program: not a kiln compiled program (bad magic or version)");
+  Reader r(bytes.substr(sizeof kMagic));
+  CompiledProgram c;
+  c.backend = r.str();
+  c.target_key = r.str();
+  c.buffers.resize(r.count(40));
+  for (ir::BufferDesc& b : c.buffers) {
+    int64_t kind = r.i64();
+    if (kind < 0 || kind > int64_t(ir::BufferKind::kIntermediate)) r.fail("a bad buffer kind");
+    b.kind = ir::BufferKind(kind);
+    b.index = r.i32();
+    int64_t dt = r.i64();
+    if (dt < 0 || dt >= int64_t(kNumDTypes)) r.fail("a bad dtype");
+    b.dtype = DType(dt);
+    b.shape = read_shape(r);
+    b.offset = r.i64();
+  }
+  c.steps.resize(r.count(16));
+  for (ir::Step& s : c.steps) {
+    s.kernel = r.i32();
+    s.deps = read_ints(r);
+  }
+  c.arena_bytes = r.i64();
+  c.num_inputs = r.i32();
+  c.num_outputs = r.i32();
+  c.outputs = read_ints(r);
+  c.module = r.str();
+  c.module_source = r.str();
+  c.kernels.resize(r.count(64));
+  for (CompiledKernel& k : c.kernels) {
+    k.name = r.str();
+    k.buffers = read_ints(r);
+    for (uint32_t& g : k.grid) g = uint32_t(r.u64());
+    for (uint32_t& b : k.block) b = uint32_t(r.u64());
+    k.shared_bytes = uint32_t(r.u64());
+    k.tiles = r.i64();
+    k.work = r.i64();
+    k.binary = r.str();
+    k.strategy = r.str();
+    k.source = r.str();
+  }
+  if (r.error().empty() && !r.at_end()) r.fail("trailing bytes");
+  if (!r.error().empty()) return absl::InvalidArgumentError(absl::StrCat("compiled program: ", r.error()));
+  if (absl::Status s = check_consistent(c); !s.ok()) return s;
+  return c;
+}
+
+absl::Status check_consistent(const CompiledProgram& c) {
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": ", what));
+  };
+  if (c.num_inputs < 0 || c.num_outputs < 0 || c.arena_bytes < 0) return bad("negative counts");
+  const int nbuf = int(c.buffers.size());
+  for (int i = 0; i < nbuf; ++i) {
+    const ir::BufferDesc& b = c.buffers[size_t(i)];
+    const int64_t n = shape_numel(b.shape);
+    if (n < 0 || n > INT64_MAX / 8) return bad(absl::StrCat("buffer ", i, " has too many elements"));
+    switch (b.kind) {
+      case ir::BufferKind::kInput:
+        if (b.index < 0 || b.index >= c.num_inputs)
+          return bad(absl::StrCat("buffer ", i, " is input ", b.index, " of ", c.num_inputs));
+        break;
+      case ir::BufferKind::kOutput:
+        if (b.index < 0 || b.index >= c.num_outputs)
+          return bad(absl::StrCat("buffer ", i, " is output ", b.index, " of ", c.num_outputs));
+        break;
+      case ir::BufferKind::kIntermediate:
+        if (b.offset < 0 || b.offset > c.arena_bytes || b.bytes() > c.arena_bytes - b.offset)
+          return bad(absl::StrCat("intermediate buffer ", i, " at offset ", b.offset, " (", b.bytes(),
+                                  " bytes) lies outside the ", c.arena_bytes, "-byte arena"));
+        break;
+    }
+  }
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    const ir::Step& s = c.steps[i];
+    if (s.kernel < 0 || size_t(s.kernel) >= c.kernels.size())
+      return bad(absl::StrCat("step ", i, " runs kernel ", s.kernel, " of ", c.kernels.size()));
+    for (int d : s.deps)
+      if (d < 0 || size_t(d) >= i) return bad(absl::StrCat("step ", i, " depends on step ", d, ", not an earlier one"));
+  }
+  for (int o : c.outputs)
+    if (o < 0 || o >= nbuf) return bad(absl::StrCat("a graph output is buffer ", o, " of ", nbuf));
+  for (const CompiledKernel& k : c.kernels)
+    for (int b : k.buffers)
+      if (b < 0 || b >= nbuf) return bad(absl::StrCat("kernel ", k.name, " binds buffer ", b, " of ", nbuf));
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,72 @@
+// CompiledProgram: what a Compiler produces and a Device loads (runtime/device.h). Plain data
+// only (no handles, no pointers into a process), so it can be written to disk and loaded on
+// another machine: everything a backend needs to launch the Program's kernels in its step order,
+// with its memory plan.
+//
+// Where the binaries live, per backend:
+//   cpu     `module` is one relocatable object file (ELF) holding every kernel as
+//           void <name>(char** buffers, int64_t tile_begin, int64_t tile_end);
+//           a kernel runs tiles [0, tiles) and is spread over threads when `work` is large.
+//   cuda    `module` is one cubin holding every kernel as extern "C" <name>(T* b0, T* b1, ...),
+//           one pointer per entry of `buffers`; launched grid x block with shared_bytes.
+//   vulkan  each kernel's `binary` is a SPIR-V module (entry "main") that reaches memory through
+//           the buffer address table (codegen/c_family/gpu_program.h); dispatched `grid`.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/program.h"
+
+namespace kiln::runtime {
+
+struct CompiledKernel {
+  std::string name;          // entry point (the symbol in `module`, or the SPIR-V module's label)
+  std::vector<int> buffers;  // ir::Program buffer ids, in parameter order (cuda)
+  std::array<uint32_t, 3> grid = {1, 1, 1};
+  std::array<uint32_t, 3> block = {1, 1, 1};
+  uint32_t shared_bytes = 0;  // dynamic shared memory (cuda)
+  int64_t tiles = 0;          // cpu: tiles to run
+  int64_t work = 0;           // cpu: element operations in all tiles (decides threading)
+  std::string binary;         // vulkan: SPIR-V of this kernel; empty where `module` holds it
+  std::string strategy;       // how threads map to the iteration space (for dumps)
+  std::string source;         // generated source of this kernel (dumps; empty unless kept)
+};
+
+struct CompiledProgram {
+  std::string backend;     // "cpu", "cuda", "vulkan", ...
+  std::string target_key;  // what the binaries were made for (Compiler::target_key)
+  // The memory plan and schedule of the ir::Program (kernel bodies are not kept).
+  std::vector<ir::BufferDesc> buffers;
+  std::vector<ir::Step> steps;
+  int64_t arena_bytes = 0;
+  int num_inputs = 0, num_outputs = 0;
+  std::vector<int> outputs;  // buffer of each graph output (ir::Program::outputs)
+  std::string module;         // one binary for every kernel (cpu, cuda); empty for vulkan
+  std::string module_source;  // the module's source and assembly (dumps; empty unless kept)
+  std::vector<CompiledKernel> kernels;  // parallel to ir::Program::kernels
+
+  // Each kernel's text for dumps: its launch, strategy and source (the module's source and
+  // assembly are in kernel 0's entry).
+  std::vector<std::string> listings() const;
+};
+
+// The plan and schedule of `p` (buffers, steps, arena, outputs) copied into a CompiledProgram;
+// compilers fill in the rest.
+CompiledProgram plan_of(const ir::Program& p);
+
+// A versioned binary form. `deserialize` checks every length and index (InvalidArgument on a
+// truncated or malformed input, never a crash) and that the result is self-consistent.
+std::string serialize(const CompiledProgram& c);
+absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes);
+
+// Checks what every backend's load relies on: steps name existing kernels and depend only on
+// earlier steps, buffers' positions are in range, intermediates lie inside the arena, kernel
+// bindings name existing buffers. InvalidArgument naming the first problem.
+absl::Status check_consistent(const CompiledProgram& c);
+
+}  // namespace kiln::runtime

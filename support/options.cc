@@ -1,0 +1,74 @@
+#include "support/options.h"
+
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace kiln::support {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+void read_int(Options& o, const char* name, int* out) {
+  const char* v = env(name);
+  if (!v) return;
+  int parsed = 0;
+  if (absl::SimpleAtoi(v, &parsed)) *out = parsed;
+  else o.invalid.emplace(name, v);
+}
+
+// "0" turns a switch off, anything else (set) turns it on; unset keeps the default.
+void read_switch(const char* name, bool* out) {
+  if (const char* v = env(name)) *out = std::string_view(v) != "0";
+}
+
+std::string cache_location() {
+  if (const char* off = env("KILN_DISK_CACHE"); off && std::string_view(off) == "0") return "";
+  if (const char* d = env("KILN_CACHE_DIR")) return d;
+  if (const char* x = env("XDG_CACHE_HOME")) return std::string(x) + "/kiln";
+  if (const char* h = env("HOME")) return std::string(h) + "/.cache/kiln";
+  return "";
+}
+
+}  // namespace
+
+absl::Status Options::check(std::string_view variable) const {
+  auto it = invalid.find(variable);
+  if (it == invalid.end()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(std::string(variable), "=", it->second, " is not an integer"));
+}
+
+int debug_level() {
+  int level = 0;
+  const char* v = env("KILN_DEBUG");
+  return v && absl::SimpleAtoi(v, &level) ? level : 0;
+}
+
+Options options() {
+  Options o;
+  read_int(o, "KILN_DEBUG", &o.debug);
+  if (const char* d = env("KILN_DUMP_DIR")) o.dump_dir = d;
+  read_switch("KILN_FUSION", &o.fusion);
+  if (const char* d = env("KILN_DEVICE")) o.device = d;
+  o.cache_dir = cache_location();
+  read_switch("KILN_GPU_SHUFFLE", &o.gpu_shuffle);
+  read_switch("KILN_GPU_ROW_CACHE", &o.gpu_row_cache);
+  read_int(o, "KILN_CUDA_DEVICE", &o.cuda_device);
+  if (const char* e = env("KILN_CUDA_INCLUDE")) o.cuda_include_dirs.push_back(e);
+  if (const char* e = env("CUDA_HOME")) o.cuda_include_dirs.push_back(std::string(e) + "/include");
+  if (const char* e = env("CUDA_PATH")) o.cuda_include_dirs.push_back(std::string(e) + "/include");
+  read_int(o, "KILN_VULKAN_DEVICE", &o.vulkan_device);
+  read_switch("KILN_VULKAN_VALIDATION", &o.vulkan_validation);
+  read_switch("KILN_VULKAN_SPIRV_OPT", &o.vulkan_spirv_opt);
+  read_int(o, "KILN_VULKAN_IN_FLIGHT", &o.vulkan_in_flight);
+  read_switch("KILN_VULKAN_QUEUE_ORDER", &o.vulkan_queue_order);
+  read_int(o, "KILN_VULKAN_DROP_BARRIER", &o.vulkan_drop_barrier);
+  if (const char* l = env("KILN_VULKAN_LOADER")) o.vulkan_loader = l;
+  return o;
+}
+
+}  // namespace kiln::support

@@ -1,0 +1,64 @@
+// Every environment variable kiln reads, parsed in this one place.
+//
+// options() reads the environment on each call (a few getenv calls): tests and tools change
+// variables between realizes, and each compile or device creation sees the values of that
+// moment. Hot paths (a replayed run) do not call it. A malformed number keeps its default and is
+// listed in `invalid`; the component that reads the variable turns that into an error
+// (check()), so `KILN_VULKAN_DEVICE=x` fails with a message instead of picking device 0.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace kiln::support {
+
+struct Options {
+  // --- debugging (README: Debugging)
+  int debug = 0;                 // KILN_DEBUG: 1 kernels and times, 2 fusion, 3 IR per pass, 4 sources
+  std::string dump_dir;          // KILN_DUMP_DIR: every stage to files ("" = off)
+  bool fusion = true;            // KILN_FUSION=0: one kernel per primitive
+  std::string device;            // KILN_DEVICE: the default device's name ("" = best available)
+
+  // --- the kernel cache on disk (runtime/disk_cache.h)
+  // KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln; "" when KILN_DISK_CACHE=0
+  // or no location is known.
+  std::string cache_dir;
+
+  // --- GPU renderer knobs (codegen/c_family)
+  bool gpu_shuffle = true;       // KILN_GPU_SHUFFLE=0: reductions through shared memory only
+  bool gpu_row_cache = true;     // KILN_GPU_ROW_CACHE=0: row reductions re-read the row per pass
+
+  // --- CUDA (backends/cuda)
+  int cuda_device = 0;           // KILN_CUDA_DEVICE
+  // Folders to look for the CUDA headers NVRTC needs, in order: $KILN_CUDA_INCLUDE,
+  // $CUDA_HOME/include, $CUDA_PATH/include (the build's toolkit is tried after these).
+  std::vector<std::string> cuda_include_dirs;
+
+  // --- Vulkan (backends/vulkan)
+  int vulkan_device = -1;        // KILN_VULKAN_DEVICE (-1: discrete GPU, then integrated, then CPU)
+  bool vulkan_validation = false;  // KILN_VULKAN_VALIDATION=1
+  bool vulkan_spirv_opt = true;    // KILN_VULKAN_SPIRV_OPT=0 skips the SPIRV-Tools optimizer
+  int vulkan_in_flight = 64;       // KILN_VULKAN_IN_FLIGHT: runs of one executable in flight
+  bool vulkan_queue_order = true;  // KILN_VULKAN_QUEUE_ORDER=0: order runs by semaphore waits
+  int vulkan_drop_barrier = -1;    // KILN_VULKAN_DROP_BARRIER (test hook): omit this step's barrier
+  std::string vulkan_loader;       // KILN_VULKAN_LOADER: the libvulkan to dlopen
+
+  // Variables whose value could not be parsed: name -> the value seen.
+  std::map<std::string, std::string, std::less<>> invalid;
+
+  // Whether compilers keep generated source and assembly for dumps (KILN_DUMP_DIR or KILN_DEBUG>=4).
+  bool keep_sources() const { return !dump_dir.empty() || debug >= 4; }
+  // InvalidArgument naming the variable when its value could not be parsed, else OK.
+  absl::Status check(std::string_view variable) const;
+};
+
+// The options in the environment now.
+Options options();
+// KILN_DEBUG alone (one getenv: cheap enough for every replayed run).
+int debug_level();
+
+}  // namespace kiln::support
