@@ -1,4 +1,7 @@
-// What the passes may know about a device: sizes and features, never device APIs.
+// What the passes, the renderers and the device-free compilers know about a target: sizes and
+// features, never device APIs. A device fills one in from what it reads off the hardware; a
+// Compiler is made from one alone (runtime/device.h), so everything that changes generated
+// code is here.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +22,15 @@ struct TargetInfo {
   bool is_gpu = false;
   bool f32_denormals = true;  // f32 subnormals survive arithmetic (false: the device flushes them)
   int compute_capability = 0;  // CUDA: major*10+minor (90 = sm_90); 0 elsewhere
+
+  // CPU: the LLVM CPU name and feature string code is generated for ("" = the build machine's
+  // host CPU, as LLVM detects it).
+  std::string cpu_name, cpu_features;
+  // Vulkan: SPIR-V 1.6 for Vulkan 1.3 (else SPIR-V 1.5 for Vulkan 1.2); scalarBlockLayout; the
+  // float-controls execution modes the device can honour (f32 denormals: f32_denormals above).
+  bool spirv_1_6 = false;
+  bool scalar_layout = false;
+  bool preserve_inf_nan16 = false, preserve_inf_nan32 = false, preserve_inf_nan64 = false;
 };
 
 }  // namespace kiln::ir

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ir/verify_program.h"
 #include "passes/fuse.h"
 #include "passes/insert_barriers.h"
 #include "passes/plan_memory.h"
@@ -118,6 +119,8 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   if (!p.ok()) return p.status();
   plan_memory(&*p);
   insert_barriers(&*p);
+  // Backends rely on a well-formed Program and do not check it again.
+  if (absl::Status s = ir::verify(*p); !s.ok()) return absl::InternalError(absl::StrCat("passes produced a bad program: ", s.message()));
   after("program", p->to_string());
   out.program = *std::move(p);
   return out;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ir/verify_program.h"
 
 namespace kiln::runtime {
 namespace {
@@ -216,43 +217,14 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
 }
 
 absl::Status check_consistent(const CompiledProgram& c) {
-  auto bad = [&](const std::string& what) {
-    return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": ", what));
-  };
-  if (c.num_inputs < 0 || c.num_outputs < 0 || c.arena_bytes < 0) return bad("negative counts");
-  const int nbuf = int(c.buffers.size());
-  for (int i = 0; i < nbuf; ++i) {
-    const ir::BufferDesc& b = c.buffers[size_t(i)];
-    const int64_t n = shape_numel(b.shape);
-    if (n < 0 || n > INT64_MAX / 8) return bad(absl::StrCat("buffer ", i, " has too many elements"));
-    switch (b.kind) {
-      case ir::BufferKind::kInput:
-        if (b.index < 0 || b.index >= c.num_inputs)
-          return bad(absl::StrCat("buffer ", i, " is input ", b.index, " of ", c.num_inputs));
-        break;
-      case ir::BufferKind::kOutput:
-        if (b.index < 0 || b.index >= c.num_outputs)
-          return bad(absl::StrCat("buffer ", i, " is output ", b.index, " of ", c.num_outputs));
-        break;
-      case ir::BufferKind::kIntermediate:
-        if (b.offset < 0 || b.offset > c.arena_bytes || b.bytes() > c.arena_bytes - b.offset)
-          return bad(absl::StrCat("intermediate buffer ", i, " at offset ", b.offset, " (", b.bytes(),
-                                  " bytes) lies outside the ", c.arena_bytes, "-byte arena"));
-        break;
-    }
-  }
-  for (size_t i = 0; i < c.steps.size(); ++i) {
-    const ir::Step& s = c.steps[i];
-    if (s.kernel < 0 || size_t(s.kernel) >= c.kernels.size())
-      return bad(absl::StrCat("step ", i, " runs kernel ", s.kernel, " of ", c.kernels.size()));
-    for (int d : s.deps)
-      if (d < 0 || size_t(d) >= i) return bad(absl::StrCat("step ", i, " depends on step ", d, ", not an earlier one"));
-  }
-  for (int o : c.outputs)
-    if (o < 0 || o >= nbuf) return bad(absl::StrCat("a graph output is buffer ", o, " of ", nbuf));
+  absl::Status s = ir::verify_plan(c.buffers, c.steps, int(c.kernels.size()), c.arena_bytes, c.num_inputs,
+                                   c.num_outputs, c.outputs);
+  if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": ", s.message()));
   for (const CompiledKernel& k : c.kernels)
     for (int b : k.buffers)
-      if (b < 0 || b >= nbuf) return bad(absl::StrCat("kernel ", k.name, " binds buffer ", b, " of ", nbuf));
+      if (b < 0 || size_t(b) >= c.buffers.size())
+        return absl::InvalidArgumentError(
+            absl::StrCat("compiled program for ", c.backend, ": kernel ", k.name, " binds buffer ", b, " of ", c.buffers.size()));
   return absl::OkStatus();
 }
 

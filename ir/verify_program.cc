@@ -1,0 +1,89 @@
+#include "ir/verify_program.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::ir {
+namespace {
+
+absl::Status bad(const std::string& what) { return absl::InvalidArgumentError(absl::StrCat("program: ", what)); }
+
+}  // namespace
+
+absl::Status verify_plan(const std::vector<BufferDesc>& buffers, const std::vector<Step>& steps, int num_kernels,
+                         int64_t arena_bytes, int num_inputs, int num_outputs, const std::vector<int>& outputs) {
+  if (num_inputs < 0 || num_outputs < 0 || arena_bytes < 0) return bad("negative input, output or arena size");
+  std::vector<int> inputs_seen(size_t(num_inputs), 0), outputs_seen(size_t(num_outputs), 0);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const BufferDesc& b = buffers[i];
+    for (int64_t d : b.shape)
+      if (d < 0) return bad(absl::StrCat("buffer ", i, " has a negative dimension"));
+    const int64_t n = shape_numel(b.shape);
+    if (n < 0 || n > INT64_MAX / 8) return bad(absl::StrCat("buffer ", i, " has too many elements"));
+    switch (b.kind) {
+      case BufferKind::kInput:
+        if (b.index < 0 || b.index >= num_inputs) return bad(absl::StrCat("buffer ", i, " is input ", b.index, " of ", num_inputs));
+        if (inputs_seen[size_t(b.index)]++) return bad(absl::StrCat("input ", b.index, " is bound twice"));
+        break;
+      case BufferKind::kOutput:
+        if (b.index < 0 || b.index >= num_outputs)
+          return bad(absl::StrCat("buffer ", i, " is output ", b.index, " of ", num_outputs));
+        if (outputs_seen[size_t(b.index)]++) return bad(absl::StrCat("output ", b.index, " is bound twice"));
+        break;
+      case BufferKind::kIntermediate:
+        if (b.offset < 0 || b.offset > arena_bytes || b.bytes() > arena_bytes - b.offset)
+          return bad(absl::StrCat("intermediate buffer ", i, " at offset ", b.offset, " (", b.bytes(), " bytes) lies outside the ",
+                                  arena_bytes, "-byte arena"));
+        break;
+    }
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    if (s.kernel < 0 || s.kernel >= num_kernels) return bad(absl::StrCat("step ", i, " runs kernel ", s.kernel, " of ", num_kernels));
+    for (int d : s.deps)
+      if (d < 0 || size_t(d) >= i) return bad(absl::StrCat("step ", i, " depends on step ", d, ", not an earlier one"));
+  }
+  for (int o : outputs)
+    if (o < 0 || size_t(o) >= buffers.size()) return bad(absl::StrCat("a graph output is buffer ", o, " of ", buffers.size()));
+  return absl::OkStatus();
+}
+
+absl::Status verify(const Program& p) {
+  if (absl::Status s = verify_plan(p.buffers, p.steps, int(p.kernels.size()), p.arena_bytes, p.num_inputs, p.num_outputs,
+                                   p.outputs);
+      !s.ok())
+    return s;
+  const int nbuf = int(p.buffers.size());
+  for (const Kernel& k : p.kernels) {
+    auto in_kernel = [&](const std::string& what) { return bad(absl::StrCat("kernel ", k.name, ": ", what)); };
+    for (size_t i = 0; i < k.nodes.size(); ++i) {
+      const KNode& n = k.nodes[i];
+      if (n.op == Op::kLoad && (n.buffer < 0 || n.buffer >= nbuf))
+        return in_kernel(absl::StrCat("node ", i, " loads buffer ", n.buffer, " of ", nbuf));
+    }
+    for (const Store& s : k.stores) {
+      if (s.buffer < 0 || s.buffer >= nbuf) return in_kernel(absl::StrCat("stores into buffer ", s.buffer, " of ", nbuf));
+      if (p.buffers[size_t(s.buffer)].kind == BufferKind::kInput)
+        return in_kernel(absl::StrCat("stores into input buffer ", s.buffer));
+      if (s.value < 0 || size_t(s.value) >= k.nodes.size()) return in_kernel(absl::StrCat("stores node ", s.value));
+    }
+    for (size_t i = 0; i < k.nodes.size(); ++i) {
+      const KNode& n = k.nodes[i];
+      if (n.op == Op::kAxisIndex && (n.ints.empty() || n.ints[0] < 0 || size_t(n.ints[0]) >= k.shape.size()))
+        return in_kernel(absl::StrCat("node ", i, " indexes an axis out of range"));
+      if (is_reduce(n.op) && n.inputs.empty()) return in_kernel(absl::StrCat("reduce node ", i, " has no operand"));
+    }
+    Kernel copy = k;  // finalize() recomputes KNode::inner; the Program itself is not touched
+    if (std::string e = copy.finalize(); !e.empty()) return in_kernel(e);
+    const Contraction& c = k.contraction;
+    if (c.reduce >= 0) {
+      const int nn = int(k.nodes.size()), rank = int(k.shape.size());
+      if (c.reduce >= nn || c.lhs < 0 || c.lhs >= nn || c.rhs < 0 || c.rhs >= nn)
+        return in_kernel("a contraction names nodes out of range");
+      if (c.m_axis < 0 || c.m_axis >= rank || c.n_axis < 0 || c.n_axis >= rank || c.k_axis < 0 || c.k_axis >= rank)
+        return in_kernel("a contraction names axes out of range");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::ir
