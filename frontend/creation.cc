@@ -53,7 +53,7 @@ Tensor upload(const T* data, int64_t count, Shape shape, DType dtype, const Devi
   } else {
     for (int64_t i = 0; i < numel; ++i) store_element<T>(dtype, data[i], bytes.data() + i * es);
   }
-  runtime::Device* dev = device.impl();
+  runtime::Device* dev = detail::impl_of(device);
   auto buf = dev->alloc(int64_t(bytes.size()));
   if (!buf.ok()) throw Error(buf.status());
   if (!bytes.empty()) throw_if_error(dev->upload(buf->get(), bytes.data(), int64_t(bytes.size())));
@@ -112,7 +112,7 @@ Tensor constant(double value, DType dtype, const Shape& shape, runtime::Device* 
 }  // namespace detail
 
 Tensor full(Shape shape, double value, DType dtype, const Device& device) {
-  return detail::constant(value, dtype, shape, device.impl());
+  return detail::constant(value, dtype, shape, detail::impl_of(device));
 }
 Tensor scalar(double value, DType dtype, const Device& device) { return full({}, value, dtype, device); }
 Tensor zeros(Shape shape, DType dtype, const Device& device) { return full(std::move(shape), 0.0, dtype, device); }
@@ -124,7 +124,7 @@ Tensor full_like(const Tensor& t, double value) { return full(t.shape(), value, 
 Tensor arange(int64_t n, DType dtype, const Device& device) {
   if (n < 0) detail::fail("arange", absl::StrCat("negative length ", n));
   if (dtype == DType::kBool) detail::fail("arange", "dtype cannot be bool");
-  return detail::record("arange", ir::Op::kIota, dtype, {n}, {}, {}, {}, device.impl());
+  return detail::record("arange", ir::Op::kIota, dtype, {n}, {}, {}, {}, detail::impl_of(device));
 }
 
 Tensor arange(double start, double stop, double step, DType dtype, const Device& device) {
@@ -144,14 +144,14 @@ Tensor arange(double start, double stop, double step, DType dtype, const Device&
 Tensor rand(Shape shape, uint64_t seed, DType dtype, const Device& device) {
   if (!is_float(dtype)) detail::fail("rand", absl::StrCat("needs a float dtype, got ", dtype_name(dtype)));
   DType work = dtype == DType::kFloat64 ? dtype : DType::kFloat32;
-  Tensor t = detail::record("rand", ir::Op::kRand, work, std::move(shape), {}, {int64_t(seed)}, {}, device.impl());
+  Tensor t = detail::record("rand", ir::Op::kRand, work, std::move(shape), {}, {int64_t(seed)}, {}, detail::impl_of(device));
   return work == dtype ? t : cast(t, dtype);
 }
 
 Tensor randn(Shape shape, uint64_t seed, DType dtype, const Device& device) {
   if (!is_float(dtype)) detail::fail("randn", absl::StrCat("needs a float dtype, got ", dtype_name(dtype)));
   DType work = dtype == DType::kFloat64 ? dtype : DType::kFloat32;
-  Tensor t = detail::record("randn", ir::Op::kRandn, work, std::move(shape), {}, {int64_t(seed)}, {}, device.impl());
+  Tensor t = detail::record("randn", ir::Op::kRandn, work, std::move(shape), {}, {int64_t(seed)}, {}, detail::impl_of(device));
   return work == dtype ? t : cast(t, dtype);
 }
 

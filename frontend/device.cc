@@ -7,6 +7,7 @@
 #include "kiln/device.h"
 #include "kiln/error.h"
 #include "kiln/stats.h"
+#include "frontend/lazy.h"
 #include "runtime/device.h"
 #include "runtime/registry.h"
 #include "runtime/stats.h"
@@ -43,7 +44,7 @@ runtime::Device* initial_default() {
 
 }  // namespace
 
-Device::Device() : impl_(default_device().impl()) {}
+Device::Device() : impl_(default_device().impl_) {}
 
 Device::Device(const std::string& name) {
   auto d = runtime::get_device(name);
@@ -78,7 +79,7 @@ Device default_device() {
   runtime::Device*& d = default_slot();
   if (!d) d = initial_default();
   if (!d) throw Error(absl::UnavailableError("no kiln device is available (was the CPU backend built?)"));
-  return Device(d);
+  return detail::Access::device(d);
 }
 
 absl::Status set_default_device(const std::string& name) {

@@ -77,7 +77,7 @@ DType scalar_type(const Tensor& t, double v) {
 }
 
 Tensor scalar_like(const Tensor& t, double v, DType dtype) {
-  return detail::constant(v, dtype, t.shape(), t.node()->device);
+  return detail::constant(v, dtype, t.shape(), detail::node_of(t)->device);
 }
 
 // Float-only unary ops compute integer inputs in float32.

@@ -58,7 +58,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) const {
   for (size_t i = 0; i < inputs.size(); ++i) {
     sig.dtypes.push_back(inputs[i].dtype());
     sig.shapes.push_back(inputs[i].shape());
-    bufs.push_back(inputs[i].node()->buffer);
+    bufs.push_back(detail::node_of(inputs[i])->buffer);
     int first = int(i);
     for (size_t j = 0; j < i; ++j)
       if (bufs[j] == bufs[i]) {

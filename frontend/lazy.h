@@ -30,6 +30,16 @@ struct LazyNode {
 
 using NodePtr = std::shared_ptr<LazyNode>;
 
+// What the public classes keep private (their node and device), for the frontend and tests.
+struct Access {
+  static Tensor tensor(NodePtr node) { return Tensor(std::move(node)); }
+  static const NodePtr& node(const Tensor& t) { return t.node_; }
+  static kiln::Device device(runtime::Device* d) { return kiln::Device(d); }
+  static runtime::Device* impl(const kiln::Device& d) { return d.impl_; }
+};
+inline const NodePtr& node_of(const Tensor& t) { return Access::node(t); }
+inline runtime::Device* impl_of(const kiln::Device& d) { return Access::impl(d); }
+
 // Records a node after checking it with the IR's rules; throws kiln::Error naming `label`
 // (the user-facing op name) on a shape or dtype error.
 Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, std::vector<Tensor> inputs,

@@ -105,7 +105,7 @@ void realize_nodes(const std::vector<NodePtr>& nodes) {
 
 ir::Graph capture(const std::vector<Tensor>& tensors, std::vector<std::shared_ptr<runtime::Buffer>>* inputs) {
   std::vector<NodePtr> nodes;
-  for (const Tensor& t : tensors) nodes.push_back(t.node());
+  for (const Tensor& t : tensors) nodes.push_back(detail::node_of(t));
   std::lock_guard<std::mutex> lock(realize_mutex());
   Collected c = collect(nodes);
   if (inputs) *inputs = c.inputs;

@@ -23,7 +23,7 @@ runtime::Device* common_device(const std::string& label, const std::vector<Tenso
   runtime::Device* d = nullptr;
   for (const Tensor& t : ts) {
     if (!t.defined()) fail(label, "undefined tensor");
-    runtime::Device* td = t.node()->device;
+    runtime::Device* td = detail::node_of(t)->device;
     if (d && td != d)
       fail(label, absl::StrCat("tensors are on different devices (", d->name(), " and ", td->name(),
                                "); use .to(device) first"));
@@ -35,7 +35,7 @@ runtime::Device* common_device(const std::string& label, const std::vector<Tenso
 Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, std::vector<Tensor> inputs,
               std::vector<int64_t> ints, Scalar scalar, runtime::Device* device) {
   runtime::Device* dev = inputs.empty() ? device : common_device(label, inputs);
-  if (!dev) dev = Device().impl();
+  if (!dev) dev = detail::impl_of(Device());
   int64_t numel = shape_numel(shape);
   if (numel < 0 || (numel > 0 && numel > std::numeric_limits<int64_t>::max() / 8))
     fail(label, absl::StrCat("shape ", shape_str(shape), " has too many elements"));
@@ -66,8 +66,8 @@ Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, std
   node->ints = std::move(ints);
   node->scalar = scalar;
   node->device = dev;
-  for (Tensor& t : inputs) node->inputs.push_back(t.node());
-  return Tensor(std::move(node));
+  for (Tensor& t : inputs) node->inputs.push_back(detail::node_of(t));
+  return Access::tensor(std::move(node));
 }
 
 Tensor from_buffer(std::shared_ptr<runtime::Buffer> buffer, DType dtype, Shape shape) {
@@ -77,7 +77,7 @@ Tensor from_buffer(std::shared_ptr<runtime::Buffer> buffer, DType dtype, Shape s
   node->shape = std::move(shape);
   node->device = buffer->device();
   node->buffer = std::move(buffer);
-  return Tensor(std::move(node));
+  return Access::tensor(std::move(node));
 }
 
 }  // namespace kiln::detail

@@ -30,7 +30,7 @@ int64_t Tensor::ndim() const { return int64_t(shape().size()); }
 int64_t Tensor::size(int64_t axis) const { return shape()[detail::normalize_axis("size", axis, ndim())]; }
 Device Tensor::device() const {
   check_defined("device");
-  return Device(node_->device);
+  return detail::Access::device(node_->device);
 }
 bool Tensor::is_realized() const { return node_ && detail::node_is_realized(node_); }
 
@@ -44,7 +44,7 @@ void realize(const std::vector<Tensor>& tensors) {
   std::vector<detail::NodePtr> nodes;
   for (const Tensor& t : tensors) {
     if (!t.defined()) throw Error(absl::InvalidArgumentError("realize: undefined tensor"));
-    nodes.push_back(t.node());
+    nodes.push_back(detail::node_of(t));
   }
   detail::common_device("realize", tensors);
   detail::realize_nodes(nodes);
@@ -52,7 +52,7 @@ void realize(const std::vector<Tensor>& tensors) {
 
 std::string graph_text(const std::vector<Tensor>& tensors) {
   std::vector<detail::NodePtr> nodes;
-  for (const Tensor& t : tensors) nodes.push_back(t.node());
+  for (const Tensor& t : tensors) nodes.push_back(detail::node_of(t));
   return detail::graph_text_of(nodes);
 }
 
@@ -61,7 +61,7 @@ namespace {
 // Reads the realized bytes of `t` to the host.
 std::vector<uint8_t> read_bytes(const Tensor& t) {
   t.realize();
-  const auto& buf = t.node()->buffer;
+  const auto& buf = detail::node_of(t)->buffer;
   std::vector<uint8_t> bytes(size_t(t.numel() * dtype_size(t.dtype())));
   if (!bytes.empty()) {
     absl::Status s = buf->device()->download(buf.get(), bytes.data(), int64_t(bytes.size()));
@@ -126,11 +126,11 @@ double Tensor::item() const {
 
 Tensor Tensor::to(const Device& device) const {
   check_defined("to");
-  if (device.impl() == node_->device) return *this;
+  if (detail::impl_of(device) == node_->device) return *this;
   std::vector<uint8_t> bytes = read_bytes(*this);
-  auto buf = device.impl()->alloc(int64_t(bytes.size()));
+  auto buf = detail::impl_of(device)->alloc(int64_t(bytes.size()));
   if (!buf.ok()) throw Error(buf.status());
-  absl::Status s = device.impl()->upload(buf->get(), bytes.data(), int64_t(bytes.size()));
+  absl::Status s = detail::impl_of(device)->upload(buf->get(), bytes.data(), int64_t(bytes.size()));
   if (!s.ok()) throw Error(s);
   return detail::from_buffer(*std::move(buf), dtype(), shape());
 }

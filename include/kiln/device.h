@@ -12,6 +12,9 @@ namespace kiln {
 namespace runtime {
 class Device;
 }
+namespace detail {
+struct Access;  // the frontend's way in (frontend/lazy.h)
+}
 
 class Device {
  public:
@@ -19,7 +22,6 @@ class Device {
   Device();
   // Throws kiln::Error when the device is unknown or not available on this machine.
   explicit Device(const std::string& name);
-  explicit Device(runtime::Device* impl) : impl_(impl) {}
 
   // Looks up a device by name; an unavailable device is an error status naming the reason.
   static absl::StatusOr<Device> get(const std::string& name);
@@ -33,11 +35,12 @@ class Device {
   // waits by itself).
   void synchronize() const;
 
-  runtime::Device* impl() const { return impl_; }
   bool operator==(const Device& o) const { return impl_ == o.impl_; }
   bool operator!=(const Device& o) const { return impl_ != o.impl_; }
 
  private:
+  friend struct detail::Access;
+  explicit Device(runtime::Device* impl) : impl_(impl) {}
   runtime::Device* impl_;
 };
 

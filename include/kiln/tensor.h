@@ -19,12 +19,12 @@ namespace kiln {
 
 namespace detail {
 struct LazyNode;
+struct Access;  // the frontend's way in (frontend/lazy.h)
 }
 
 class Tensor {
  public:
   Tensor() = default;
-  explicit Tensor(std::shared_ptr<detail::LazyNode> node) : node_(std::move(node)) {}
 
   // --- properties -----------------------------------------------------------------------
   const Shape& shape() const;
@@ -101,10 +101,10 @@ class Tensor {
   Tensor softmax(int64_t axis) const;
   Tensor log_softmax(int64_t axis) const;
 
-  // Internal: the recorded node.
-  const std::shared_ptr<detail::LazyNode>& node() const { return node_; }
 
  private:
+  friend struct detail::Access;
+  explicit Tensor(std::shared_ptr<detail::LazyNode> node) : node_(std::move(node)) {}
   void check_defined(const char* what) const;
   std::shared_ptr<detail::LazyNode> node_;
 };

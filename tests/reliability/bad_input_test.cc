@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "frontend/capture.h"
+#include "frontend/lazy.h"
 #include "ir/graph.h"
 #include "kiln/kiln.h"
 #include "passes/pipeline.h"
@@ -153,7 +154,7 @@ TEST(OutOfMemory, HugeIntermediateIsAnErrorStatus) {
   Tensor s = matmul(a, b).sum();
   // Guard: the product really is an intermediate (else realizing would compute 2^46 products).
   std::vector<std::shared_ptr<runtime::Buffer>> bufs;
-  auto compiled = passes::compile_graph(detail::capture({s}, &bufs), cpu.impl()->target(), passes::Options());
+  auto compiled = passes::compile_graph(detail::capture({s}, &bufs), detail::impl_of(cpu)->target(), passes::Options());
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   ASSERT_GE(compiled->program.arena_bytes, int64_t(1) << 48);
   std::string err = error_of([&] { s.realize(); });

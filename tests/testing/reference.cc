@@ -50,7 +50,7 @@ namespace kiln::testing {
     if (is_float(want.dtype))
       for (double v : want.f)
         if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
-    const auto& buf = outs[k].node()->buffer;
+    const auto& buf = detail::node_of(outs[k])->buffer;
     auto got = download_host(*buf, want.dtype, want.shape);
     if (!got.ok()) return ::testing::AssertionFailure() << "cannot read output " << k << ": " << got.status();
     Comparison c = compare_host(want, *got, {atol * scale, rtol});

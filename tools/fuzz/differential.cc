@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "frontend/capture.h"
+#include "frontend/lazy.h"
 #include "ir/half.h"
 #include "runtime/device.h"
 #include "replay/compile_or_replay.h"
@@ -577,7 +578,7 @@ FuzzStats run_fuzz(runtime::Device* device, const FuzzOptions& opts, std::FILE* 
     if (out) std::fprintf(out, "kiln_fuzz: %s: no NaN/inf inputs on llvmpipe (it folds x * 0.0 to 0 for inf/NaN x)\n",
                           device->name().c_str());
   }
-  Device dev(device);
+  Device dev = detail::Access::device(device);
   int64_t first = opts.only_index >= 0 ? opts.only_index : 0;
   int64_t last = opts.only_index >= 0 ? opts.only_index + 1 : opts.count;
   for (int64_t i = first; i < last; ++i) {
