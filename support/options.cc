@@ -1,6 +1,9 @@
 #include "support/options.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -13,12 +16,25 @@ const char* env(const char* name) {
   return v && *v ? v : nullptr;
 }
 
+// Says once per variable and value that a malformed number was ignored.
+void warn_invalid(const char* name, const char* value, int fallback) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!warned.insert(absl::StrCat(name, "=", value)).second) return;
+  std::fprintf(stderr, "kiln: %s=%s is not an integer; using %d\n", name, value, fallback);
+}
+
 void read_int(Options& o, const char* name, int* out) {
   const char* v = env(name);
   if (!v) return;
   int parsed = 0;
-  if (absl::SimpleAtoi(v, &parsed)) *out = parsed;
-  else o.invalid.emplace(name, v);
+  if (absl::SimpleAtoi(v, &parsed)) {
+    *out = parsed;
+  } else {
+    o.invalid.emplace(name, v);
+    warn_invalid(name, v, *out);
+  }
 }
 
 // "0" turns a switch off, anything else (set) turns it on; unset keeps the default.

@@ -2,9 +2,10 @@
 //
 // options() reads the environment on each call (a few getenv calls): tests and tools change
 // variables between realizes, and each compile or device creation sees the values of that
-// moment. Hot paths (a replayed run) do not call it. A malformed number keeps its default and is
-// listed in `invalid`; the component that reads the variable turns that into an error
-// (check()), so `KILN_VULKAN_DEVICE=x` fails with a message instead of picking device 0.
+// moment. Hot paths (a replayed run) do not call it. A malformed number keeps its default, is
+// reported once on stderr and listed in `invalid`; where a wrong default would do the wrong
+// thing (a device index) the reader turns it into an error with check(), so
+// `KILN_VULKAN_DEVICE=x` fails with a message instead of picking device 0.
 #pragma once
 
 #include <map>
