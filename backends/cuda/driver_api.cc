@@ -1,3 +1,4 @@
+// Loading libcuda.so.1 (dlopen, cuGetProcAddress for every entry point) and the error mapping of driver_api.h.
 #include "backends/cuda/driver_api.h"
 
 #include <dlfcn.h>

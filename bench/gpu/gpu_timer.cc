@@ -1,8 +1,9 @@
 #include "bench/gpu/gpu_timer.h"
 
 #ifdef KILN_HAVE_CUDA
-#include "backends/cuda/cuda_context.h"
+#include "backends/cuda/device.h"
 #include "backends/cuda/driver_api.h"
+#include "frontend/lazy.h"
 #endif
 
 namespace kiln::bench {
@@ -39,7 +40,7 @@ class CudaTimer : public GpuTimer {
 }  // namespace
 
 std::unique_ptr<GpuTimer> GpuTimer::create(const Device& d) {
-  runtime::cuda::Context* ctx = runtime::cuda::context_of(d.impl());
+  runtime::cuda::Context* ctx = runtime::cuda::context_of(detail::impl_of(d));
   if (!ctx) return nullptr;
   return std::make_unique<CudaTimer>(ctx);
 }

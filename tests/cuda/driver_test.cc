@@ -53,6 +53,12 @@ TEST(CudaDriver, OldDriverIsReported) {
       << out;
 }
 
+TEST(CudaDriver, MalformedDeviceIndexIsAnError) {
+  // Checked before the driver is loaded: the same error with a driver, without one, or with none.
+  std::string out = child_output("KILN_CUDA_DEVICE=first");
+  EXPECT_NE(out.find("CUDA STATUS: KILN_CUDA_DEVICE=first is not an integer"), std::string::npos) << out;
+}
+
 TEST(CudaDriver, MissingDriverIsReported) {
   // An empty folder first on the search path does not hide a real driver: only check where
   // there is none.

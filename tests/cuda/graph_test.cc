@@ -7,9 +7,10 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cuda/cuda_context.h"
-#include "backends/cuda/cuda_executable.h"
-#include "backends/cuda/nvrtc_compiler.h"
+#include "backends/cuda/device.h"
+#include "backends/cuda/executable.h"
+#include "backends/cuda/nvrtc.h"
+#include "runtime/compiled_program.h"
 #include "runtime/device.h"
 #include "runtime/registry.h"
 
@@ -55,18 +56,33 @@ ir::BufferDesc buffer(ir::BufferKind kind, int index, int64_t offset = -1) {
   return b;
 }
 
-LaunchSpec spec(const Module& m, const char* name, std::vector<int> buffers, uint32_t grid = kN / 256,
-                uint32_t block = 256, uint32_t shared = 0) {
-  LaunchSpec s;
-  s.name = name;
-  auto fn = m.function(name);
-  EXPECT_TRUE(fn.ok()) << fn.status();
-  s.fn = fn.ok() ? *fn : nullptr;
-  s.buffers = std::move(buffers);
-  s.grid[0] = grid;
-  s.block[0] = block;
-  s.shared_bytes = shared;
-  return s;
+CompiledKernel spec(const char* name, std::vector<int> buffers, uint32_t grid = kN / 256, uint32_t block = 256,
+                    uint32_t shared = 0) {
+  CompiledKernel k;
+  k.name = name;
+  k.buffers = std::move(buffers);
+  k.grid[0] = grid;
+  k.block[0] = block;
+  k.shared_bytes = shared;
+  return k;
+}
+
+// A program of `buffers` running `kernels` in `steps` (the module is the fixture's).
+CompiledProgram program(std::vector<ir::BufferDesc> buffers, std::vector<CompiledKernel> kernels,
+                        std::vector<ir::Step> steps, int64_t arena_bytes = 0) {
+  CompiledProgram c;
+  c.backend = "cuda";
+  for (const ir::BufferDesc& b : buffers) {
+    c.num_inputs += b.kind == ir::BufferKind::kInput;
+    c.num_outputs += b.kind == ir::BufferKind::kOutput;
+    if (b.kind == ir::BufferKind::kOutput) c.outputs.push_back(int(c.buffers.size()));
+    c.buffers.push_back(b);
+  }
+  c.kernels = std::move(kernels);
+  c.steps = std::move(steps);
+  c.arena_bytes = arena_bytes;
+  EXPECT_TRUE(check_consistent(c).ok()) << check_consistent(c);
+  return c;
 }
 
 class CudaGraphTest : public ::testing::Test {
@@ -103,17 +119,10 @@ class CudaGraphTest : public ::testing::Test {
   }
   // in -> k_twice -> intermediate (arena) -> k_plus1 -> out: out = 2 * in + 1.
   std::unique_ptr<CudaExecutable> chain() {
-    ir::Program p;
-    p.buffers = {buffer(ir::BufferKind::kInput, 0), buffer(ir::BufferKind::kOutput, 0),
-                 buffer(ir::BufferKind::kIntermediate, 0, 0)};
-    p.num_inputs = 1;
-    p.num_outputs = 1;
-    p.outputs = {1};
-    p.arena_bytes = kN * 4;
-    p.kernels.resize(2);
-    p.steps = {{0, {}}, {1, {0}}};
-    auto e = CudaExecutable::create(dev_, ctx_, p, module_,
-                                    {spec(*module_, "k_twice", {0, 2}), spec(*module_, "k_plus1", {2, 1})}, {});
+    CompiledProgram p = program({buffer(ir::BufferKind::kInput, 0), buffer(ir::BufferKind::kOutput, 0),
+                                 buffer(ir::BufferKind::kIntermediate, 0, 0)},
+                                {spec("k_twice", {0, 2}), spec("k_plus1", {2, 1})}, {{0, {}}, {1, {0}}}, kN * 4);
+    auto e = CudaExecutable::create(dev_, ctx_, p, module_);
     EXPECT_TRUE(e.ok()) << e.status();
     return e.ok() ? *std::move(e) : nullptr;
   }
@@ -156,16 +165,11 @@ TEST_F(CudaGraphTest, ResultHeldFromRunOneIsIntactAfterRunTwo) {
 }
 
 TEST_F(CudaGraphTest, IndependentKernelsBothRun) {
-  ir::Program p;
-  p.buffers = {buffer(ir::BufferKind::kInput, 0), buffer(ir::BufferKind::kOutput, 0),
-               buffer(ir::BufferKind::kOutput, 1)};
-  p.num_inputs = 1;
-  p.num_outputs = 2;
-  p.outputs = {1, 2};
-  p.kernels.resize(2);
-  p.steps = {{0, {}}, {1, {}}};  // no edge: the graph may run them concurrently
-  auto e = CudaExecutable::create(dev_, ctx_, p, module_,
-                                  {spec(*module_, "k_twice", {0, 1}), spec(*module_, "k_plus1", {0, 2})}, {});
+  CompiledProgram p = program(
+      {buffer(ir::BufferKind::kInput, 0), buffer(ir::BufferKind::kOutput, 0), buffer(ir::BufferKind::kOutput, 1)},
+      {spec("k_twice", {0, 1}), spec("k_plus1", {0, 2})},
+      {{0, {}}, {1, {}}});  // no edge: the graph may run them concurrently
+  auto e = CudaExecutable::create(dev_, ctx_, p, module_);
   ASSERT_TRUE(e.ok()) << e.status();
   auto in = upload(iota(3.0f));
   auto a = fresh(), b = fresh();
@@ -178,19 +182,13 @@ TEST_F(CudaGraphTest, IndependentKernelsBothRun) {
 }
 
 TEST_F(CudaGraphTest, EmptyKernelPassesItsDependenciesOn) {
-  ir::Program p;
-  p.buffers = {buffer(ir::BufferKind::kInput, 0), buffer(ir::BufferKind::kOutput, 0),
-               buffer(ir::BufferKind::kIntermediate, 0, 0)};
-  p.num_inputs = 1;
-  p.num_outputs = 1;
-  p.outputs = {1};
-  p.arena_bytes = kN * 4;
-  p.kernels.resize(3);
-  p.steps = {{0, {}}, {1, {0}}, {2, {1}}};  // step 1 launches nothing; step 2 must still wait for 0
-  auto e = CudaExecutable::create(
-      dev_, ctx_, p, module_,
-      {spec(*module_, "k_slow_square", {0, 2}), spec(*module_, "k_twice", {2, 2}, 0), spec(*module_, "k_plus1", {2, 1})},
-      {});
+  CompiledProgram p = program(
+      {buffer(ir::BufferKind::kInput, 0), buffer(ir::BufferKind::kOutput, 0),
+       buffer(ir::BufferKind::kIntermediate, 0, 0)},
+      {spec("k_slow_square", {0, 2}), spec("k_twice", {2, 2}, 0), spec("k_plus1", {2, 1})},
+      {{0, {}}, {1, {0}}, {2, {1}}},  // step 1 launches nothing; step 2 must still wait for 0
+      kN * 4);
+  auto e = CudaExecutable::create(dev_, ctx_, p, module_);
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ((*e)->kernels_per_run(), 2);
   auto in = upload(iota(0.25f));
@@ -201,14 +199,9 @@ TEST_F(CudaGraphTest, EmptyKernelPassesItsDependenciesOn) {
 }
 
 TEST_F(CudaGraphTest, DownloadWaitsForTheRunThatWroteTheBuffer) {
-  ir::Program p;
-  p.buffers = {buffer(ir::BufferKind::kInput, 0), buffer(ir::BufferKind::kOutput, 0)};
-  p.num_inputs = 1;
-  p.num_outputs = 1;
-  p.outputs = {1};
-  p.kernels.resize(1);
-  p.steps = {{0, {}}};
-  auto e = CudaExecutable::create(dev_, ctx_, p, module_, {spec(*module_, "k_slow_square", {0, 1})}, {});
+  CompiledProgram p = program({buffer(ir::BufferKind::kInput, 0), buffer(ir::BufferKind::kOutput, 0)},
+                              {spec("k_slow_square", {0, 1})}, {{0, {}}});
+  auto e = CudaExecutable::create(dev_, ctx_, p, module_);
   ASSERT_TRUE(e.ok()) << e.status();
   auto in = upload(iota(2.0f));
   auto out = fresh();
@@ -244,15 +237,9 @@ TEST_F(CudaGraphTest, ConcurrentRunsOfOneExecutable) {
 
 TEST_F(CudaGraphTest, DynamicSharedMemoryOver48KiB) {
   if (ctx_->shared_optin < 65536) GTEST_SKIP() << "the device has " << ctx_->shared_optin << " bytes of shared memory";
-  ir::Program p;
-  p.buffers = {buffer(ir::BufferKind::kInput, 0), buffer(ir::BufferKind::kOutput, 0)};
-  p.num_inputs = 1;
-  p.num_outputs = 1;
-  p.outputs = {1};
-  p.kernels.resize(1);
-  p.steps = {{0, {}}};
-  auto e = CudaExecutable::create(dev_, ctx_, p, module_,
-                                  {spec(*module_, "k_big_shared", {0, 1}, kN / 16384, 512, 65536)}, {});
+  CompiledProgram p = program({buffer(ir::BufferKind::kInput, 0), buffer(ir::BufferKind::kOutput, 0)},
+                              {spec("k_big_shared", {0, 1}, kN / 16384, 512, 65536)}, {{0, {}}});
+  auto e = CudaExecutable::create(dev_, ctx_, p, module_);
   ASSERT_TRUE(e.ok()) << e.status();
   auto in = upload(iota(0.0f));
   auto out = fresh();
@@ -265,17 +252,17 @@ TEST_F(CudaGraphTest, DynamicSharedMemoryOver48KiB) {
 }
 
 TEST_F(CudaGraphTest, BadLaunchShapeIsAnError) {
-  ir::Program p;
-  p.buffers = {buffer(ir::BufferKind::kInput, 0), buffer(ir::BufferKind::kOutput, 0)};
-  p.num_inputs = 1;
-  p.num_outputs = 1;
-  p.kernels.resize(1);
-  p.steps = {{0, {}}};
-  auto e = CudaExecutable::create(dev_, ctx_, p, module_, {spec(*module_, "k_twice", {0, 1}, 1, 2048)}, {});
+  CompiledProgram p = program({buffer(ir::BufferKind::kInput, 0), buffer(ir::BufferKind::kOutput, 0)},
+                              {spec("k_twice", {0, 1}, 1, 2048)}, {{0, {}}});
+  auto e = CudaExecutable::create(dev_, ctx_, p, module_);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(std::string(e.status().message()).find("1024"), std::string::npos) << e.status();
   auto missing = module_->function("no_such_kernel");
   EXPECT_FALSE(missing.ok());
+  p.kernels[0] = spec("no_such_kernel", {0, 1});
+  auto unknown = CudaExecutable::create(dev_, ctx_, p, module_);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(std::string(unknown.status().message()).find("no_such_kernel"), std::string::npos) << unknown.status();
 }
 
 TEST_F(CudaGraphTest, OutOfMemoryIsAnErrorAndTheProcessContinues) {

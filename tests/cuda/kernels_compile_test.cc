@@ -17,14 +17,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "backends/cuda/nvrtc.h"
+#include "backends/cuda/target.h"
 #include "codegen/c_family/gpu_program.h"
 #include "cuda/ptxas.h"
 #include "frontend/capture.h"
 #include "kiln/kiln.h"
 #include "passes/pipeline.h"
 #include "runtime/disk_cache.h"
-#include "backends/cuda/cuda_target.h"
-#include "backends/cuda/nvrtc_compiler.h"
 #include "testing/reference.h"
 
 namespace kiln {

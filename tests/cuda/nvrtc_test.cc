@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "cuda/ptxas.h"
-#include "backends/cuda/cached_compile.h"
-#include "backends/cuda/nvrtc_compiler.h"
+#include "backends/cuda/compiler.h"
+#include "backends/cuda/nvrtc.h"
 #include "runtime/stats.h"
 
 namespace kiln::runtime::cuda {
@@ -100,13 +100,13 @@ TEST(Nvrtc, UnsupportedArchitectureIsAnError) {
 }
 
 TEST(BinaryCache, WarmStartCompilesNothing) {
-  DiskCache cache(fresh_dir("warm"));
+  CompileCache cache(DiskCache(fresh_dir("warm")));
   const int64_t compiled0 = counters().kernels_compiled, hits0 = counters().kernel_disk_cache_hits;
-  auto cold = cached_compile(kModule, kSm90, 2, false, cache);
+  auto cold = compile_module(kModule, kSm90, 2, false, cache);
   ASSERT_TRUE(cold.ok()) << cold.status();
   EXPECT_EQ(counters().kernels_compiled - compiled0, 2);
   EXPECT_EQ(counters().kernel_disk_cache_hits - hits0, 0);
-  auto warm = cached_compile(kModule, kSm90, 2, /*keep_ptx=*/true, cache);
+  auto warm = compile_module(kModule, kSm90, 2, /*keep_ptx=*/true, cache);
   ASSERT_TRUE(warm.ok()) << warm.status();
   EXPECT_EQ(counters().kernels_compiled - compiled0, 2) << "a warm start compiled";
   EXPECT_EQ(counters().kernel_disk_cache_hits - hits0, 2);
@@ -123,21 +123,21 @@ TEST(BinaryCache, KeyCoversSourceArchitectureAndCompiler) {
 }
 
 TEST(BinaryCache, CorruptedEntryIsRecompiledAndRewritten) {
-  DiskCache cache(fresh_dir("corrupt"));
-  ASSERT_TRUE(cached_compile(kModule, kSm90, 2, false, cache).ok());
+  CompileCache cache(DiskCache(fresh_dir("corrupt")));
+  ASSERT_TRUE(compile_module(kModule, kSm90, 2, false, cache).ok());
   const std::string path = cache.path_for(binary_cache_key(kModule, kSm90));
   const auto full = std::filesystem::file_size(path);
   std::filesystem::resize_file(path, full - 100);
   const int64_t compiled0 = counters().kernels_compiled;
   ::testing::internal::CaptureStderr();
-  auto again = cached_compile(kModule, kSm90, 2, false, cache);
+  auto again = compile_module(kModule, kSm90, 2, false, cache);
   std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_NE(err.find("corrupted"), std::string::npos) << err;
   EXPECT_EQ(counters().kernels_compiled - compiled0, 2);
   EXPECT_EQ(std::filesystem::file_size(path), full) << "the entry was not rewritten";
   const int64_t hits0 = counters().kernel_disk_cache_hits;
-  ASSERT_TRUE(cached_compile(kModule, kSm90, 2, false, cache).ok());
+  ASSERT_TRUE(compile_module(kModule, kSm90, 2, false, cache).ok());
   EXPECT_EQ(counters().kernel_disk_cache_hits - hits0, 2);
 }
 

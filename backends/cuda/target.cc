@@ -1,4 +1,7 @@
-#include "backends/cuda/cuda_target.h"
+// The CUDA TargetInfo and target key (target.h).
+#include "backends/cuda/target.h"
+
+#include "absl/strings/str_cat.h"
 
 namespace kiln::runtime::cuda {
 
@@ -16,5 +19,7 @@ ir::TargetInfo cuda_target_info(int sm_count, int64_t shared_optin, int compute_
   t.is_gpu = true;
   return t;
 }
+
+std::string target_key(const ir::TargetInfo& t) { return absl::StrCat("sm_", t.compute_capability); }
 
 }  // namespace kiln::runtime::cuda

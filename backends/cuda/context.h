@@ -1,16 +1,18 @@
-// The per-device state the CUDA backend's pieces share: context, stream, memory, events, and the
-// Buffer type.
+// The per-GPU state the CUDA backend's pieces share: the primary context, the one stream all of
+// kiln's work goes to, the memory pool, the device limits a load checks kernels against, and the
+// event type that orders downloads after the work that wrote a buffer.
+//
+// The Device (device.h) creates one Context per GPU and never frees it: buffers and executables
+// may be destroyed after the Device at process exit, and they still release into its pool.
 #pragma once
 
 #include <cuda.h>
 
 #include <cstdint>
 #include <memory>
-#include <string>
 
 #include "absl/status/statusor.h"
-#include "backends/cuda/memory_pool.h"
-#include "runtime/device.h"
+#include "backends/cuda/memory.h"
 
 namespace kiln::runtime::cuda {
 
@@ -31,7 +33,7 @@ class Event {
 };
 
 // One device: its primary context and the stream all of kiln's work for it goes to. Lives as
-// long as the process (buffers and executables may outlive the Device object at exit).
+// long as the process.
 struct Context {
   CUdevice device = 0;
   CUcontext ctx = nullptr;
@@ -43,29 +45,6 @@ struct Context {
   int max_grid[3] = {0, 0, 0};
   // Binds the context to the calling thread (cheap; needed once per thread, done per call).
   absl::Status make_current() const;
-};
-
-// The Context of `d` when it is the CUDA device, else nullptr (tests build executables directly).
-Context* context_of(Device* d);
-
-class CudaBuffer : public Buffer {
- public:
-  CudaBuffer(Device* d, int64_t bytes, CUdeviceptr p, int64_t size, MemoryPool* pool)
-      : Buffer(d, bytes), ptr_(p), size_(size), pool_(pool) {}
-  ~CudaBuffer() override {
-    if (ptr_) pool_->release(ptr_, size_);
-  }
-  CUdeviceptr ptr() const { return ptr_; }
-
-  // The event recorded after the last work that wrote this buffer (an upload or a run); null
-  // when nothing did. kiln writes a buffer once, before anyone else holds it, so this is set
-  // before it is shared and only read afterwards (by download).
-  std::shared_ptr<Event> writer;
-
- private:
-  CUdeviceptr ptr_;
-  int64_t size_;
-  MemoryPool* pool_;
 };
 
 }  // namespace kiln::runtime::cuda

@@ -1,16 +1,17 @@
-#include "backends/cuda/nvrtc_compiler.h"
+// NVRTC behind nvrtc.h: options, architecture check, compile, and the dump of a rejected source.
+#include "backends/cuda/nvrtc.h"
 
 #include <nvrtc.h>
 #include <sys/stat.h>
 
-#include <cstdlib>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "passes/pipeline.h"
 #include "runtime/disk_cache.h"
+#include "support/dump.h"
+#include "support/options.h"
 
 #ifndef KILN_CUDA_INCLUDE_DIR
 #define KILN_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
@@ -26,18 +27,12 @@ bool has_fp16_header(const std::string& dir) {
 
 // The first folder holding cuda_fp16.h: the user's choice, then the toolkit's usual homes.
 std::string cuda_include_dir() {
-  static const std::string dir = [] {
-    std::vector<std::string> candidates;
-    if (const char* e = std::getenv("KILN_CUDA_INCLUDE")) candidates.push_back(e);
-    if (const char* e = std::getenv("CUDA_HOME")) candidates.push_back(std::string(e) + "/include");
-    if (const char* e = std::getenv("CUDA_PATH")) candidates.push_back(std::string(e) + "/include");
-    candidates.push_back(KILN_CUDA_INCLUDE_DIR);
-    candidates.push_back("/usr/local/cuda/include");
-    for (const std::string& c : candidates)
-      if (has_fp16_header(c)) return c;
-    return std::string();
-  }();
-  return dir;
+  std::vector<std::string> candidates = support::options().cuda_include_dirs;
+  candidates.push_back(KILN_CUDA_INCLUDE_DIR);
+  candidates.push_back("/usr/local/cuda/include");
+  for (const std::string& c : candidates)
+    if (has_fp16_header(c)) return c;
+  return std::string();
 }
 
 struct ProgramDeleter {
@@ -71,12 +66,12 @@ absl::Status check_arch(int cc) {
 
 // Writes the rejected source and the log to $KILN_DUMP_DIR; returns a sentence naming them.
 std::string dump_rejected(const std::string& source, const std::string& log, int cc) {
-  const char* dir = std::getenv("KILN_DUMP_DIR");
-  if (!dir || !*dir) return " (set KILN_DUMP_DIR to keep the source)";
-  ::mkdir(dir, 0755);
+  const std::string dir = support::options().dump_dir;
+  if (dir.empty()) return " (set KILN_DUMP_DIR to keep the source)";
+  support::make_dump_dir(dir);
   std::string base = absl::StrFormat("%s/cuda_rejected_sm%d_%016x", dir, cc, stable_hash64(source));
-  passes::write_dump(base + ".cu", source);
-  passes::write_dump(base + ".log", log);
+  support::write_dump(base + ".cu", source);
+  support::write_dump(base + ".log", log);
   return absl::StrCat(" (source: ", base, ".cu, log: ", base, ".log)");
 }
 

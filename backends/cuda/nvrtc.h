@@ -2,6 +2,9 @@
 //
 // Every kernel of a Program is in ONE translation unit and compiles in ONE nvrtcProgram (NVRTC
 // costs 50-110 ms per call whatever the size). The same call yields the PTX at no extra cost.
+// Needs no GPU and no driver: the Compiler (compiler.h) calls it, never the Device. Where NVRTC
+// finds the CUDA headers (support::options().cuda_include_dirs, then the build's toolkit) and
+// where a rejected source is written (support::options().dump_dir) are read at each call.
 #pragma once
 
 #include <string>
@@ -21,12 +24,13 @@ std::string nvrtc_version();
 
 // The options every module compiles with for compute capability `cc` (90 for sm_90): the
 // architecture, C++17, device code by default, and the toolkit's include folder (for
-// cuda_fp16.h / cuda_bf16.h; $KILN_CUDA_INCLUDE, $CUDA_HOME/include or the build's toolkit).
+// cuda_fp16.h / cuda_bf16.h; $KILN_CUDA_INCLUDE, $CUDA_HOME/include, $CUDA_PATH/include or the
+// build's toolkit).
 std::vector<std::string> nvrtc_options(int cc);
 
 // Compiles `source` to a cubin for sm_<cc>. A rejected source gives an Internal error holding
 // NVRTC's log; with $KILN_DUMP_DIR set, the source and the log are written there and the error
-// names the files.
+// names the files. An architecture NVRTC cannot target is Unimplemented.
 absl::StatusOr<CudaBinary> nvrtc_compile(const std::string& source, int cc, bool keep_ptx);
 
 }  // namespace kiln::runtime::cuda

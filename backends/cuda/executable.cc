@@ -1,4 +1,6 @@
-#include "backends/cuda/cuda_executable.h"
+// The CUDA graph of a CompiledProgram (executable.h): load-time device checks, graph building,
+// rebinding and launch.
+#include "backends/cuda/executable.h"
 
 #include <algorithm>
 
@@ -11,30 +13,31 @@ namespace {
 
 constexpr uint32_t kDefaultSharedLimit = 48 * 1024;  // dynamic shared memory without opting in
 
-absl::Status check_launch(const LaunchSpec& k, const Context& ctx, size_t num_buffers) {
-  auto bad = [&](const std::string& what) {
-    return absl::InternalError(absl::StrCat("cuda: kernel ", k.name, " ", what));
-  };
-  for (int b : k.buffers)
-    if (b < 0 || size_t(b) >= num_buffers) return bad(absl::StrCat("binds buffer ", b, " of ", num_buffers));
-  if (k.empty()) return absl::OkStatus();
+// A zero grid or block dimension: nothing to launch.
+bool launches_nothing(const CompiledKernel& k) {
+  return std::count(k.grid.begin(), k.grid.end(), 0u) + std::count(k.block.begin(), k.block.end(), 0u) > 0;
+}
+
+// What the plan cannot know: the limits of this GPU.
+absl::Status check_launch(const CompiledKernel& k, const Context& ctx) {
+  if (launches_nothing(k)) return absl::OkStatus();
+  auto where = [&] { return absl::StrCat("cuda: kernel ", k.name, " "); };
   const uint64_t threads = uint64_t(k.block[0]) * k.block[1] * k.block[2];
   if (threads > 1024 || k.block[2] > 64)
-    return bad(absl::StrCat("has block ", k.block[0], "x", k.block[1], "x", k.block[2],
-                            " (at most 1024 threads, z at most 64)"));
+    return absl::InternalError(absl::StrCat(where(), "has block ", k.block[0], "x", k.block[1], "x", k.block[2],
+                                            " (at most 1024 threads, z at most 64)"));
   for (int i = 0; i < 3; ++i)
     if (ctx.max_grid[i] > 0 && k.grid[i] > uint32_t(ctx.max_grid[i]))
-      return bad(absl::StrCat("has grid ", k.grid[0], "x", k.grid[1], "x", k.grid[2], " beyond the device's limit"));
+      return absl::InternalError(absl::StrCat(where(), "has grid ", k.grid[0], "x", k.grid[1], "x", k.grid[2],
+                                              " beyond the device's limit"));
   if (k.shared_bytes > ctx.shared_optin)
-    return bad(absl::StrCat("needs ", k.shared_bytes, " bytes of shared memory; the device has ", ctx.shared_optin));
+    return absl::FailedPreconditionError(absl::StrCat(where(), "needs ", k.shared_bytes,
+                                                      " bytes of shared memory; the device has ", ctx.shared_optin,
+                                                      " (compiled for a target with more)"));
   return absl::OkStatus();
 }
 
 }  // namespace
-
-bool LaunchSpec::empty() const {
-  return grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || block[0] == 0 || block[1] == 0 || block[2] == 0;
-}
 
 absl::StatusOr<std::shared_ptr<Module>> Module::load(const std::string& cubin) {
   CUmodule m = nullptr;
@@ -58,47 +61,46 @@ absl::StatusOr<CUfunction> Module::function(const std::string& name) const {
 }
 
 absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(Device* device, Context* ctx,
-                                                                       const ir::Program& p,
-                                                                       std::shared_ptr<Module> module,
-                                                                       std::vector<LaunchSpec> kernels,
-                                                                       std::vector<std::string> sources) {
+                                                                       const CompiledProgram& c,
+                                                                       std::shared_ptr<Module> module) {
+  if (!c.kernels.empty() && !module)
+    return absl::InvalidArgumentError(absl::StrCat("cuda: a program of ", c.kernels.size(), " kernels without a module"));
+  std::vector<CUfunction> functions;
+  for (const CompiledKernel& k : c.kernels) {
+    if (absl::Status s = check_launch(k, *ctx); !s.ok()) return s;
+    auto fn = module->function(k.name);
+    if (!fn.ok()) return fn.status();
+    functions.push_back(*fn);
+  }
   std::unique_ptr<CudaExecutable> e(new CudaExecutable(device, ctx));
   e->module_ = std::move(module);
-  e->sources_ = std::move(sources);
-  if (absl::Status s = e->build(p, kernels); !s.ok()) return s;
+  if (absl::Status s = e->build(c, functions); !s.ok()) return s;
   return e;
 }
 
-absl::Status CudaExecutable::build(const ir::Program& p, const std::vector<LaunchSpec>& kernels) {
-  if (kernels.size() != p.kernels.size())
-    return absl::InternalError(absl::StrCat("cuda: ", kernels.size(), " rendered kernels for ", p.kernels.size()));
-  for (const LaunchSpec& k : kernels)
-    if (absl::Status s = check_launch(k, *ctx_, p.buffers.size()); !s.ok()) return s;
-  buffers_ = p.buffers;
-  num_inputs_ = p.num_inputs;
-  num_outputs_ = p.num_outputs;
+absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<CUfunction>& functions) {
+  buffers_ = c.buffers;
+  num_inputs_ = c.num_inputs;
+  num_outputs_ = c.num_outputs;
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
 
   // The arena holds every intermediate at its planned offset; its pointers never change.
-  if (p.arena_bytes > 0) {
-    auto a = ctx_->pool->allocate(p.arena_bytes, &arena_size_);
+  if (c.arena_bytes > 0) {
+    auto a = ctx_->pool->allocate(c.arena_bytes, &arena_size_);
     if (!a.ok()) return a.status();
     arena_ = *a;
-    counters().bytes_allocated += p.arena_bytes;
+    counters().bytes_allocated += c.arena_bytes;
   }
   bound_.assign(buffers_.size(), 0);
   next_.assign(buffers_.size(), 0);
-  for (size_t i = 0; i < buffers_.size(); ++i) {
-    const ir::BufferDesc& b = buffers_[i];
-    if (b.kind != ir::BufferKind::kIntermediate) continue;
-    if (b.offset < 0 || b.offset + b.bytes() > p.arena_bytes)
-      return absl::InternalError(absl::StrCat("cuda: intermediate buffer ", i, " lies outside the arena"));
-    bound_[i] = next_[i] = arena_ + CUdeviceptr(b.offset);
-  }
+  for (size_t i = 0; i < buffers_.size(); ++i)
+    if (buffers_[i].kind == ir::BufferKind::kIntermediate) bound_[i] = next_[i] = arena_ + CUdeviceptr(buffers_[i].offset);
 
-  for (const LaunchSpec& k : kernels) {
-    if (k.shared_bytes > kDefaultSharedLimit && !k.empty()) {
-      CUresult r = api().cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(k.shared_bytes));
+  for (size_t i = 0; i < c.kernels.size(); ++i) {
+    const CompiledKernel& k = c.kernels[i];
+    if (k.shared_bytes > kDefaultSharedLimit && !launches_nothing(k)) {
+      CUresult r = api().cuFuncSetAttribute(functions[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                            int(k.shared_bytes));
       if (absl::Status s = cu_check(r, absl::StrCat("raising the shared memory limit of ", k.name)); !s.ok()) return s;
     }
   }
@@ -106,21 +108,16 @@ absl::Status CudaExecutable::build(const ir::Program& p, const std::vector<Launc
   if (absl::Status s = cu_check(api().cuGraphCreate(&graph_, 0), "cuGraphCreate"); !s.ok()) return s;
   // Each step's node, or for a step with nothing to launch, the nodes it waited for (so that its
   // dependents still wait for them).
-  std::vector<std::vector<CUgraphNode>> after(p.steps.size());
-  nodes_.reserve(p.steps.size());
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    const ir::Step& step = p.steps[i];
-    if (step.kernel < 0 || size_t(step.kernel) >= kernels.size())
-      return absl::InternalError(absl::StrCat("cuda: step ", i, " runs kernel ", step.kernel));
+  std::vector<std::vector<CUgraphNode>> after(c.steps.size());
+  nodes_.reserve(c.steps.size());
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    const ir::Step& step = c.steps[i];
     std::vector<CUgraphNode> deps;
-    for (int d : step.deps) {
-      if (d < 0 || size_t(d) >= i) return absl::InternalError(absl::StrCat("cuda: step ", i, " depends on step ", d));
-      deps.insert(deps.end(), after[size_t(d)].begin(), after[size_t(d)].end());
-    }
+    for (int d : step.deps) deps.insert(deps.end(), after[size_t(d)].begin(), after[size_t(d)].end());
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    const LaunchSpec& k = kernels[size_t(step.kernel)];
-    if (k.empty()) {
+    const CompiledKernel& k = c.kernels[size_t(step.kernel)];
+    if (launches_nothing(k)) {
       after[i] = std::move(deps);
       continue;
     }
@@ -131,7 +128,7 @@ absl::Status CudaExecutable::build(const ir::Program& p, const std::vector<Launc
       n.bound_io |= buffers_[size_t(b)].kind != ir::BufferKind::kIntermediate;
     }
     for (CUdeviceptr& a : n.args) n.arg_ptrs.push_back(&a);
-    n.params.func = k.fn;
+    n.params.func = functions[size_t(step.kernel)];
     n.params.gridDimX = k.grid[0];
     n.params.gridDimY = k.grid[1];
     n.params.gridDimZ = k.grid[2];

@@ -1,4 +1,5 @@
-#include "backends/cuda/memory_pool.h"
+// The pool behind memory.h: size classes, reuse, and trimming when the device runs out.
+#include "backends/cuda/memory.h"
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/driver_api.h"

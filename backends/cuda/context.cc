@@ -1,4 +1,5 @@
-#include "backends/cuda/cuda_context.h"
+// Events and the context binding of context.h.
+#include "backends/cuda/context.h"
 
 #include "backends/cuda/driver_api.h"
 

@@ -1,0 +1,101 @@
+// The CUDA Compiler (compiler.h): render, compile the module through the disk cache, and fill in
+// the CompiledProgram's launch information.
+#include "backends/cuda/compiler.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cuda/target.h"
+#include "codegen/c_family/gpu_program.h"
+#include "support/options.h"
+
+namespace kiln::runtime::cuda {
+namespace {
+
+// Blob layout in the cache: u64 cubin size, the cubin, then the PTX (kept so that a later dump
+// can show it).
+std::string pack(const CudaBinary& b) {
+  uint64_t n = b.cubin.size();
+  std::string blob(reinterpret_cast<const char*>(&n), sizeof(n));
+  blob += b.cubin;
+  blob += b.ptx;
+  return blob;
+}
+
+// False for a blob of another layout (written by another kiln version).
+bool unpack(std::string_view blob, bool keep_ptx, CudaBinary* b) {
+  uint64_t n = 0;
+  if (blob.size() < sizeof(n)) return false;
+  std::memcpy(&n, blob.data(), sizeof(n));
+  if (n == 0 || n > blob.size() - sizeof(n)) return false;
+  if (b) {
+    b->cubin = std::string(blob.substr(sizeof(n), size_t(n)));
+    if (keep_ptx) b->ptx = std::string(blob.substr(sizeof(n) + size_t(n)));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string binary_cache_key(const std::string& source, int cc) {
+  return absl::StrCat("kiln cuda module v1\nnvrtc ", nvrtc_version(), "\nsm_", cc, "\n",
+                      absl::StrJoin(nvrtc_options(cc), " "), "\n", source);
+}
+
+absl::StatusOr<CudaBinary> compile_module(const std::string& source, int cc, int num_kernels, bool keep_ptx,
+                                          const CompileCache& cache) {
+  auto blob = cache.get_or_compile(
+      binary_cache_key(source, cc), num_kernels,
+      [&]() -> absl::StatusOr<std::string> {
+        auto b = nvrtc_compile(source, cc, /*keep_ptx=*/true);
+        if (!b.ok()) return b.status();
+        return pack(*b);
+      },
+      [](std::string_view b) { return unpack(b, false, nullptr); });
+  if (!blob.ok()) return blob.status();
+  CudaBinary out;
+  unpack(*blob, keep_ptx, &out);
+  return out;
+}
+
+std::string CudaCompiler::target_key() const { return cuda::target_key(target_); }
+
+absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) const {
+  const int cc = target_.compute_capability;
+  auto rendered = codegen::gpu::render(p, codegen::gpu::Dialect::kCuda, target_);
+  if (!rendered.ok()) return rendered.status();
+  CompiledProgram c = plan_of(p);
+  c.backend = "cuda";
+  c.target_key = target_key();
+  const bool keep = support::options().keep_sources();
+  if (!rendered->kernels.empty()) {
+    auto bin = compile_module(rendered->module_source, cc, int(rendered->kernels.size()), keep,
+                              CompileCache::for_backend("cuda"));
+    if (!bin.ok()) return bin.status();
+    c.module = std::move(bin->cubin);
+    if (keep) {
+      c.module_source = rendered->module_source;
+      if (!bin->ptx.empty()) absl::StrAppend(&c.module_source, "\n// ---- PTX ----\n", bin->ptx);
+    }
+  }
+  for (codegen::gpu::KernelSource& k : rendered->kernels) {
+    CompiledKernel& out = c.kernels.emplace_back();
+    out.name = std::move(k.name);
+    out.buffers = std::move(k.buffers);
+    for (int i = 0; i < 3; ++i) out.grid[size_t(i)] = k.grid[i], out.block[size_t(i)] = k.block[i];
+    out.shared_bytes = k.shared_bytes;
+    out.strategy = std::move(k.strategy);
+  }
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<Compiler>> CudaCompiler::create(const ir::TargetInfo& target) {
+  if (target.compute_capability <= 0)
+    return absl::InvalidArgumentError(absl::StrCat("cuda: a compiler needs a CUDA target (target '", target.name,
+                                                   "' has no compute capability)"));
+  return std::make_unique<CudaCompiler>(target);
+}
+
+}  // namespace kiln::runtime::cuda

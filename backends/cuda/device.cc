@@ -1,0 +1,141 @@
+// The CUDA Device (device.h): opening the GPU, memory and transfers on its stream, and load().
+#include "backends/cuda/device.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "backends/cuda/driver_api.h"
+#include "backends/cuda/executable.h"
+#include "backends/cuda/nvrtc.h"
+#include "backends/cuda/target.h"
+#include "runtime/stats.h"
+#include "support/options.h"
+
+namespace kiln::runtime::cuda {
+namespace {
+
+int attribute(CUdevice d, CUdevice_attribute a) {
+  int v = 0;
+  if (api().cuDeviceGetAttribute(&v, a, d) != CUDA_SUCCESS) return 0;
+  return v;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Device>> CudaDevice::create() {
+  const support::Options opts = support::options();
+  if (absl::Status s = opts.check("KILN_CUDA_DEVICE"); !s.ok()) return s;
+  auto drv = driver();
+  if (!drv.ok()) return drv.status();
+  const DriverApi& a = **drv;
+  int count = 0;
+  const int index = opts.cuda_device;
+  if (absl::Status s = cu_check(a.cuDeviceGetCount(&count), "cuDeviceGetCount"); !s.ok()) return s;
+  if (index < 0 || index >= count)
+    return absl::UnavailableError(absl::StrCat("cuda: KILN_CUDA_DEVICE=", index, " but there are ", count, " devices"));
+  auto ctx = std::make_unique<Context>();
+  if (absl::Status s = cu_check(a.cuDeviceGet(&ctx->device, index), "cuDeviceGet"); !s.ok()) return s;
+  const CUdevice d = ctx->device;
+  if (absl::Status s = cu_check(a.cuDevicePrimaryCtxRetain(&ctx->ctx, d), "retaining the primary context"); !s.ok())
+    return s;
+  if (absl::Status s = ctx->make_current(); !s.ok()) return s;
+  if (absl::Status s = cu_check(a.cuStreamCreate(&ctx->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"); !s.ok())
+    return s;
+  ctx->pool = std::make_unique<MemoryPool>(ctx->stream);
+  auto ev = Event::create();
+  if (!ev.ok()) return ev.status();
+  ctx->upload_done = *std::move(ev);
+  const int major = attribute(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  const int minor = attribute(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  ctx->cc = major * 10 + minor;
+  ctx->shared_optin = attribute(d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  ctx->max_grid[0] = attribute(d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+  ctx->max_grid[1] = attribute(d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+  ctx->max_grid[2] = attribute(d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+  const int sms = attribute(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  char name[256] = {0};
+  if (a.cuDeviceGetName(name, sizeof(name) - 1, d) != CUDA_SUCCESS) std::snprintf(name, sizeof(name), "device %d", index);
+  size_t total = 0;
+  if (a.cuDeviceTotalMem(&total, d) != CUDA_SUCCESS) total = 0;
+  // NVRTC's version: the compiler the JIT pairs with this device (bench results quote it).
+  std::string desc = absl::StrFormat("cuda (%s, sm_%d, %d SMs, %d MiB, driver %d.%d, NVRTC %s)", name, ctx->cc, sms,
+                                     int64_t(total >> 20), a.driver_version / 1000, a.driver_version % 1000 / 10,
+                                     nvrtc_version());
+  ir::TargetInfo t = cuda_target_info(sms, ctx->shared_optin, ctx->cc);
+  Context* shared = ctx.release();  // lives for the process (context.h)
+  return std::unique_ptr<Device>(new CudaDevice(shared, std::move(desc), std::move(t)));
+}
+
+absl::StatusOr<std::shared_ptr<Buffer>> CudaDevice::alloc(int64_t bytes) {
+  if (bytes < 0) return absl::InvalidArgumentError("cuda: negative allocation");
+  if (bytes == 0) return std::make_shared<CudaBuffer>(this, 0, 0, 0, ctx_->pool.get());
+  if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
+  int64_t size = 0;
+  auto p = ctx_->pool->allocate(bytes, &size);
+  if (!p.ok()) return p.status();
+  counters().bytes_allocated += bytes;
+  return std::make_shared<CudaBuffer>(this, bytes, *p, size, ctx_->pool.get());
+}
+
+absl::Status CudaDevice::upload(Buffer* dst, const void* src, int64_t bytes) {
+  if (bytes > dst->bytes()) return absl::OutOfRangeError("cuda: upload larger than the buffer");
+  if (bytes <= 0) return absl::OkStatus();
+  auto* b = static_cast<CudaBuffer*>(dst);
+  if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
+  // On the device's stream, so runs queued after it see the data; pageable host memory is
+  // staged before the call returns, so `src` may be reused at once.
+  if (absl::Status s = cu_check(api().cuMemcpyHtoDAsync(b->ptr(), src, size_t(bytes), ctx_->stream),
+                                "upload (cuMemcpyHtoDAsync)");
+      !s.ok())
+    return s;
+  if (absl::Status s = ctx_->upload_done->record(ctx_->stream); !s.ok()) return s;
+  b->writer = ctx_->upload_done;
+  return absl::OkStatus();
+}
+
+absl::Status CudaDevice::download(Buffer* src, void* dst, int64_t bytes) {
+  if (bytes > src->bytes()) return absl::OutOfRangeError("cuda: download larger than the buffer");
+  if (bytes <= 0) return absl::OkStatus();
+  auto* b = static_cast<CudaBuffer*>(src);
+  if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
+  // Wait only for the work that wrote this buffer, then copy (the synchronous copy runs on the
+  // legacy stream, which does not wait for kiln's non-blocking stream).
+  if (std::shared_ptr<Event> w = b->writer) {
+    if (absl::Status s = w->wait(); !s.ok()) return s;
+  }
+  return cu_check(api().cuMemcpyDtoH(dst, b->ptr(), size_t(bytes)), "download (cuMemcpyDtoH)");
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> CudaDevice::load(const CompiledProgram& c) {
+  if (absl::Status s = check_consistent(c); !s.ok()) return s;
+  const std::string mine = target_key(target_);
+  if (c.backend != "cuda" || c.target_key != mine)
+    return absl::FailedPreconditionError(absl::StrCat("cuda: the program was compiled for ", c.backend, " ",
+                                                      c.target_key, "; this device is cuda ", mine));
+  if (!c.kernels.empty() && c.module.empty())
+    return absl::InvalidArgumentError(
+        absl::StrCat("cuda: the compiled program has ", c.kernels.size(), " kernels and no module"));
+  if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
+  std::shared_ptr<Module> module;
+  if (!c.kernels.empty()) {
+    auto m = Module::load(c.module);
+    if (!m.ok()) return m.status();
+    module = *std::move(m);
+  }
+  auto e = CudaExecutable::create(this, ctx_, c, std::move(module));
+  if (!e.ok()) return e.status();
+  return std::unique_ptr<Executable>(*std::move(e));
+}
+
+absl::Status CudaDevice::synchronize() {
+  if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
+  return cu_check(api().cuStreamSynchronize(ctx_->stream), "cuStreamSynchronize");
+}
+
+Context* context_of(Device* d) {
+  auto* c = dynamic_cast<CudaDevice*>(d);
+  return c ? c->context() : nullptr;
+}
+
+}  // namespace kiln::runtime::cuda

@@ -1,0 +1,27 @@
+// What a CUDA GPU is to the passes, the renderer and the compiler (ir::TargetInfo), and the key
+// that ties a CompiledProgram to the GPUs that can load it.
+//
+// The Compiler (compiler.h) is made from a TargetInfo alone and stamps its CompiledPrograms with
+// target_key(target); the Device (device.h) reads the same numbers off the hardware
+// and accepts only CompiledPrograms with its own key. Both call the one function here, so the
+// two halves cannot disagree on what "the same target" means.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ir/target_info.h"
+
+namespace kiln::runtime::cuda {
+
+// A CUDA GPU with `sm_count` multiprocessors and `shared_optin` bytes of shared memory per block
+// (the opt-in maximum). Every architecture NVRTC 13 targets (sm_75 and newer) has the rest.
+// Tests without a GPU use an H100's numbers (132, 232448) to build the Programs it would run.
+ir::TargetInfo cuda_target_info(int sm_count, int64_t shared_optin, int compute_capability = 90);
+
+// "sm_<cc>" of t.compute_capability (10 * major + minor, 90 for an H100): a cubin runs on GPUs
+// of exactly this architecture. The SM count and shared memory only tune launch shapes; a device
+// checks the shared memory a kernel needs against its own when it loads it (executable.cc).
+std::string target_key(const ir::TargetInfo& t);
+
+}  // namespace kiln::runtime::cuda
