@@ -1,3 +1,4 @@
+// The worker loop and chunking of thread_pool.h.
 #include "backends/cpu/thread_pool.h"
 
 namespace kiln::runtime::cpu {

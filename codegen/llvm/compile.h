@@ -1,32 +1,73 @@
-// Compiles all kernels of a Program into one LLVM module, optimizes it at O3 for the host CPU
-// and loads it with LLVM's ORC JIT.
+// The CPU compiler's LLVM half: every kernel of a Program as LLVM IR in one module, optimized at
+// O3 for the CPU an ir::TargetInfo names, emitted as one relocatable object file in memory.
+//
+// Device-free and JIT-free: nothing here runs code. The object is loaded by the CPU backend
+// (backends/cpu/jit_linker.h), in this process or in another one, later. Symbol names depend
+// only on the Program ("kiln_" + the kernel's name), never on a per-process counter, so an object
+// can be cached on disk and loaded anywhere its target_key matches. Emitting the IR is cheap;
+// optimization and code generation are what the kernel cache on disk saves, so the printed
+// unoptimized module is the cache key's main part (backends/cpu/compiler.cc).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "ir/program.h"
+#include "ir/target_info.h"
 
 namespace kiln::codegen::cpu {
 
-using KernelFn = void (*)(char** buffers, int64_t tile_begin, int64_t tile_end);
-
-struct CompiledKernel {
-  KernelFn fn = nullptr;
-  int64_t tiles = 0;
-  int64_t work = 0;
+// The machine code is made for: LLVM's triple, CPU name and feature string.
+struct CpuTarget {
+  std::string triple, cpu, features;
+  // "<triple> <cpu> <features>": an object made for one key must not run on another.
+  std::string key() const;
 };
 
-struct CompiledProgram {
-  std::vector<CompiledKernel> kernels;  // parallel to Program::kernels
-  std::vector<std::string> ir;          // optimized LLVM IR per kernel (for dumps and tests)
+// The CPU `t` names (cpu_name, cpu_features), or the host's as LLVM detects it (features sorted:
+// the same string in every process) when t.cpu_name is empty. Unavailable when LLVM has no code
+// generator for the host; InvalidArgument for a CPU name LLVM does not know.
+absl::StatusOr<CpuTarget> resolve_cpu(const ir::TargetInfo& t);
+
+// What else decides an object besides its IR and its target: LLVM's version and the optimization
+// and code generation settings (part of the cache key).
+std::string compiler_identity();
+
+struct KernelEntry {
+  std::string symbol;  // void symbol(char** buffers, int64_t tile_begin, int64_t tile_end)
+  int64_t tiles = 0;   // parallel work units
+  int64_t work = 0;    // approximate element visits, to decide whether threading pays
 };
 
-absl::StatusOr<CompiledProgram> compile_program(const ir::Program& p, bool keep_ir);
+// One Program's kernels in one LLVM module for one CPU. Not thread-safe; separate instances are
+// independent (each has its own LLVMContext and TargetMachine), so compiles run concurrently.
+class ProgramModule {
+ public:
+  // Emits (and verifies) the IR of every kernel of `p`: cheap, no optimization yet.
+  static absl::StatusOr<ProgramModule> emit(const ir::Program& p, const CpuTarget& target);
+  ProgramModule(ProgramModule&&) noexcept;
+  ProgramModule& operator=(ProgramModule&&) noexcept;
+  ~ProgramModule();
 
-// Host CPU name and features the JIT targets, e.g. "znver3 +avx2,+fma,...".
-std::string host_target_description();
+  const std::vector<KernelEntry>& kernels() const;
+  // The module as emitted: with the target, everything that decides the object.
+  const std::string& unoptimized_ir() const { return unoptimized_ir_; }
+  // Each kernel's optimized IR (for dumps); optimizes first if needed. Call it before
+  // emit_object, whose code generation passes rewrite the IR further.
+  std::vector<std::string> optimized_ir();
+  // The relocatable object file holding every kernel; optimizes first if needed.
+  absl::StatusOr<std::string> emit_object();
+
+ private:
+  struct State;
+  explicit ProgramModule(std::unique_ptr<State> s);
+  void optimize();
+
+  std::unique_ptr<State> s_;
+  std::string unoptimized_ir_;
+};
 
 }  // namespace kiln::codegen::cpu

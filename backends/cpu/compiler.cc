@@ -1,0 +1,52 @@
+// The CPU Compiler (compiler.h): emit the Program's IR, build the cache key from it, and compile the
+// object through the kernel cache on disk; fill in the CompiledProgram.
+#include "backends/cpu/compiler.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/compile_cache.h"
+#include "support/options.h"
+
+namespace kiln::runtime::cpu {
+namespace {
+
+// What the cache accepts from disk: an ELF object (anything else was written by something else).
+bool is_object(std::string_view blob) { return blob.size() > 4 && blob.substr(0, 4) == "\x7f" "ELF"; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Compiler>> CpuCompiler::create(const ir::TargetInfo& target) {
+  if (target.is_gpu)
+    return absl::InvalidArgumentError(absl::StrCat("cpu: cannot compile for the GPU target '", target.name, "'"));
+  auto machine = codegen::cpu::resolve_cpu(target);
+  if (!machine.ok()) return machine.status();
+  return std::unique_ptr<Compiler>(new CpuCompiler(target, *std::move(machine)));
+}
+
+absl::StatusOr<CompiledProgram> CpuCompiler::compile(const ir::Program& p) const {
+  CompiledProgram c = plan_of(p);
+  c.backend = "cpu";
+  c.target_key = machine_.key();
+  if (p.kernels.empty()) return c;
+  auto mod = codegen::cpu::ProgramModule::emit(p, machine_);
+  if (!mod.ok()) return mod.status();
+  std::vector<std::string> sources;
+  if (support::options().keep_sources()) sources = mod->optimized_ir();  // before emit_object
+  const std::string key = absl::StrCat("kiln cpu object\n", codegen::cpu::compiler_identity(), "\n", c.target_key, "\n",
+                                       mod->unoptimized_ir());
+  auto object = CompileCache::for_backend("cpu").get_or_compile(
+      key, int(p.kernels.size()), [&] { return mod->emit_object(); }, is_object);
+  if (!object.ok()) return object.status();
+  c.module = *std::move(object);
+  const std::vector<codegen::cpu::KernelEntry>& entries = mod->kernels();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    CompiledKernel k;
+    k.name = entries[i].symbol;
+    k.tiles = entries[i].tiles;
+    k.work = entries[i].work;
+    if (i < sources.size()) k.source = sources[i];
+    c.kernels.push_back(std::move(k));
+  }
+  return c;
+}
+
+}  // namespace kiln::runtime::cpu

@@ -1,0 +1,111 @@
+// The CPU task list (executable.h): linking at load, binding checks, and the run over the pool.
+#include "backends/cpu/executable.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/memory.h"
+#include "runtime/stats.h"
+
+namespace kiln::runtime::cpu {
+
+absl::StatusOr<std::unique_ptr<Executable>> CpuExecutable::load(const CompiledProgram& c, Device* device, ThreadPool* pool) {
+  std::vector<std::string> symbols;
+  std::vector<Kernel> kernels;
+  for (const CompiledKernel& k : c.kernels) {
+    if (k.name.empty() || k.tiles < 0 || k.work < 0)
+      return absl::InvalidArgumentError(absl::StrCat("cpu: kernel '", k.name, "' of the compiled program has no symbol or a negative size"));
+    symbols.push_back(k.name);
+    kernels.push_back(Kernel{nullptr, k.tiles, k.work});
+  }
+  std::unique_ptr<LinkedObject> code;
+  if (!kernels.empty()) {
+    auto linked = link_object(c.module, symbols);
+    if (!linked.ok()) return linked.status();
+    code = *std::move(linked);
+    for (size_t i = 0; i < kernels.size(); ++i) kernels[i].fn = code->functions()[i];
+  }
+  return std::unique_ptr<Executable>(new CpuExecutable(c, std::move(code), std::move(kernels), device, pool));
+}
+
+CpuExecutable::CpuExecutable(const CompiledProgram& c, std::unique_ptr<LinkedObject> code, std::vector<Kernel> kernels,
+                             Device* device, ThreadPool* pool)
+    : buffers_(c.buffers), steps_(c.steps), num_inputs_(c.num_inputs), num_outputs_(c.num_outputs),
+      arena_bytes_(c.arena_bytes), code_(std::move(code)), kernels_(std::move(kernels)), device_(device), pool_(pool) {}
+
+CpuExecutable::~CpuExecutable() {
+  for (void* a : arenas_) std::free(a);
+}
+
+absl::Status CpuExecutable::bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, char* arena,
+                                 std::vector<char*>* ptrs) const {
+  if (int(inputs.size()) != num_inputs_ || int(outputs.size()) != num_outputs_)
+    return absl::InvalidArgumentError(absl::StrCat("cpu: the program takes ", num_inputs_, " inputs and ", num_outputs_,
+                                                   " outputs; the run binds ", inputs.size(), " and ", outputs.size()));
+  ptrs->assign(buffers_.size(), nullptr);
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const ir::BufferDesc& b = buffers_[i];
+    if (b.kind == ir::BufferKind::kIntermediate) {
+      (*ptrs)[i] = arena + b.offset;
+      continue;
+    }
+    const bool in = b.kind == ir::BufferKind::kInput;
+    Buffer* buf = in ? inputs[b.index] : outputs[b.index];
+    if (!buf || buf->device() != device_)
+      return absl::InvalidArgumentError(absl::StrCat("cpu: ", in ? "input " : "output ", b.index, " is not a buffer of this device"));
+    if (buf->bytes() < b.bytes())
+      return absl::InvalidArgumentError(absl::StrCat("cpu: ", in ? "input " : "output ", b.index, " holds ", buf->bytes(),
+                                                     " bytes; the program needs ", b.bytes()));
+    (*ptrs)[i] = static_cast<HostBuffer*>(buf)->data();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) {
+  void* arena = take_arena();
+  if (!arena) return absl::ResourceExhaustedError(absl::StrCat("cpu: cannot allocate a ", arena_bytes_, "-byte arena"));
+  std::vector<char*> ptrs;
+  if (absl::Status s = bind(inputs, outputs, static_cast<char*>(arena), &ptrs); !s.ok()) {
+    give_arena(arena);
+    return s;
+  }
+  // Steps run in order; each kernel spreads its tiles over the pool.
+  char** bufs = ptrs.data();
+  for (const ir::Step& s : steps_) {
+    const Kernel& k = kernels_[s.kernel];
+    if (k.tiles <= 0) continue;
+    KernelFn fn = k.fn;
+    const bool parallel = k.work >= (1 << 15) && k.tiles > 1;
+    if (!parallel) {
+      fn(bufs, 0, k.tiles);
+    } else {
+      int64_t chunk = std::max<int64_t>(1, k.tiles / (int64_t(pool_->size()) * 8));
+      pool_->parallel_for(k.tiles, chunk, [&](int64_t b, int64_t e) { fn(bufs, b, e); });
+    }
+  }
+  give_arena(arena);
+  return absl::OkStatus();
+}
+
+void* CpuExecutable::take_arena() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!free_.empty()) {
+    void* a = free_.back();
+    free_.pop_back();
+    return a;
+  }
+  void* a = aligned_alloc_bytes(arena_bytes_);
+  if (a) {
+    arenas_.push_back(a);
+    counters().bytes_allocated += arena_bytes_;
+  }
+  return a;
+}
+
+void CpuExecutable::give_arena(void* a) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(a);
+}
+
+}  // namespace kiln::runtime::cpu

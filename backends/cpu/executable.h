@@ -1,0 +1,52 @@
+// The CPU Executable: a loaded CompiledProgram replayed as a task list. Steps run in order on the
+// calling thread; each kernel spreads its tiles over the thread pool when its work is large
+// enough to pay for it. Each concurrent run gets an arena of its own (reused afterwards). A run
+// is finished when run() returns.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backends/cpu/jit_linker.h"
+#include "backends/cpu/thread_pool.h"
+#include "runtime/device.h"
+
+namespace kiln::runtime::cpu {
+
+class CpuExecutable : public Executable {
+ public:
+  // Links `c.module` (CpuDevice::load has checked the target and check_consistent). Runs on
+  // `pool`; binds only buffers of `device`.
+  static absl::StatusOr<std::unique_ptr<Executable>> load(const CompiledProgram& c, Device* device, ThreadPool* pool);
+  ~CpuExecutable() override;
+
+  absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) override;
+  int kernels_per_run() const override { return int(steps_.size()); }
+
+ private:
+  struct Kernel {
+    KernelFn fn = nullptr;
+    int64_t tiles = 0, work = 0;
+  };
+  CpuExecutable(const CompiledProgram& c, std::unique_ptr<LinkedObject> code, std::vector<Kernel> kernels,
+                Device* device, ThreadPool* pool);
+  // The host pointer of every buffer of the program for one run; InvalidArgument on a wrong binding.
+  absl::Status bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, char* arena,
+                    std::vector<char*>* ptrs) const;
+  void* take_arena();
+  void give_arena(void* a);
+
+  std::vector<ir::BufferDesc> buffers_;
+  std::vector<ir::Step> steps_;
+  int num_inputs_, num_outputs_;
+  int64_t arena_bytes_;
+  std::unique_ptr<LinkedObject> code_;
+  std::vector<Kernel> kernels_;  // parallel to CompiledProgram::kernels
+  Device* device_;
+  ThreadPool* pool_;
+  std::mutex mu_;
+  std::vector<void*> arenas_, free_;
+};
+
+}  // namespace kiln::runtime::cpu

@@ -1,0 +1,26 @@
+// The CPU target: the ir::TargetInfo the passes plan for on this machine (read off the hardware:
+// the thread count, and the CPU and its features as LLVM detects them), and the target_key a
+// CompiledProgram for the CPU carries. The compiler and the device both name a target through
+// target_key, so an object compiled here loads only where that CPU's code runs (an object using
+// AVX-512 never loads on a CPU without it).
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ir/target_info.h"
+
+namespace kiln::runtime::cpu {
+
+// This machine, for a thread pool of `threads` threads. Unavailable when LLVM has no code
+// generator for the host.
+absl::StatusOr<ir::TargetInfo> host_target(int threads);
+
+// "<triple> <cpu> <features>" of the CPU `t` names (the host's when t.cpu_name is empty).
+absl::StatusOr<std::string> target_key(const ir::TargetInfo& t);
+
+// How the target keys `compiled` and `here` differ, for a load's error message: "compiled for
+// x86_64-pc-linux-gnu skylake-avx512, this CPU is ... znver3; features only there: +avx512f, ...".
+std::string describe_difference(const std::string& compiled, const std::string& here);
+
+}  // namespace kiln::runtime::cpu
