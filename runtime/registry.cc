@@ -107,8 +107,19 @@ Device* best_device() {
   }
   std::sort(by_rank.begin(), by_rank.end(),
             [](const Entry* a, const Entry* b) { return a->backend.default_rank > b->backend.default_rank; });
-  for (Entry* e : by_rank)
-    if (auto d = get_device(e->backend.name); d.ok() && !(*d)->is_emulated()) return *d;
+  for (Entry* e : by_rank) {
+    auto d = get_device(e->backend.name);
+    if (d.ok() && !(*d)->is_emulated()) return *d;
+    // A missing driver or GPU is normal; anything else (a malformed KILN_CUDA_DEVICE, ...) is a
+    // mistake the user should hear about even though another device is picked.
+    if (!d.ok() && !absl::IsUnavailable(d.status())) {
+      static std::once_flag said;
+      std::call_once(said, [&] {
+        std::fprintf(stderr, "kiln: %s: %s; choosing another device\n", e->backend.name.c_str(),
+                     std::string(d.status().message()).c_str());
+      });
+    }
+  }
   for (Entry* e : by_rank)
     if (auto d = get_device(e->backend.name); d.ok()) return *d;
   return nullptr;

@@ -25,7 +25,9 @@ void warn_invalid(const char* name, const char* value, int fallback) {
   std::fprintf(stderr, "kiln: %s=%s is not an integer; using %d\n", name, value, fallback);
 }
 
-void read_int(Options& o, const char* name, int* out) {
+// A malformed value keeps the default; `strict` variables (device indices) are not warned about
+// here because their reader refuses them with check().
+void read_int(Options& o, const char* name, int* out, bool strict = false) {
   const char* v = env(name);
   if (!v) return;
   int parsed = 0;
@@ -33,7 +35,7 @@ void read_int(Options& o, const char* name, int* out) {
     *out = parsed;
   } else {
     o.invalid.emplace(name, v);
-    warn_invalid(name, v, *out);
+    if (!strict) warn_invalid(name, v, *out);
   }
 }
 
@@ -73,11 +75,11 @@ Options options() {
   o.cache_dir = cache_location();
   read_switch("KILN_GPU_SHUFFLE", &o.gpu_shuffle);
   read_switch("KILN_GPU_ROW_CACHE", &o.gpu_row_cache);
-  read_int(o, "KILN_CUDA_DEVICE", &o.cuda_device);
+  read_int(o, "KILN_CUDA_DEVICE", &o.cuda_device, /*strict=*/true);
   if (const char* e = env("KILN_CUDA_INCLUDE")) o.cuda_include_dirs.push_back(e);
   if (const char* e = env("CUDA_HOME")) o.cuda_include_dirs.push_back(std::string(e) + "/include");
   if (const char* e = env("CUDA_PATH")) o.cuda_include_dirs.push_back(std::string(e) + "/include");
-  read_int(o, "KILN_VULKAN_DEVICE", &o.vulkan_device);
+  read_int(o, "KILN_VULKAN_DEVICE", &o.vulkan_device, /*strict=*/true);
   read_switch("KILN_VULKAN_VALIDATION", &o.vulkan_validation);
   read_switch("KILN_VULKAN_SPIRV_OPT", &o.vulkan_spirv_opt);
   read_int(o, "KILN_VULKAN_IN_FLIGHT", &o.vulkan_in_flight);
