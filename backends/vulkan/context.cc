@@ -147,7 +147,6 @@ absl::Status Context::create_device(const ContextOptions& o) {
   caps.validation = o.validation;
   target = choice->target;
   const OptionalFeatures& f = choice->features;
-  caps.scalar_layout = f.scalar_layout;
   vkGetPhysicalDeviceMemoryProperties(physical, &memory_properties);
 
   VkPhysicalDeviceFeatures2 f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);

@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/target_info.h"
-#include "backends/vulkan/spirv_float_controls.h"
+#include "backends/vulkan/memory.h"
 #include "backends/vulkan/vk_api.h"
 
 namespace kiln::runtime::vk {
@@ -35,8 +35,6 @@ struct Caps {
   VkDeviceSize max_allocation = 0;  // min(maxMemoryAllocationSize, maxBufferSize)
   VkDeviceSize storage_offset_alignment = 256, max_storage_range = 0;  // descriptor limits
   bool vulkan13 = false;
-  bool scalar_layout = false;  // scalarBlockLayout enabled
-  FloatControls float_controls;  // what the device can preserve
   bool validation = false;
 };
 
@@ -53,22 +51,6 @@ class ValidationLog {
   mutable std::mutex mu_;
   std::vector<std::string> messages_;
   size_t reported_ = 0;
-};
-
-enum class MemoryUse { kDevice, kUpload, kReadback, kTable };
-
-// A VkBuffer with its own memory; `mapped` for host-visible uses.
-struct Allocation {
-  VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  VkDeviceAddress address = 0;
-  VkDeviceSize size = 0;
-  void* mapped = nullptr;
-  MemoryUse use = MemoryUse::kDevice;
-  // Timeline value of the last GPU use before a recycled buffer was handed out again; a new
-  // user's first submission waits for it (already reached, but it orders the accesses for the
-  // synchronization validator).
-  uint64_t ready_after = 0;
 };
 
 struct ContextOptions {

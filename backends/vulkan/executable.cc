@@ -2,18 +2,17 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "backends/vulkan/buffer.h"
+#include "backends/vulkan/memory.h"
 #include "backends/vulkan/pipeline.h"
 #include "backends/vulkan/pipeline_cache.h"
 #include "backends/vulkan/vk_status.h"
 
 namespace kiln::runtime::vk {
 absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Device* owner, std::shared_ptr<Context> ctx,
-                                                                            const ir::Program& p,
-                                                                            const codegen::gpu::RenderedProgram& rendered,
-                                                                            const KernelCompiler& compiler, ExecutableOptions o) {
+                                                                            const CompiledProgram& c, ExecutableOptions o) {
   std::unique_ptr<VulkanExecutable> e(new VulkanExecutable());
   e->owner_ = owner;
   e->ctx_ = std::move(ctx);
@@ -22,30 +21,14 @@ absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Devic
     std::fprintf(stderr, "kiln: vulkan: %s has no timestamps on its compute queue; no per-kernel GPU times\n", e->ctx_->caps.name.c_str());
     e->opts_.profile = false;
   }
-  e->buffers_ = p.buffers;
-  e->steps_ = p.steps;
-  e->num_inputs_ = p.num_inputs;
-  e->num_outputs_ = p.num_outputs;
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    const ir::Step& s = p.steps[i];
-    if (s.kernel < 0 || s.kernel >= int(p.kernels.size()))
-      return absl::InvalidArgumentError(absl::StrCat("vulkan: step ", i, " names kernel ", s.kernel, " of ", p.kernels.size()));
-    for (int d : s.deps)
-      if (d < 0 || d >= int(i)) return absl::InvalidArgumentError(absl::StrCat("vulkan: step ", i, " depends on step ", d, ", not an earlier one"));
-  }
-  for (const ir::BufferDesc& b : p.buffers) {
-    const int limit = b.kind == ir::BufferKind::kInput ? p.num_inputs : p.num_outputs;
-    if (b.kind != ir::BufferKind::kIntermediate && (b.index < 0 || b.index >= limit))
-      return absl::InvalidArgumentError(absl::StrCat("vulkan: a buffer is ", b.kind == ir::BufferKind::kInput ? "input " : "output ",
-                                                     b.index, " of ", limit));
-  }
-  for (const ir::BufferDesc& b : p.buffers)
-    if (b.kind == ir::BufferKind::kIntermediate && (b.offset < 0 || b.offset + b.bytes() > p.arena_bytes))
-      return absl::InvalidArgumentError(absl::StrCat("vulkan: an intermediate buffer at offset ", b.offset, " (", b.bytes(),
-                                                     " bytes) lies outside the ", p.arena_bytes, "-byte arena"));
-  if (absl::Status s = e->build_pipelines(p, rendered, compiler); !s.ok()) return s;
+  e->buffers_ = c.buffers;
+  e->steps_ = c.steps;
+  e->num_inputs_ = c.num_inputs;
+  e->num_outputs_ = c.num_outputs;
+  std::vector<KernelAccess> access;
+  if (absl::Status s = e->build_pipelines(c, &access); !s.ok()) return s;
   if (e->ctx_->caps.validation) {
-    auto shadow = ShadowPipelines::create(*e->ctx_, p);
+    auto shadow = ShadowPipelines::create(*e->ctx_, access, c.steps);
     if (!shadow.ok()) return shadow.status();
     e->shadow_ = *std::move(shadow);
   }
@@ -54,43 +37,40 @@ absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Devic
   pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;  // validation mode re-records
   pi.queueFamilyIndex = e->ctx_->caps.queue_family;
   KILN_VK_RETURN_IF_ERROR(vkCreateCommandPool(e->ctx_->device, &pi, nullptr, &e->pool_), "vkCreateCommandPool (executable)");
-  if (p.arena_bytes > 0) {
-    auto arena = e->ctx_->allocate(VkDeviceSize(p.arena_bytes), MemoryUse::kDevice);
+  if (c.arena_bytes > 0) {
+    auto arena = e->ctx_->allocate(VkDeviceSize(c.arena_bytes), MemoryUse::kDevice);
     if (!arena.ok())
       return absl::Status(arena.status().code(), absl::StrCat(arena.status().message(), " (the arena of intermediates)"));
     e->arena_ = *arena;
     e->last_value_ = arena->ready_after;
   }
-  // The first slot is recorded now: building an executable records its command buffer.
+  // The first slot is recorded now: loading an executable records its command buffer.
   std::lock_guard<std::mutex> lock(e->mu_);
   if (auto s = e->acquire_slot(); !s.ok()) return s.status();
   return e;
 }
 
-absl::Status VulkanExecutable::build_pipelines(const ir::Program& p, const codegen::gpu::RenderedProgram& rendered,
-                                               const KernelCompiler& compiler) {
-  if (rendered.kernels.size() != p.kernels.size())
-    return absl::InternalError(absl::StrCat("vulkan: the renderer returned ", rendered.kernels.size(), " kernels for a program of ",
-                                            p.kernels.size()));
+absl::Status VulkanExecutable::build_pipelines(const CompiledProgram& c, std::vector<KernelAccess>* access) {
   const uint32_t* max_groups = ctx_->caps.max_group_count;
-  for (const codegen::gpu::KernelSource& k : rendered.kernels) {
-    const std::string name = k.name.empty() ? absl::StrCat("kernel", names_.size()) : k.name;
+  for (const CompiledKernel& k : c.kernels) {
+    auto a = read_access(k.binary, int(c.buffers.size()));
+    if (!a.ok()) return absl::InvalidArgumentError(absl::StrCat("vulkan: kernel '", k.name, "': ", a.status().message()));
+    access->push_back(*std::move(a));
     uint64_t threads = uint64_t(k.block[0]) * k.block[1] * k.block[2];
     if (threads == 0 || threads > uint64_t(ctx_->target.max_workgroup))
-      return absl::InternalError(absl::StrCat("vulkan: kernel '", name, "' has a workgroup of ", threads, " invocations; ",
+      return absl::InternalError(absl::StrCat("vulkan: kernel '", k.name, "' has a workgroup of ", threads, " invocations; ",
                                               ctx_->caps.name, " allows 1..", ctx_->target.max_workgroup));
     for (int d = 0; d < 3; ++d)
       if (k.grid[d] > max_groups[d])
-        return absl::InternalError(absl::StrCat("vulkan: kernel '", name, "' dispatches ", k.grid[d], " workgroups along axis ", d,
+        return absl::InternalError(absl::StrCat("vulkan: kernel '", k.name, "' dispatches ", k.grid[d], " workgroups along axis ", d,
                                                 "; ", ctx_->caps.name, " allows ", max_groups[d]));
-    auto spirv = compiler.spirv(name, k.source);
-    if (!spirv.ok()) return spirv.status();
-    auto pipeline = create_compute_pipeline(*ctx_, name, *spirv, k.block[0]);
+    std::vector<uint32_t> spirv(k.binary.size() / sizeof(uint32_t));
+    std::memcpy(spirv.data(), k.binary.data(), spirv.size() * sizeof(uint32_t));
+    auto pipeline = create_compute_pipeline(*ctx_, k.name, spirv, k.block[0]);
     if (!pipeline.ok()) return pipeline.status();
     pipelines_.push_back(*pipeline);
-    grids_.push_back({k.grid[0], k.grid[1], k.grid[2]});
-    names_.push_back(name);
-    sources_.push_back(k.source);
+    grids_.push_back(k.grid);
+    names_.push_back(k.name);
   }
   save_pipeline_cache(ctx_.get());
   return absl::OkStatus();

@@ -1,7 +1,8 @@
-// A Program compiled for Vulkan: one compute pipeline per kernel and ONE recorded command buffer
-// holding every dispatch, with a pipeline barrier only before steps that have dependency edges.
-// Kernels reach memory through a table of buffer device addresses (codegen/c_family/
-// gpu_program.h), so run() replays the recorded command buffer after rewriting the table.
+// A CompiledProgram loaded on a Vulkan device: one compute pipeline per kernel (made from its
+// SPIR-V) and ONE recorded command buffer holding every dispatch, with a pipeline barrier only
+// before steps that have dependency edges. Kernels reach memory through a table of buffer device
+// addresses (codegen/c_family/gpu_program.h), so run() replays the recorded command buffer after
+// rewriting the table. The contracts of run() are those of runtime/device.h.
 #pragma once
 
 #include <array>
@@ -11,12 +12,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "codegen/c_family/gpu_program.h"
-#include "ir/program.h"
-#include "runtime/device.h"
 #include "backends/vulkan/context.h"
-#include "backends/vulkan/kernel_compiler.h"
 #include "backends/vulkan/shadow_access.h"
+#include "ir/program.h"
+#include "runtime/compiled_program.h"
+#include "runtime/device.h"
 
 namespace kiln::runtime::vk {
 
@@ -34,15 +34,14 @@ struct ExecutableOptions {
 
 class VulkanExecutable : public Executable {
  public:
+  // `c` has passed check_consistent and was compiled for this device's target (Device::load
+  // checks both). Internal when a kernel's launch shape is beyond the device's limits.
   static absl::StatusOr<std::unique_ptr<VulkanExecutable>> create(Device* owner, std::shared_ptr<Context> ctx,
-                                                                  const ir::Program& p,
-                                                                  const codegen::gpu::RenderedProgram& rendered,
-                                                                  const KernelCompiler& compiler, ExecutableOptions o);
+                                                                  const CompiledProgram& c, ExecutableOptions o);
   ~VulkanExecutable() override;
 
   absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) override;
   int kernels_per_run() const override { return int(steps_.size()); }
-  std::vector<std::string> sources() const override { return sources_; }
 
  private:
   // One replayable command buffer with its own address table, so a run never rewrites a table
@@ -55,7 +54,8 @@ class VulkanExecutable : public Executable {
     uint64_t value = 0;  // timeline value of its last submission
   };
   VulkanExecutable() = default;
-  absl::Status build_pipelines(const ir::Program& p, const codegen::gpu::RenderedProgram& rendered, const KernelCompiler& compiler);
+  // Pipelines from the kernels' SPIR-V; the buffers each kernel accesses into *access.
+  absl::Status build_pipelines(const CompiledProgram& c, std::vector<KernelAccess>* access);
   absl::StatusOr<Slot*> acquire_slot();  // mu_ held
   absl::Status prepare(Slot* s);           // command buffer, queries, shadow sets
   absl::Status record(Slot* s);
@@ -69,7 +69,7 @@ class VulkanExecutable : public Executable {
   int num_inputs_ = 0, num_outputs_ = 0;
   std::vector<VkPipeline> pipelines_;  // per kernel
   std::vector<std::array<uint32_t, 3>> grids_;
-  std::vector<std::string> names_, sources_;
+  std::vector<std::string> names_;
   Allocation arena_;
   // Validation mode: the command buffer is re-recorded by each run with its shadow descriptor
   // sets bound to that run's buffers (see shadow_access.h); otherwise recorded once per slot.

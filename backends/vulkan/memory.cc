@@ -1,6 +1,8 @@
 // Context memory: one VkBuffer + VkDeviceMemory per allocation, freed only once the GPU is done
 // with it. Device buffers are recycled by size in stream order (results are allocated fresh on
 // every run, so a replay loop must not allocate device memory each time).
+#include "backends/vulkan/memory.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -46,6 +48,11 @@ UseInfo use_info(MemoryUse u) {
 }
 
 }  // namespace
+
+VulkanBuffer::VulkanBuffer(Device* d, std::shared_ptr<Context> ctx, Allocation a, int64_t bytes)
+    : Buffer(d, bytes), ctx_(std::move(ctx)), a_(a), last_write_(a.ready_after), last_use_(a.ready_after) {}
+
+VulkanBuffer::~VulkanBuffer() { ctx_->release(a_, last_use_.load()); }
 
 absl::StatusOr<Allocation> Context::allocate(VkDeviceSize bytes, MemoryUse use) {
   collect();

@@ -1,4 +1,4 @@
-// The VkPipelineCache, loaded from the Vulkan kernel cache folder (runtime/cache/disk_cache.h,
+// The VkPipelineCache, loaded from the Vulkan kernel cache folder (runtime/disk_cache.h,
 // keyed by the device, driver and pipeline cache UUID) when the device opens, and written back
 // after compiles that grew it: drivers with a real cache skip shader compilation on a warm start.
 #pragma once

@@ -1,5 +1,6 @@
 // Physical device choice (discrete GPU, then integrated, then virtual/other, then CPU; or the
-// KILN_VULKAN_DEVICE index) and the reading of its limits and features into TargetInfo.
+// KILN_VULKAN_DEVICE index): what kiln requires of a device, the optional features it enables,
+// and the device facts the runtime needs (Caps). Its TargetInfo is read in target.cc.
 #pragma once
 
 #include <string>

@@ -1,7 +1,6 @@
 #include "backends/vulkan/shadow_access.h"
 
 #include <algorithm>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "backends/vulkan/spirv_compiler.h"
@@ -24,19 +23,14 @@ std::string shadow_glsl(int reads, int writes) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ShadowPipelines>> ShadowPipelines::create(Context& c, const ir::Program& p) {
+absl::StatusOr<std::unique_ptr<ShadowPipelines>> ShadowPipelines::create(Context& c, const std::vector<KernelAccess>& kernels,
+                                                                          const std::vector<ir::Step>& steps) {
   std::unique_ptr<ShadowPipelines> sp(new ShadowPipelines(c));
   const int limit = 32;  // storage buffers per shadow: within every device's per-stage limit
-  for (const ir::Step& step : p.steps) {
-    const ir::Kernel& k = p.kernels[step.kernel];
-    std::set<int> reads, writes;
-    for (const ir::KNode& n : k.nodes)
-      if (n.op == ir::Op::kLoad && n.buffer >= 0) reads.insert(n.buffer);
-    for (const ir::Store& st : k.stores)
-      if (st.buffer >= 0) writes.insert(st.buffer);
+  for (const ir::Step& step : steps) {
     StepAccess a;
-    a.writes.assign(writes.begin(), writes.end());
-    a.reads.assign(reads.begin(), reads.end());
+    a.reads = kernels[step.kernel].reads;
+    a.writes = kernels[step.kernel].writes;
     if (int(a.writes.size()) > limit) a.writes.resize(limit);
     if (int(a.reads.size() + a.writes.size()) > limit) a.reads.resize(limit - a.writes.size());
     if (!a.reads.empty() || !a.writes.empty()) {

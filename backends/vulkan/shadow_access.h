@@ -10,14 +10,17 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ir/program.h"
 #include "backends/vulkan/context.h"
+#include "backends/vulkan/spirv_access.h"
+#include "ir/program.h"
 
 namespace kiln::runtime::vk {
 
 class ShadowPipelines {
  public:
-  static absl::StatusOr<std::unique_ptr<ShadowPipelines>> create(Context& c, const ir::Program& p);
+  // `kernels[k]`: what kernel k accesses; `steps` name kernels by index.
+  static absl::StatusOr<std::unique_ptr<ShadowPipelines>> create(Context& c, const std::vector<KernelAccess>& kernels,
+                                                                 const std::vector<ir::Step>& steps);
   ~ShadowPipelines();
 
   struct Variant {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "backends/vulkan/buffer.h"
+#include "backends/vulkan/memory.h"
 #include "backends/vulkan/context.h"
 
 namespace kiln::runtime::vk {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "support/options.h"
 
 namespace kiln::runtime::vk {
 
@@ -24,8 +25,8 @@ absl::Status load_loader() {
   static absl::Status status;
   std::call_once(once, [] {
     // The loader stays open for the life of the process: function pointers escape into objects.
-    const char* env = std::getenv("KILN_VULKAN_LOADER");
-    const std::string name = env && *env ? env : "libvulkan.so.1";
+    const std::string loader = support::options().vulkan_loader;
+    const std::string name = loader.empty() ? "libvulkan.so.1" : loader;
     void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       const char* why = dlerror();
@@ -34,7 +35,7 @@ absl::Status load_loader() {
     }
     vkGetInstanceProcAddr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib, "vkGetInstanceProcAddr"));
     if (!vkGetInstanceProcAddr) {
-      status = absl::UnavailableError("vulkan: libvulkan.so.1 has no vkGetInstanceProcAddr");
+      status = absl::UnavailableError(absl::StrCat("vulkan: ", name, " has no vkGetInstanceProcAddr"));
       return;
     }
 #define KILN_VK_LOAD_GLOBAL(name)                                                                     \

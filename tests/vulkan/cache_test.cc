@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "runtime/stats.h"
-#include "backends/vulkan/vulkan_device.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace kiln::vktest {
@@ -50,7 +49,7 @@ TEST_F(CacheTest, SecondCompileLoadsSpirvFromDisk) {
   Two t;
   runtime::Counters& c = runtime::counters();
   int64_t compiled0 = c.kernels_compiled, hits0 = c.kernel_disk_cache_hits;
-  auto first = runtime::vk::compile_rendered(dev_.get(), t.b.program(), t.b.rendered());
+  auto first = compile_and_load(dev_.get(), t.b.program(), t.b.rendered());
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(c.kernels_compiled - compiled0, 2);
   EXPECT_EQ(c.kernel_disk_cache_hits - hits0, 0);
@@ -61,19 +60,19 @@ TEST_F(CacheTest, SecondCompileLoadsSpirvFromDisk) {
   auto warm = make_device(cache_dir_, &why);
   ASSERT_NE(warm, nullptr) << why;
   compiled0 = c.kernels_compiled, hits0 = c.kernel_disk_cache_hits;
-  auto second = runtime::vk::compile_rendered(warm.get(), t.b.program(), t.b.rendered());
+  auto second = compile_and_load(warm.get(), t.b.program(), t.b.rendered());
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(c.kernels_compiled - compiled0, 0);
   EXPECT_EQ(c.kernel_disk_cache_hits - hits0, 2);
   expect_runs(warm.get(), second->get());
-  EXPECT_TRUE(runtime::vk::validation_messages(warm.get()).empty());
+  EXPECT_TRUE(warm->validation_messages().empty());
 }
 
 TEST_F(CacheTest, CorruptCacheFileIsDetectedAndRecompiled) {
   Two t;
-  auto first = runtime::vk::compile_rendered(dev_.get(), t.b.program(), t.b.rendered());
+  auto first = compile_and_load(dev_.get(), t.b.program(), t.b.rendered());
   ASSERT_TRUE(first.ok()) << first.status();
-  std::string path = runtime::vk::kernel_cache_path(dev_.get(), t.b.rendered().kernels[0].source);
+  std::string path = make_compiler(dev_->target())->cache_path(t.b.rendered().kernels[0].source);
   ASSERT_FALSE(path.empty());
   std::string bytes;
   {
@@ -90,7 +89,7 @@ TEST_F(CacheTest, CorruptCacheFileIsDetectedAndRecompiled) {
   runtime::Counters& c = runtime::counters();
   int64_t compiled0 = c.kernels_compiled, hits0 = c.kernel_disk_cache_hits;
   ::testing::internal::CaptureStderr();
-  auto second = runtime::vk::compile_rendered(dev_.get(), t.b.program(), t.b.rendered());
+  auto second = compile_and_load(dev_.get(), t.b.program(), t.b.rendered());
   std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(c.kernels_compiled - compiled0, 1);      // the corrupt one
@@ -104,7 +103,7 @@ TEST_F(CacheTest, CorruptCacheFileIsDetectedAndRecompiled) {
 
   // The file was rewritten: the next compile hits both.
   compiled0 = c.kernels_compiled, hits0 = c.kernel_disk_cache_hits;
-  auto third = runtime::vk::compile_rendered(dev_.get(), t.b.program(), t.b.rendered());
+  auto third = compile_and_load(dev_.get(), t.b.program(), t.b.rendered());
   ASSERT_TRUE(third.ok()) << third.status();
   EXPECT_EQ(c.kernels_compiled - compiled0, 0);
   EXPECT_EQ(c.kernel_disk_cache_hits - hits0, 2);
@@ -112,13 +111,13 @@ TEST_F(CacheTest, CorruptCacheFileIsDetectedAndRecompiled) {
 
 TEST_F(CacheTest, TruncatedCacheFileIsDetected) {
   Two t;
-  ASSERT_TRUE(runtime::vk::compile_rendered(dev_.get(), t.b.program(), t.b.rendered()).ok());
-  std::string path = runtime::vk::kernel_cache_path(dev_.get(), t.b.rendered().kernels[1].source);
+  ASSERT_TRUE(compile_and_load(dev_.get(), t.b.program(), t.b.rendered()).ok());
+  std::string path = make_compiler(dev_->target())->cache_path(t.b.rendered().kernels[1].source);
   std::ofstream(path, std::ios::binary | std::ios::trunc).write("KILNSPV1", 8);
   runtime::Counters& c = runtime::counters();
   int64_t compiled0 = c.kernels_compiled;
   ::testing::internal::CaptureStderr();
-  auto again = runtime::vk::compile_rendered(dev_.get(), t.b.program(), t.b.rendered());
+  auto again = compile_and_load(dev_.get(), t.b.program(), t.b.rendered());
   std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(c.kernels_compiled - compiled0, 1);
@@ -128,12 +127,13 @@ TEST_F(CacheTest, TruncatedCacheFileIsDetected) {
 
 TEST_F(CacheTest, PipelineCacheIsSavedUnderTheCacheDirectory) {
   Two t;
-  ASSERT_TRUE(runtime::vk::compile_rendered(dev_.get(), t.b.program(), t.b.rendered()).ok());
+  ASSERT_TRUE(compile_and_load(dev_.get(), t.b.program(), t.b.rendered()).ok());
   // Two SPIR-V modules and the pipeline cache, nothing else (no temporary files left).
   std::vector<std::string> files = files_in(cache_dir_ + "/vulkan");
   EXPECT_EQ(files.size(), 3u);
-  std::string path0 = runtime::vk::kernel_cache_path(dev_.get(), t.b.rendered().kernels[0].source);
-  std::string path1 = runtime::vk::kernel_cache_path(dev_.get(), t.b.rendered().kernels[1].source);
+  auto compiler = make_compiler(dev_->target());
+  std::string path0 = compiler->cache_path(t.b.rendered().kernels[0].source);
+  std::string path1 = compiler->cache_path(t.b.rendered().kernels[1].source);
   int others = 0;
   for (const std::string& f : files) others += cache_dir_ + "/vulkan/" + f != path0 && cache_dir_ + "/vulkan/" + f != path1;
   EXPECT_EQ(others, 1);

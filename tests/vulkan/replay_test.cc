@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "runtime/stats.h"
-#include "backends/vulkan/vulkan_device.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace kiln::vktest {
@@ -28,10 +27,13 @@ struct Chain {
 TEST_F(ReplayTest, ChainOfKernelsComputesValuesAndReplays) {
   const int64_t n = 1000;
   Chain c(n);
-  auto exe = runtime::vk::compile_rendered(dev_.get(), c.b.program(), c.b.rendered());
+  auto compiled = make_compiler(dev_->target())->compile_rendered(c.b.program(), c.b.rendered());
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  ASSERT_EQ(compiled->kernels.size(), 3u);
+  ASSERT_EQ(compiled->listings().size(), 3u);  // what the JIT dumps
+  auto exe = dev_->load(*compiled);
   ASSERT_TRUE(exe.ok()) << exe.status();
   EXPECT_EQ((*exe)->kernels_per_run(), 3);
-  ASSERT_EQ((*exe)->sources().size(), 3u);
   for (int rep = 0; rep < 3; ++rep) {  // the same command buffer, new bindings each time
     std::vector<float> x = iota_floats(n, float(rep * 10));
     auto in = upload(dev_.get(), x);
@@ -50,7 +52,7 @@ TEST_F(ReplayTest, MissingBarrierIsReportedBySynchronizationValidation) {
   const int64_t n = 256;
   Chain c(n);
   ::setenv("KILN_VULKAN_DROP_BARRIER", "1", 1);  // step 1 reads what step 0 wrote
-  auto exe = runtime::vk::compile_rendered(dev_.get(), c.b.program(), c.b.rendered());
+  auto exe = compile_and_load(dev_.get(), c.b.program(), c.b.rendered());
   ::unsetenv("KILN_VULKAN_DROP_BARRIER");
   ASSERT_TRUE(exe.ok()) << exe.status();
   auto in = upload(dev_.get(), iota_floats(n, 0));
@@ -62,17 +64,17 @@ TEST_F(ReplayTest, MissingBarrierIsReportedBySynchronizationValidation) {
   EXPECT_EQ(sync.code(), absl::StatusCode::kInternal);
   EXPECT_NE(sync.message().find("the validation layer reported"), std::string::npos) << sync;
   EXPECT_TRUE(dev_->synchronize().ok());  // each message fails one read
-  std::vector<std::string> msgs = runtime::vk::validation_messages(dev_.get());
+  std::vector<std::string> msgs = dev_->validation_messages();
   bool raw = false;
   for (const std::string& m : msgs) raw |= m.find("SYNC-HAZARD-READ-AFTER-WRITE") != std::string::npos;
   EXPECT_TRUE(raw) << "expected SYNC-HAZARD-READ-AFTER-WRITE among " << msgs.size() << " message(s)";
-  runtime::vk::clear_validation_messages(dev_.get());
+  dev_->clear_validation_messages();
 }
 
 TEST_F(ReplayTest, ConcurrentRunsFromSeveralThreads) {
   const int64_t n = 512;
   Chain c(n);
-  auto exe = runtime::vk::compile_rendered(dev_.get(), c.b.program(), c.b.rendered());
+  auto exe = compile_and_load(dev_.get(), c.b.program(), c.b.rendered());
   ASSERT_TRUE(exe.ok()) << exe.status();
   runtime::Executable* e = exe->get();
   runtime::Device* d = dev_.get();
@@ -111,7 +113,7 @@ TEST_F(ReplayTest, ManyRunsWithoutReadingThenReadAll) {
   const int64_t n = 128;
   const int reps = 150;
   Chain c(n);
-  auto exe = runtime::vk::compile_rendered(dev_.get(), c.b.program(), c.b.rendered());
+  auto exe = compile_and_load(dev_.get(), c.b.program(), c.b.rendered());
   ASSERT_TRUE(exe.ok()) << exe.status();
   std::vector<std::shared_ptr<runtime::Buffer>> keep;
   for (int rep = 0; rep < reps; ++rep) {
@@ -129,7 +131,7 @@ TEST_F(ReplayTest, ManyRunsWithoutReadingThenReadAll) {
 
 TEST_F(ReplayTest, WrongBindingsAreErrors) {
   Chain c(64);
-  auto exe = runtime::vk::compile_rendered(dev_.get(), c.b.program(), c.b.rendered());
+  auto exe = compile_and_load(dev_.get(), c.b.program(), c.b.rendered());
   ASSERT_TRUE(exe.ok()) << exe.status();
   auto small = dev_->alloc(16), out = dev_->alloc(256);
   ASSERT_TRUE(small.ok() && out.ok());
@@ -144,7 +146,7 @@ TEST_F(ReplayTest, WrongBindingsAreErrors) {
 TEST_F(ReplayTest, DebugLevelOnePrintsPerKernelGpuTimes) {
   Chain c(256);
   ::setenv("KILN_DEBUG", "1", 1);
-  auto exe = runtime::vk::compile_rendered(dev_.get(), c.b.program(), c.b.rendered());
+  auto exe = compile_and_load(dev_.get(), c.b.program(), c.b.rendered());
   ::unsetenv("KILN_DEBUG");
   ASSERT_TRUE(exe.ok()) << exe.status();
   auto in = upload(dev_.get(), iota_floats(256, 0));

@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "backends/vulkan/vulkan_device.h"
 
 namespace kiln::vktest {
 
@@ -20,16 +19,31 @@ std::string fresh_dir(const std::string& tag) {
   return dir;
 }
 
-std::unique_ptr<runtime::Device> make_device(const std::string& cache_dir, std::string* why) {
+std::unique_ptr<runtime::vk::VulkanDevice> make_device(const std::string& cache_dir, std::string* why) {
   ::setenv("KILN_VULKAN_VALIDATION", "1", 1);
   ::setenv("KILN_CACHE_DIR", cache_dir.c_str(), 1);
   ::unsetenv("KILN_DISK_CACHE");
-  auto d = runtime::create_vulkan_device();
+  auto d = runtime::vk::VulkanDevice::create();
   if (!d.ok()) {
     *why = std::string(d.status().message());
     return nullptr;
   }
   return *std::move(d);
+}
+
+std::unique_ptr<runtime::vk::VulkanCompiler> make_compiler(const ir::TargetInfo& t) {
+  auto c = runtime::vk::VulkanCompiler::create(t);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *std::move(c) : nullptr;
+}
+
+absl::StatusOr<std::unique_ptr<runtime::Executable>> compile_and_load(runtime::Device* d, const ir::Program& p,
+                                                                      const codegen::gpu::RenderedProgram& r) {
+  auto compiler = runtime::vk::VulkanCompiler::create(d->target());
+  if (!compiler.ok()) return compiler.status();
+  auto compiled = (*compiler)->compile_rendered(p, r);
+  if (!compiled.ok()) return compiled.status();
+  return d->load(*compiled);
 }
 
 int ProgramBuilder::add_buffer(ir::BufferKind kind, int64_t n) {
@@ -135,7 +149,7 @@ void VulkanTest::SetUp() {
 void VulkanTest::TearDown() {
   if (!dev_) return;
   ASSERT_TRUE(dev_->synchronize().ok());
-  std::vector<std::string> msgs = runtime::vk::validation_messages(dev_.get());
+  std::vector<std::string> msgs = dev_->validation_messages();
   EXPECT_TRUE(msgs.empty()) << "validation layer messages:\n" << absl::StrJoin(msgs, "\n");
 }
 

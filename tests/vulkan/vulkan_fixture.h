@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/vulkan/compiler.h"
+#include "backends/vulkan/device.h"
 #include "codegen/c_family/gpu_program.h"
 #include "ir/program.h"
 #include "runtime/device.h"
@@ -20,7 +22,14 @@ std::string fresh_dir(const std::string& tag);
 
 // A Vulkan device made for this test (not the registry singleton), or nullptr with the reason
 // in *why when this machine has none.
-std::unique_ptr<runtime::Device> make_device(const std::string& cache_dir, std::string* why);
+std::unique_ptr<runtime::vk::VulkanDevice> make_device(const std::string& cache_dir, std::string* why);
+
+// The Vulkan compiler for `t` (a test failure and nullptr if `t` is not a Vulkan target).
+std::unique_ptr<runtime::vk::VulkanCompiler> make_compiler(const ir::TargetInfo& t);
+
+// What the JIT does with hand-rendered kernels: compile them for d's target, load the result on d.
+absl::StatusOr<std::unique_ptr<runtime::Executable>> compile_and_load(runtime::Device* d, const ir::Program& p,
+                                                                      const codegen::gpu::RenderedProgram& r);
 
 // An ir::Program plus its rendered kernels, built by hand.
 class ProgramBuilder {
@@ -58,7 +67,7 @@ class VulkanTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
   std::string cache_dir_;
-  std::unique_ptr<runtime::Device> dev_;
+  std::unique_ptr<runtime::vk::VulkanDevice> dev_;
 };
 
 }  // namespace kiln::vktest

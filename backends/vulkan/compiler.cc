@@ -1,0 +1,114 @@
+#include "backends/vulkan/compiler.h"
+
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "backends/vulkan/spirv_access.h"
+#include "backends/vulkan/target.h"
+#include "runtime/compile_cache.h"
+#include "support/options.h"
+
+namespace kiln::runtime::vk {
+namespace {
+
+constexpr uint32_t kSpirvMagic = 0x07230203u;
+
+// A cached blob is used only if it looks like a SPIR-V module (a blob of another kiln version
+// is recompiled and overwritten).
+bool is_spirv(std::string_view b) {
+  uint32_t magic = 0;
+  if (b.size() < 20 || b.size() % 4 != 0) return false;
+  std::memcpy(&magic, b.data(), 4);
+  return magic == kSpirvMagic;
+}
+
+KernelAccess access_of(const ir::Kernel& k) {
+  std::set<int> reads, writes;
+  for (const ir::KNode& n : k.nodes)
+    if (n.op == ir::Op::kLoad && n.buffer >= 0) reads.insert(n.buffer);
+  for (const ir::Store& s : k.stores)
+    if (s.buffer >= 0) writes.insert(s.buffer);
+  return KernelAccess{{reads.begin(), reads.end()}, {writes.begin(), writes.end()}};
+}
+
+}  // namespace
+
+SpirvOptions spirv_options(const ir::TargetInfo& t) {
+  SpirvOptions o;
+  o.vulkan13 = t.spirv_1_6;
+  o.scalar_layout = t.scalar_layout;
+  o.optimize = support::options().vulkan_spirv_opt;
+  o.float_controls.preserve_inf_nan16 = t.preserve_inf_nan16;
+  o.float_controls.preserve_inf_nan32 = t.preserve_inf_nan32;
+  o.float_controls.preserve_inf_nan64 = t.preserve_inf_nan64;
+  o.float_controls.preserve_denorm32 = t.f32_denormals;
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<VulkanCompiler>> VulkanCompiler::create(const ir::TargetInfo& t) {
+  if (t.name != "vulkan")
+    return absl::InvalidArgumentError(absl::StrCat("vulkan: cannot compile for a '", t.name, "' target"));
+  if (t.subgroup_size < 1 || t.max_workgroup < 1)
+    return absl::InvalidArgumentError(absl::StrCat("vulkan: a target with subgroup size ", t.subgroup_size, " and workgroups of ",
+                                                   t.max_workgroup));
+  return std::unique_ptr<VulkanCompiler>(new VulkanCompiler(t));
+}
+
+VulkanCompiler::VulkanCompiler(const ir::TargetInfo& t) : target_(t), key_(vk::target_key(t)), spirv_(spirv_options(t)) {}
+
+std::string VulkanCompiler::cache_key(const std::string& glsl) const {
+  return absl::StrCat("kiln vulkan spirv v2\n", spirv_compiler_id(spirv_), "\n", key_, "\n", glsl);
+}
+
+std::string VulkanCompiler::cache_path(const std::string& glsl) const {
+  return CompileCache::for_backend("vulkan").path_for(cache_key(glsl));
+}
+
+absl::StatusOr<CompiledProgram> VulkanCompiler::compile(const ir::Program& p) const {
+  // GLSL indexes buffers with 32-bit unsigned integers (see dialect_glsl.cc).
+  for (const ir::BufferDesc& b : p.buffers)
+    if (shape_numel(b.shape) > (int64_t(1) << 32))
+      return absl::UnimplementedError(absl::StrCat("vulkan: a tensor of ", shape_numel(b.shape), " elements (", shape_str(b.shape),
+                                                   ") is over the Vulkan backend's limit of 2^32 elements per tensor"));
+  auto rendered = codegen::gpu::render(p, codegen::gpu::Dialect::kGlsl, target_);
+  if (!rendered.ok()) return rendered.status();
+  return compile_rendered(p, *rendered);
+}
+
+absl::StatusOr<CompiledProgram> VulkanCompiler::compile_rendered(const ir::Program& p,
+                                                                 const codegen::gpu::RenderedProgram& r) const {
+  if (r.kernels.size() != p.kernels.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("vulkan: ", r.kernels.size(), " rendered kernels for a program of ", p.kernels.size()));
+  const bool keep_sources = support::options().keep_sources();
+  const CompileCache cache = CompileCache::for_backend("vulkan");
+  CompiledProgram c = plan_of(p);
+  c.backend = "vulkan";
+  c.target_key = key_;
+  for (size_t i = 0; i < r.kernels.size(); ++i) {
+    const codegen::gpu::KernelSource& k = r.kernels[i];
+    CompiledKernel ck;
+    ck.name = k.name.empty() ? absl::StrCat("kernel", i) : k.name;
+    auto spirv = cache.get_or_compile(
+        cache_key(k.source), 1,
+        [&]() -> absl::StatusOr<std::string> {
+          auto words = compile_glsl(ck.name, k.source, spirv_);
+          if (!words.ok()) return words.status();
+          return std::string(reinterpret_cast<const char*>(words->data()), words->size() * sizeof(uint32_t));
+        },
+        is_spirv);
+    if (!spirv.ok()) return spirv.status();
+    ck.binary = record_access(*spirv, access_of(p.kernels[i]));
+    for (int d = 0; d < 3; ++d) {
+      ck.grid[d] = k.grid[d];
+      ck.block[d] = k.block[d];
+    }
+    ck.strategy = k.strategy;
+    if (keep_sources) ck.source = k.source;
+    c.kernels.push_back(std::move(ck));
+  }
+  return c;
+}
+
+}  // namespace kiln::runtime::vk

@@ -1,0 +1,56 @@
+// The Vulkan Device (runtime/device.h): memory, transfers and load(CompiledProgram), with no
+// compiler in it. load() checks that the CompiledProgram is consistent (it may come from disk)
+// and was compiled for this device's target (target.h: target_key), makes one compute pipeline
+// per kernel from its SPIR-V and records the executable's command buffer (executable.h).
+//
+// Opening one reads KILN_VULKAN_DEVICE (physical device index), KILN_VULKAN_VALIDATION=1 (the
+// Khronos validation layer with synchronization validation; any message fails the next read of
+// a result) and the kernel cache folder (the VkPipelineCache lives there), all through
+// support::options(). A Vulkan device on the CPU (Mesa's lavapipe) is_emulated(): usable when
+// asked for, never the default.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/vulkan/context.h"
+#include "backends/vulkan/transfer.h"
+#include "runtime/device.h"
+
+namespace kiln::runtime::vk {
+
+class VulkanDevice : public Device {
+ public:
+  // InvalidArgument for a malformed KILN_VULKAN_DEVICE; Unavailable with the reason when there
+  // is no loader, driver or suitable device.
+  static absl::StatusOr<std::unique_ptr<VulkanDevice>> create();
+
+  std::string name() const override { return "vulkan"; }
+  std::string description() const override;
+  const ir::TargetInfo& target() const override { return ctx_->target; }
+  bool is_emulated() const override { return ctx_->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
+  absl::StatusOr<std::shared_ptr<Buffer>> alloc(int64_t bytes) override;
+  absl::Status upload(Buffer* dst, const void* src, int64_t bytes) override;
+  absl::Status download(Buffer* src, void* dst, int64_t bytes) override;
+  absl::StatusOr<std::unique_ptr<Executable>> load(const CompiledProgram& c) override;
+  absl::Status synchronize() override;
+
+  // The compatibility key of this device's target (what load() requires of a CompiledProgram).
+  const std::string& target_key() const { return target_key_; }
+  // Validation-layer warnings and errors recorded so far (none without KILN_VULKAN_VALIDATION=1).
+  std::vector<std::string> validation_messages() const { return ctx_->log.snapshot(); }
+  void clear_validation_messages() { ctx_->log.clear(); }
+
+ private:
+  explicit VulkanDevice(std::shared_ptr<Context> ctx);
+  absl::Status validation_status();
+  absl::StatusOr<VulkanBuffer*> mine(Buffer* b);
+
+  std::shared_ptr<Context> ctx_;
+  std::string target_key_;
+  Transfers transfers_;
+};
+
+}  // namespace kiln::runtime::vk

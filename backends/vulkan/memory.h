@@ -1,0 +1,63 @@
+// Vulkan memory: an Allocation (one VkBuffer with its own VkDeviceMemory, made and recycled by
+// Context::allocate in memory.cc) and VulkanBuffer, the kiln Buffer that owns one.
+//
+// Kernels reach memory through buffer device addresses, so every device allocation is one
+// VkBuffer with an address. A VulkanBuffer also keeps the timeline values of the last submission
+// that wrote it (downloads wait for that one) and of the last that used it (its memory is freed,
+// or recycled, after that one): buffers are released in stream order, never by a device-wide wait.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "backends/vulkan/vk_api.h"
+#include "runtime/device.h"
+
+namespace kiln::runtime::vk {
+
+class Context;
+
+enum class MemoryUse { kDevice, kUpload, kReadback, kTable };
+
+// A VkBuffer with its own memory; `mapped` for host-visible uses.
+struct Allocation {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceAddress address = 0;
+  VkDeviceSize size = 0;
+  void* mapped = nullptr;
+  MemoryUse use = MemoryUse::kDevice;
+  // Timeline value of the last GPU use before a recycled buffer was handed out again; a new
+  // user's first submission waits for it (already reached, but it orders the accesses for the
+  // synchronization validator).
+  uint64_t ready_after = 0;
+};
+
+class VulkanBuffer : public Buffer {
+ public:
+  VulkanBuffer(Device* d, std::shared_ptr<Context> ctx, Allocation a, int64_t bytes);
+  ~VulkanBuffer() override;  // releases the memory after its last use
+
+  VkBuffer buffer() const { return a_.buffer; }
+  VkDeviceAddress address() const { return a_.address; }
+  uint64_t last_write() const { return last_write_.load(); }
+  uint64_t last_use() const { return last_use_.load(); }
+  void note_read(uint64_t v) { raise(last_use_, v); }
+  void note_write(uint64_t v) {
+    raise(last_write_, v);
+    raise(last_use_, v);
+  }
+
+ private:
+  static void raise(std::atomic<uint64_t>& a, uint64_t v) {
+    uint64_t cur = a.load();
+    while (cur < v && !a.compare_exchange_weak(cur, v)) {
+    }
+  }
+  std::shared_ptr<Context> ctx_;
+  Allocation a_;
+  std::atomic<uint64_t> last_write_, last_use_;
+};
+
+}  // namespace kiln::runtime::vk

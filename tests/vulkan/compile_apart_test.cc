@@ -1,0 +1,214 @@
+// Compile apart from load: the Vulkan Compiler works from a TargetInfo alone, its CompiledProgram
+// survives serialization, and a device loads it only when it was compiled for its target.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "backends/vulkan/spirv_access.h"
+#include "backends/vulkan/target.h"
+#include "fuzz/compare.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "passes/pipeline.h"
+#include "runtime/compiled_program.h"
+#include "vulkan/vulkan_fixture.h"
+
+namespace kiln::vktest {
+namespace {
+
+// Two outputs, three kernels at least: a broadcast product reduced over rows, and an exp.
+constexpr const char* kGraph = R"(graph {
+  %0 = input 0 : f32[4,64]
+  %1 = input 1 : f32[64]
+  %2 = reshape %1 : f32[1,64]
+  %3 = expand %2 : f32[4,64]
+  %4 = mul %0, %3 : f32[4,64]
+  %5 = reduce_sum %4 axes=[1] : f32[4,1]
+  %6 = exp %0 : f32[4,64]
+  output %5, %6
+}
+)";
+
+ir::Program plan(const ir::TargetInfo& t) {
+  auto g = ir::parse(kGraph);
+  EXPECT_TRUE(g.ok()) << g.status();
+  auto planned = passes::compile_graph(*g, t, passes::Options{});
+  EXPECT_TRUE(planned.ok()) << planned.status();
+  return planned.ok() ? planned->program : ir::Program{};
+}
+
+// A Vulkan 1.3 GPU as a profile written by hand: nothing here was read from a device.
+ir::TargetInfo handwritten_target() {
+  ir::TargetInfo t;
+  t.name = "vulkan";
+  t.is_gpu = true;
+  t.parallelism = 64;
+  t.subgroup_size = 32;
+  t.max_workgroup = 1024;
+  t.shared_memory = 48 * 1024;
+  t.vector_width = 4;
+  t.max_fused_row = 8192;
+  t.spirv_1_6 = true;
+  t.scalar_layout = true;
+  t.preserve_inf_nan32 = true;
+  return t;
+}
+
+TEST(VulkanCompiler, CompilesFromATargetInfoAloneAndSerializes) {
+  ::setenv("KILN_CACHE_DIR", fresh_dir("nodevice").c_str(), 1);
+  const ir::TargetInfo t = handwritten_target();
+  auto compiler = make_compiler(t);
+  ASSERT_NE(compiler, nullptr);
+  EXPECT_EQ(compiler->target_key(), runtime::vk::target_key(t));
+  ir::Program p = plan(t);
+  auto c = compiler->compile(p);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->backend, "vulkan");
+  EXPECT_EQ(c->target_key, runtime::vk::target_key(t));
+  ASSERT_EQ(c->kernels.size(), p.kernels.size());
+  for (const runtime::CompiledKernel& k : c->kernels) {
+    ASSERT_GE(k.binary.size(), 20u) << k.name;
+    EXPECT_EQ(k.binary.substr(0, 4), std::string("\x03\x02\x23\x07", 4)) << k.name;  // SPIR-V magic
+    auto access = runtime::vk::read_access(k.binary, int(c->buffers.size()));
+    ASSERT_TRUE(access.ok()) << k.name << ": " << access.status();
+    EXPECT_FALSE(access->writes.empty()) << k.name;
+    EXPECT_TRUE(k.source.empty()) << "sources are kept only for dumps";
+  }
+  auto back = runtime::deserialize(runtime::serialize(*c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->target_key, c->target_key);
+  ASSERT_EQ(back->kernels.size(), c->kernels.size());
+  for (size_t i = 0; i < c->kernels.size(); ++i) {
+    EXPECT_EQ(back->kernels[i].binary, c->kernels[i].binary);
+    EXPECT_EQ(back->kernels[i].grid, c->kernels[i].grid);
+    EXPECT_EQ(back->kernels[i].block, c->kernels[i].block);
+  }
+}
+
+TEST(VulkanCompiler, KeepsSourcesForDumpsAndRejectsOtherTargets) {
+  ::setenv("KILN_CACHE_DIR", fresh_dir("sources").c_str(), 1);
+  const ir::TargetInfo t = handwritten_target();
+  ::setenv("KILN_DEBUG", "4", 1);
+  auto c = make_compiler(t)->compile(plan(t));
+  ::unsetenv("KILN_DEBUG");
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (const runtime::CompiledKernel& k : c->kernels) EXPECT_NE(k.source.find("#version 460"), std::string::npos) << k.name;
+
+  ir::TargetInfo cpu;  // name "cpu"
+  auto other = runtime::vk::VulkanCompiler::create(cpu);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(other.status().message().find("'cpu' target"), std::string::npos) << other.status();
+}
+
+using CompileApartTest = VulkanTest;
+
+// Runs `exe` on `inputs` (by input position) and returns each graph output as the device wrote it.
+std::vector<ir::HostTensor> run(runtime::Device* d, runtime::Executable* exe, const runtime::CompiledProgram& c,
+                                const std::vector<ir::HostTensor>& inputs) {
+  std::vector<std::shared_ptr<runtime::Buffer>> in, out(size_t(c.num_outputs));
+  std::vector<runtime::Buffer*> in_raw, out_raw(size_t(c.num_outputs));
+  for (const ir::HostTensor& t : inputs) {
+    auto b = testing::upload_host(d, t);
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (!b.ok()) return {};
+    in_raw.push_back(b->get());
+    in.push_back(*std::move(b));
+  }
+  for (const ir::BufferDesc& b : c.buffers) {
+    if (b.kind != ir::BufferKind::kOutput) continue;
+    auto buf = d->alloc(b.bytes());
+    EXPECT_TRUE(buf.ok()) << buf.status();
+    if (!buf.ok()) return {};
+    out_raw[size_t(b.index)] = buf->get();
+    out[size_t(b.index)] = *std::move(buf);
+  }
+  absl::Status s = exe->run(in_raw, out_raw);
+  EXPECT_TRUE(s.ok()) << s;
+  std::vector<ir::HostTensor> results;
+  for (int o : c.outputs) {
+    const ir::BufferDesc& b = c.buffers[size_t(o)];
+    const auto& buf = b.kind == ir::BufferKind::kInput ? in[size_t(b.index)] : out[size_t(b.index)];
+    auto host = testing::download_host(*buf, b.dtype, b.shape);
+    EXPECT_TRUE(host.ok()) << host.status();
+    results.push_back(host.ok() ? *std::move(host) : ir::HostTensor{});
+  }
+  return results;
+}
+
+TEST_F(CompileApartTest, ASerializedProgramLoadsAndMatchesTheReference) {
+  // The compiler sees a copy of the target and nothing else of the device.
+  const ir::TargetInfo t = dev_->target();
+  auto compiler = make_compiler(t);
+  ASSERT_NE(compiler, nullptr);
+  ir::Program p = plan(t);
+  auto compiled = compiler->compile(p);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const std::string bytes = runtime::serialize(*compiled);
+  compiled = absl::InternalError("dropped: only the bytes go on");
+
+  auto loaded = runtime::deserialize(bytes);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto exe = dev_->load(*loaded);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  EXPECT_EQ((*exe)->kernels_per_run(), int(loaded->steps.size()));
+
+  auto g = ir::parse(kGraph);
+  ASSERT_TRUE(g.ok());
+  std::vector<ir::HostTensor> inputs = {ir::HostTensor::make(DType::kFloat32, {4, 64}),
+                                        ir::HostTensor::make(DType::kFloat32, {64})};
+  for (size_t k = 0; k < inputs[0].f.size(); ++k) inputs[0].f[k] = double(float(int(k % 37) - 18) / 16.0f);
+  for (size_t k = 0; k < inputs[1].f.size(); ++k) inputs[1].f[k] = double(float(int(k % 11) - 5) / 4.0f);
+  auto want = ir::interpret(*g, inputs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (int rep = 0; rep < 2; ++rep) {  // a replay with the same executable gives the same values
+    std::vector<ir::HostTensor> got = run(dev_.get(), exe->get(), *loaded, inputs);
+    ASSERT_EQ(got.size(), want->size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      testing::Comparison cmp = testing::compare_host((*want)[k], got[k], {1e-5, 1e-5});
+      EXPECT_TRUE(cmp.ok()) << "output " << k << ":\n" << cmp.report;
+    }
+  }
+}
+
+TEST_F(CompileApartTest, AProgramForAnotherTargetIsRefusedWithBothKeys) {
+  ir::TargetInfo other = dev_->target();
+  other.subgroup_size = other.subgroup_size == 32 ? 16 : 32;  // the kernels bake it in
+  auto compiled = make_compiler(other)->compile(plan(other));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto exe = dev_->load(*compiled);
+  ASSERT_FALSE(exe.ok());
+  EXPECT_EQ(exe.status().code(), absl::StatusCode::kFailedPrecondition) << exe.status();
+  const std::string m(exe.status().message());
+  EXPECT_NE(m.find(runtime::vk::target_key(other)), std::string::npos) << m;
+  EXPECT_NE(m.find(dev_->target_key()), std::string::npos) << m;
+
+  compiled->backend = "cuda";  // and a program of another backend
+  exe = dev_->load(*compiled);
+  ASSERT_FALSE(exe.ok());
+  EXPECT_EQ(exe.status().code(), absl::StatusCode::kFailedPrecondition) << exe.status();
+  EXPECT_NE(exe.status().message().find("compiled for cuda"), std::string::npos) << exe.status();
+}
+
+TEST_F(CompileApartTest, ABrokenBinaryIsAnInvalidArgument) {
+  const ir::TargetInfo t = dev_->target();
+  auto compiled = make_compiler(t)->compile(plan(t));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  runtime::CompiledProgram truncated = *compiled;
+  truncated.kernels[0].binary.resize(truncated.kernels[0].binary.size() - 6);
+  auto exe = dev_->load(truncated);
+  ASSERT_FALSE(exe.ok());
+  EXPECT_EQ(exe.status().code(), absl::StatusCode::kInvalidArgument) << exe.status();
+  EXPECT_NE(exe.status().message().find("kernel '" + compiled->kernels[0].name + "'"), std::string::npos) << exe.status();
+
+  runtime::CompiledProgram bad_step = *compiled;
+  bad_step.steps[0].kernel = 99;
+  exe = dev_->load(bad_step);
+  ASSERT_FALSE(exe.ok());
+  EXPECT_EQ(exe.status().code(), absl::StatusCode::kInvalidArgument) << exe.status();
+  EXPECT_TRUE(dev_->load(*compiled).ok());  // the untouched program still loads
+}
+
+}  // namespace
+}  // namespace kiln::vktest
