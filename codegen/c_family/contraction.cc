@@ -133,7 +133,7 @@ int Renderer::contraction_mma(KernelSource* out) {
   int64_t mt = ceil_div(M, BM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
   bool bf = k_.nodes[k_.nodes[c.lhs].inputs[0]].dtype == DType::kBFloat16;
   KNodeId lhs = k_.nodes[c.lhs].inputs[0], rhs = k_.nodes[c.rhs].inputs[0];
-  std::string to_bits = bf ? "kiln_f2bf" : "kiln_f2h";
+  const DType half = bf ? DType::kBFloat16 : DType::kFloat16;
   std::string mma = bf ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
                        : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
   shared_.push_back({"unsigned short", "As", BM * LD});
@@ -199,7 +199,7 @@ int Renderer::contraction_mma(KernelSource* out) {
     } else {
       w_.line("unsigned short " + p + "x = 0;");
       w_.open(absl::StrCat("if (", r, " < ", w_.ilit(bound_r), " && ", c, " < ", w_.ilit(bound_c), ")"));
-      w_.line(absl::StrCat(p, "x = ", to_bits, "(", w_.eval(id), ");"));
+      w_.line(absl::StrCat(p, "x = ", d_.to_storage(half, w_.eval(id)), ";"));
       w_.close();
       w_.line("r" + p + "[q] = " + p + "x;");
     }

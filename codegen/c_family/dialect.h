@@ -1,6 +1,36 @@
 // What differs between the C-family GPU languages (CUDA, HIP, GLSL, MSL): type names, literals,
 // memory access, thread builtins, barriers, math functions. The renderer (renderer.cc) writes
 // the same kernel structure for every dialect and asks this interface for the pieces.
+//
+// Storage conversions live once, here in DialectOps (defined in renderer.cc), for every dialect:
+//   - a bool is stored as a uint8 byte: written as select(v, literal(u8, 1), literal(u8, 0)),
+//     read back with cast(u8 -> bool);
+//   - f16 and bf16 are stored as 16-bit words and computed in f32 through kiln_h2f / kiln_f2h /
+//     kiln_bf2f / kiln_f2bf; a cast to f16/bf16 rounds the f32 value to that precision. The
+//     helpers' definitions are written here too (the bf16 rounding, the functions' shapes); only
+//     the f16 conversion itself is the dialect's intrinsic;
+//   - float32 buffers are also read and written 16 bytes at a time (vec4_load / vec4_store).
+// A dialect (HIP and MSL included) provides only these primitive spellings for them:
+//
+//   primitive              CUDA / HIP                       GLSL                     MSL (expected)
+//   type, literal, select, as for compute values            (same)                   (same)
+//     cast, u32            (unsigned char, unsigned, ...)   (uint8_t, uint, ...)     (uchar, uint)
+//   half_word_type         unsigned short                   uint16_t                 ushort
+//   convert(T, e)          (T)(e)                           T(e)                     T(e)
+//   float_to_bits(e)       __float_as_uint(e)               floatBitsToUint(e)       as_type<uint>(e)
+//   bits_to_float(e)       __uint_as_float(e)               uintBitsToFloat(e)       as_type<float>(e)
+//   f16_to_f32_body        asm cvt.f32.f16 / HIP _Float16   unpackHalf2x16           as_type<half>(x)
+//   f32_to_f16_body        asm cvt.rn.f16.f32 / _Float16    packHalf2x16             as_type<ushort>(half(f))
+//   helper_prefix          __device__ __forceinline__       (none)                   (none)
+//   element(buffer, i)     b3[i]                            b3.v[uint(i)]            b3[i]
+//   vec4_type, vec4_ctor   float4, make_float4              vec4, vec4               float4, float4
+//   vec4_view(buf, write)  reinterpret_cast<const float4*>  b3v (a BufV4 reference)  a cast pointer
+//                          (b3), without const to write
+//   half_words_optional    false                            true: 16-bit types are a false
+//                                                           device feature, so casts
+//                                                           round with kiln_round_h
+//                                                           (f16_round_body) and
+//                                                           kiln_round_bf instead
 #pragma once
 
 #include <memory>
@@ -52,18 +82,56 @@ class DialectOps {
   // A shared-memory array declaration (placed by kernel_open).
   virtual std::string shared_decl(const std::string& type, const std::string& name, int64_t n) const = 0;
 
-  // --- memory: `index` is an element index expression of index type
-  virtual std::string load(int buf, DType dt, const std::string& index) const = 0;
-  virtual std::string store(int buf, DType dt, const std::string& index, const std::string& value) const = 0;
+  // --- memory (shared, defined in renderer.cc): `index` is an element index expression of
+  // index type. Buffer `id` is the variable buffer_name(id) in every dialect.
+  static std::string buffer_name(int id) { return "b" + std::to_string(id); }
+  // The type a buffer of dtype t holds: bools as bytes, f16/bf16 as 16-bit words.
+  std::string storage_type(DType t) const;
+  // A stored element `e` of dtype t as a compute value, and a compute value `v` as stored.
+  std::string from_storage(DType t, const std::string& e) const;
+  std::string to_storage(DType t, const std::string& v) const;
+  // An f32 compute value rounded to the precision of t (kFloat16 / kBFloat16).
+  std::string round_to(DType t, const std::string& v) const;
+  std::string load(int buf, DType dt, const std::string& index) const;
+  std::string store(int buf, DType dt, const std::string& index, const std::string& value) const;
+  // Helper functions the conversions above call: float_rounding_helpers() (kiln_round_bf, and
+  // kiln_round_h where half_words_optional()) uses 32-bit types only; storage_word_helpers()
+  // (kiln_h2f, kiln_f2h, kiln_bf2f, kiln_f2bf) uses the 16-bit word type and needs the former.
+  std::string float_rounding_helpers() const;
+  std::string storage_word_helpers() const;
 
-  // --- 16-byte float32 access (4 consecutive elements at element index 4*index)
+  // --- 16-byte float32 access (shared; 4 consecutive elements at element index 4*index)
+  static bool vec4_capable(DType t) { return t == DType::kFloat32; }
+  std::string vec4_load(int buf, const std::string& index) const;
+  std::string vec4_store(int buf, const std::string& index, const std::vector<std::string>& lanes) const;
   virtual std::string vec4_type() const = 0;
-  virtual std::string vec4_load(int buf, const std::string& index) const = 0;
-  virtual std::string vec4_store(int buf, const std::string& index, const std::vector<std::string>& lanes) const = 0;
   virtual std::string vec4_lane(const std::string& v, int lane) const {
     static const char* names[] = {".x", ".y", ".z", ".w"};
     return v + names[lane];
   }
+
+  // --- storage primitives (see the table above)
+  virtual std::string half_word_type() const = 0;
+  // Explicit conversion of expression e to the type named T.
+  virtual std::string convert(const std::string& type, const std::string& e) const = 0;
+  // The bits of an f32 as u32() and back.
+  virtual std::string float_to_bits(const std::string& e) const = 0;
+  virtual std::string bits_to_float(const std::string& e) const = 0;
+  // Bodies of `float kiln_h2f(<half word> x)` and `<half word> kiln_f2h(float f)` (round to
+  // nearest even), and, where half_words_optional(), of `float kiln_round_h(float f)`.
+  virtual std::string f16_to_f32_body() const = 0;
+  virtual std::string f32_to_f16_body() const = 0;
+  virtual std::string f16_round_body() const { return "return kiln_h2f(kiln_f2h(f));"; }
+  // Text before a helper function's return type.
+  virtual std::string helper_prefix() const { return ""; }
+  // The element at `index` of `buffer` (buffer_name(id), or a vec4_view) as an lvalue.
+  virtual std::string element(const std::string& buffer, const std::string& index) const = 0;
+  // Float32 buffer `buf` seen as an array of vec4_type(), for reading or for writing.
+  virtual std::string vec4_view(int buf, bool write) const = 0;
+  virtual std::string vec4_ctor() const { return vec4_type(); }
+  // Whether the 16-bit word type exists only in kernels that touch 16-bit buffers (GLSL: a
+  // device feature); casts to f16/bf16 then round with 32-bit helpers.
+  virtual bool half_words_optional() const { return false; }
 
   // --- cooperation inside a warp / subgroup. warp_size() <= 0: no shuffles, use shared memory.
   virtual int warp_size(const ir::TargetInfo& t) const = 0;

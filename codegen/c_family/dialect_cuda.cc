@@ -34,14 +34,6 @@ class CudaDialect : public DialectOps {
       default: return "float";
     }
   }
-  std::string storage(DType t) const {
-    switch (t) {
-      case DType::kBool: return "unsigned char";
-      case DType::kFloat16:
-      case DType::kBFloat16: return "unsigned short";
-      default: return type(t);
-    }
-  }
   std::string index_type(bool wide) const override { return wide ? "long long" : "int"; }
   std::string index_cast(const std::string& e, bool wide) const override {
     return absl::StrCat("((", index_type(wide), ")(", e, "))");
@@ -77,23 +69,9 @@ class CudaDialect : public DialectOps {
   }
 
   std::string preamble(const Features&) const override {
-    std::string p;
-    if (hip_) {
-      p += "#include <hip/hip_runtime.h>\n";
-      p += "__device__ __forceinline__ float kiln_h2f(unsigned short x) { return (float)__builtin_bit_cast(_Float16, x); }\n";
-      p += "__device__ __forceinline__ unsigned short kiln_f2h(float f) { return __builtin_bit_cast(unsigned short, (_Float16)f); }\n";
-    } else {
-      p += "__device__ __forceinline__ float kiln_h2f(unsigned short x) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(x)); return f; }\n";
-      p += "__device__ __forceinline__ unsigned short kiln_f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
-    }
-    p += R"(__device__ __forceinline__ float kiln_bf2f(unsigned short x) { return __uint_as_float(((unsigned)x) << 16); }
-__device__ __forceinline__ unsigned short kiln_f2bf(float f) {
-  unsigned u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (unsigned short)(u >> 16);
-}
-__device__ __forceinline__ float kiln_maxf(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
+    std::string p = hip_ ? "#include <hip/hip_runtime.h>\n" : "";
+    p += float_rounding_helpers() + storage_word_helpers();
+    p += R"(__device__ __forceinline__ float kiln_maxf(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
 __device__ __forceinline__ float kiln_minf(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
 __device__ __forceinline__ double kiln_maxd(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
 __device__ __forceinline__ double kiln_mind(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
@@ -109,7 +87,7 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
                           const std::string& shared_decls) const override {
     std::vector<std::string> params;
     for (const BufferParam& b : bufs)
-      params.push_back(absl::StrCat(b.written ? "" : "const ", storage(b.dtype), "* __restrict__ b", b.id));
+      params.push_back(absl::StrCat(b.written ? "" : "const ", storage_type(b.dtype), "* __restrict__ ", buffer_name(b.id)));
     return absl::StrCat("extern \"C\" __global__ void __launch_bounds__(", block, ") ", name, "(",
                         absl::StrJoin(params, ", "), ") {\n", shared_decls);
   }
@@ -117,33 +95,29 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
     return absl::StrCat("  __shared__ ", type, " ", name, "[", n, "];\n");
   }
 
-  std::string load(int buf, DType dt, const std::string& index) const override {
-    std::string e = absl::StrCat("b", buf, "[", index, "]");
-    switch (dt) {
-      case DType::kBool: return absl::StrCat("(", e, " != 0)");
-      case DType::kFloat16: return absl::StrCat("kiln_h2f(", e, ")");
-      case DType::kBFloat16: return absl::StrCat("kiln_bf2f(", e, ")");
-      default: return e;
-    }
+  // --- storage primitives (dialect.h)
+  std::string half_word_type() const override { return "unsigned short"; }
+  std::string convert(const std::string& type, const std::string& e) const override {
+    return absl::StrCat("(", type, ")(", e, ")");
   }
-  std::string store(int buf, DType dt, const std::string& index, const std::string& v) const override {
-    std::string val = v;
-    switch (dt) {
-      case DType::kBool: val = absl::StrCat("(unsigned char)(", v, " ? 1 : 0)"); break;
-      case DType::kFloat16: val = absl::StrCat("kiln_f2h(", v, ")"); break;
-      case DType::kBFloat16: val = absl::StrCat("kiln_f2bf(", v, ")"); break;
-      default: break;
-    }
-    return absl::StrCat("b", buf, "[", index, "] = ", val, ";");
+  std::string float_to_bits(const std::string& e) const override { return absl::StrCat("__float_as_uint(", e, ")"); }
+  std::string bits_to_float(const std::string& e) const override { return absl::StrCat("__uint_as_float(", e, ")"); }
+  std::string f16_to_f32_body() const override {
+    return hip_ ? "return (float)__builtin_bit_cast(_Float16, x);"
+                : "float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(x)); return f;";
   }
-
+  std::string f32_to_f16_body() const override {
+    return hip_ ? "return __builtin_bit_cast(unsigned short, (_Float16)f);"
+                : "unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;";
+  }
+  std::string helper_prefix() const override { return "__device__ __forceinline__ "; }
+  std::string element(const std::string& buffer, const std::string& index) const override {
+    return absl::StrCat(buffer, "[", index, "]");
+  }
   std::string vec4_type() const override { return "float4"; }
-  std::string vec4_load(int buf, const std::string& index) const override {
-    return absl::StrCat("reinterpret_cast<const float4*>(b", buf, ")[", index, "]");
-  }
-  std::string vec4_store(int buf, const std::string& index, const std::vector<std::string>& l) const override {
-    return absl::StrCat("reinterpret_cast<float4*>(b", buf, ")[", index, "] = make_float4(", l[0], ", ", l[1], ", ",
-                        l[2], ", ", l[3], ");");
+  std::string vec4_ctor() const override { return "make_float4"; }
+  std::string vec4_view(int buf, bool write) const override {
+    return absl::StrCat("reinterpret_cast<", write ? "" : "const ", vec4_type(), "*>(", buffer_name(buf), ")");
   }
 
   int warp_size(const ir::TargetInfo&) const override { return hip_ ? 64 : 32; }
@@ -227,8 +201,7 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
     if (from == DType::kBool) return absl::StrCat("(", type(to), ")(", v, " ? 1 : 0)");
     if (is_float(from) && is_float(to)) {
       std::string r = absl::StrCat("(", type(to), ")(", v, ")");
-      if (to == DType::kFloat16) return absl::StrCat("kiln_h2f(kiln_f2h(", r, "))");
-      if (to == DType::kBFloat16) return absl::StrCat("kiln_bf2f(kiln_f2bf(", r, "))");
+      if (to == DType::kFloat16 || to == DType::kBFloat16) return round_to(to, r);
       return r;
     }
     if (is_float(from)) {

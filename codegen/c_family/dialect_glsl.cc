@@ -219,25 +219,15 @@ class GlslDialect : public DialectOps {
     if (f.f64) p += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufF64 { double v[]; };\n";
     // Half values live in float registers: rounding helpers work on 32-bit patterns, and the
     // 16-bit conversions exist only when 16-bit storage is declared.
-    p += R"(float kiln_round_h(float f) { return unpackHalf2x16(packHalf2x16(vec2(f, 0.0))).x; }
-float kiln_round_bf(float f) {
-  uint u = floatBitsToUint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uintBitsToFloat(u | 0x400000u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uintBitsToFloat(u & 0xffff0000u);
-}
-// log of f32 subnormals from their bits: devices that flush denormals would give -inf.
+    p += float_rounding_helpers();
+    p += R"(// log of f32 subnormals from their bits: devices that flush denormals would give -inf.
 float kiln_log(float x) {
   uint u = floatBitsToUint(x);
   if ((u & 0x7f800000u) == 0u && (u & 0x7fffffu) != 0u && (u >> 31) == 0u) return log(float(u)) - 103.27892990343185;
   return log(x);
 }
 )";
-    if (f.f16_storage) p += R"(float kiln_h2f(uint16_t x) { return unpackHalf2x16(uint(x)).x; }
-uint16_t kiln_f2h(float f) { return uint16_t(packHalf2x16(vec2(f, 0.0)) & 0xffffu); }
-float kiln_bf2f(uint16_t x) { return uintBitsToFloat(uint(x) << 16); }
-uint16_t kiln_f2bf(float f) { return uint16_t(floatBitsToUint(kiln_round_bf(f)) >> 16); }
-)";
+    if (f.f16_storage) p += storage_word_helpers();
     p += R"(float kiln_max(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : max(a, b); }
 float kiln_min(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : min(a, b); }
 float kiln_tanh(float x) {
@@ -301,8 +291,10 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
     std::string s = absl::StrCat("layout(local_size_x = ", block, ") in;\n", shared_decls, "void main() {\n");
     s += "  Table kiln_tbl = Table(pc.table);\n";
     for (const BufferParam& b : bufs) {
-      absl::StrAppend(&s, "  ", block_name(b.dtype), " b", b.id, " = ", block_name(b.dtype), "(kiln_tbl.a[", b.id, "]);\n");
-      if (b.dtype == DType::kFloat32) absl::StrAppend(&s, "  BufV4 b", b.id, "v = BufV4(kiln_tbl.a[", b.id, "]);\n");
+      absl::StrAppend(&s, "  ", block_name(b.dtype), " ", buffer_name(b.id), " = ", block_name(b.dtype), "(kiln_tbl.a[", b.id,
+                      "]);\n");
+      if (vec4_capable(b.dtype))
+        absl::StrAppend(&s, "  BufV4 ", vec4_view(b.id, false), " = BufV4(kiln_tbl.a[", b.id, "]);\n");
     }
     return s;
   }
@@ -311,35 +303,26 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
     return absl::StrCat("shared ", type, " ", name, "[", n, "];\n");
   }
 
+  // --- storage primitives (dialect.h). 16-bit words are uint16_t, declared only when a kernel
+  // touches 16-bit buffers (a device feature): casts round with kiln_round_h / kiln_round_bf.
+  std::string half_word_type() const override { return "uint16_t"; }
+  std::string convert(const std::string& type, const std::string& e) const override {
+    return absl::StrCat(type, "(", e, ")");
+  }
+  std::string float_to_bits(const std::string& e) const override { return absl::StrCat("floatBitsToUint(", e, ")"); }
+  std::string bits_to_float(const std::string& e) const override { return absl::StrCat("uintBitsToFloat(", e, ")"); }
+  std::string f16_to_f32_body() const override { return "return unpackHalf2x16(uint(x)).x;"; }
+  std::string f32_to_f16_body() const override { return "return uint16_t(packHalf2x16(vec2(f, 0.0)) & 0xffffu);"; }
+  std::string f16_round_body() const override { return "return unpackHalf2x16(packHalf2x16(vec2(f, 0.0))).x;"; }
+  bool half_words_optional() const override { return true; }
   // GLSL indexes arrays with 32-bit integers: element indices go through uint (buffers of up
   // to 2^32 elements; 64-bit loop indices stay 64-bit until here).
-  std::string load(int buf, DType dt, const std::string& index) const override {
-    std::string e = absl::StrCat("b", buf, ".v[uint(", index, ")]");
-    switch (dt) {
-      case DType::kBool: return absl::StrCat("(", e, " != uint8_t(0))");
-      case DType::kFloat16: return absl::StrCat("kiln_h2f(", e, ")");
-      case DType::kBFloat16: return absl::StrCat("kiln_bf2f(", e, ")");
-      default: return e;
-    }
+  std::string element(const std::string& buffer, const std::string& index) const override {
+    return absl::StrCat(buffer, ".v[uint(", index, ")]");
   }
-  std::string store(int buf, DType dt, const std::string& index, const std::string& v) const override {
-    std::string val = v;
-    switch (dt) {
-      case DType::kBool: val = absl::StrCat("(", v, " ? uint8_t(1) : uint8_t(0))"); break;
-      case DType::kFloat16: val = absl::StrCat("kiln_f2h(", v, ")"); break;
-      case DType::kBFloat16: val = absl::StrCat("kiln_f2bf(", v, ")"); break;
-      default: break;
-    }
-    return absl::StrCat("b", buf, ".v[uint(", index, ")] = ", val, ";");
-  }
-
+  // Float32 buffers get a second reference of block type BufV4 (kernel_open).
   std::string vec4_type() const override { return "vec4"; }
-  std::string vec4_load(int buf, const std::string& index) const override {
-    return absl::StrCat("b", buf, "v.v[uint(", index, ")]");
-  }
-  std::string vec4_store(int buf, const std::string& index, const std::vector<std::string>& l) const override {
-    return absl::StrCat("b", buf, "v.v[uint(", index, ")] = vec4(", l[0], ", ", l[1], ", ", l[2], ", ", l[3], ");");
-  }
+  std::string vec4_view(int buf, bool) const override { return absl::StrCat(buffer_name(buf), "v"); }
 
   // Subgroup shuffles when the device's subgroups are wide (NVIDIA: 32); narrow ones (lavapipe:
   // 8) reduce through shared memory. The size is fixed at pipeline creation by the runtime.
@@ -425,8 +408,7 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
     if (from == DType::kBool) return absl::StrCat(type(to), "(", v, ")");
     if (is_float(from) && is_float(to)) {
       std::string r = absl::StrCat(type(to), "(", v, ")");
-      if (to == DType::kFloat16) return absl::StrCat("kiln_round_h(", r, ")");
-      if (to == DType::kBFloat16) return absl::StrCat("kiln_round_bf(", r, ")");
+      if (to == DType::kFloat16 || to == DType::kBFloat16) return round_to(to, r);
       return r;
     }
     if (is_float(from)) {

@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "codegen/c_family/dialect.h"
 #include "codegen/c_family/kernel_writer.h"
 #include "codegen/c_family/renderer.h"
@@ -35,6 +36,87 @@ std::unique_ptr<DialectOps> make_dialect(Dialect d) {
   }
   return nullptr;
 }
+
+// ---------------------------------------------------------------- DialectOps: storage, shared
+// by every dialect (dialect.h lists the primitives each dialect spells).
+
+namespace {
+bool is_half(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
+}  // namespace
+
+std::string DialectOps::storage_type(DType t) const {
+  if (t == DType::kBool) return type(DType::kUInt8);
+  if (is_half(t)) return half_word_type();
+  return type(t);
+}
+
+std::string DialectOps::from_storage(DType t, const std::string& e) const {
+  switch (t) {
+    case DType::kBool: return cast(DType::kUInt8, DType::kBool, e);
+    case DType::kFloat16: return absl::StrCat("kiln_h2f(", e, ")");
+    case DType::kBFloat16: return absl::StrCat("kiln_bf2f(", e, ")");
+    default: return e;
+  }
+}
+
+std::string DialectOps::to_storage(DType t, const std::string& v) const {
+  switch (t) {
+    case DType::kBool: {
+      const DType b = DType::kUInt8;
+      return select(v, literal(b, Scalar::from_int(1).cast_to(b)), literal(b, Scalar::from_int(0).cast_to(b)));
+    }
+    case DType::kFloat16: return absl::StrCat("kiln_f2h(", v, ")");
+    case DType::kBFloat16: return absl::StrCat("kiln_f2bf(", v, ")");
+    default: return v;
+  }
+}
+
+std::string DialectOps::round_to(DType t, const std::string& v) const {
+  // Through the 16-bit word where the word type always exists, else by 32-bit helpers.
+  if (!half_words_optional()) return from_storage(t, to_storage(t, v));
+  return absl::StrCat(t == DType::kFloat16 ? "kiln_round_h(" : "kiln_round_bf(", v, ")");
+}
+
+std::string DialectOps::load(int buf, DType dt, const std::string& index) const {
+  return from_storage(dt, element(buffer_name(buf), index));
+}
+
+std::string DialectOps::store(int buf, DType dt, const std::string& index, const std::string& v) const {
+  return absl::StrCat(element(buffer_name(buf), index), " = ", to_storage(dt, v), ";");
+}
+
+std::string DialectOps::float_rounding_helpers() const {
+  const std::string q = helper_prefix(), f = type(DType::kFloat32), u = u32();
+  std::string s;
+  if (half_words_optional()) absl::StrAppend(&s, q, f, " kiln_round_h(", f, " f) { ", f16_round_body(), " }\n");
+  // bf16: round to nearest even on the f32 bits; NaNs stay NaN (quiet bit set).
+  absl::StrAppend(&s, q, f, " kiln_round_bf(", f, " f) {\n",                                   //
+                  "  ", u, " u = ", float_to_bits("f"), ";\n",                                  //
+                  "  if ((u & 0x7fffffffu) > 0x7f800000u) return ", bits_to_float("u | 0x400000u"), ";\n",
+                  "  u += 0x7fffu + ((u >> 16) & 1u);\n",                                        //
+                  "  return ", bits_to_float("u & 0xffff0000u"), ";\n}\n");
+  return s;
+}
+
+std::string DialectOps::storage_word_helpers() const {
+  const std::string q = helper_prefix(), f = type(DType::kFloat32), w = half_word_type();
+  return absl::StrCat(
+      q, f, " kiln_h2f(", w, " x) { ", f16_to_f32_body(), " }\n",  //
+      q, w, " kiln_f2h(", f, " f) { ", f32_to_f16_body(), " }\n",  //
+      q, f, " kiln_bf2f(", w, " x) { return ", bits_to_float(convert(u32(), "x") + " << 16"), "; }\n",
+      q, w, " kiln_f2bf(", f, " f) { return ", convert(w, float_to_bits("kiln_round_bf(f)") + " >> 16"), "; }\n");
+}
+
+std::string DialectOps::vec4_load(int buf, const std::string& index) const {
+  return element(vec4_view(buf, /*write=*/false), index);
+}
+
+std::string DialectOps::vec4_store(int buf, const std::string& index, const std::vector<std::string>& l) const {
+  return absl::StrCat(element(vec4_view(buf, /*write=*/true), index), " = ", vec4_ctor(), "(", absl::StrJoin(l, ", "),
+                      ");");
+}
+
+// ---------------------------------------------------------------- rendering
 
 using render_detail::Renderer;
 

@@ -115,9 +115,9 @@ class Renderer {
     if (k_.shape.empty() || k_.shape.back() % 4 != 0) return false;
     int vec = 0;
     for (const ir::KNode& n : k_.nodes)
-      if (n.op == Op::kLoad && p_.buffers[n.buffer].dtype == DType::kFloat32 && vec4_map(n.map)) ++vec;
+      if (n.op == Op::kLoad && DialectOps::vec4_capable(p_.buffers[n.buffer].dtype) && vec4_map(n.map)) ++vec;
     for (const ir::Store& s : k_.stores)
-      if (p_.buffers[s.buffer].dtype == DType::kFloat32 && vec4_map(s.map)) ++vec;
+      if (DialectOps::vec4_capable(p_.buffers[s.buffer].dtype) && vec4_map(s.map)) ++vec;
     return vec > 0;
   }
 
@@ -139,7 +139,7 @@ class Renderer {
     std::vector<std::pair<KNodeId, std::string>> vloads;
     for (size_t i = 0; i < k_.nodes.size(); ++i) {
       const ir::KNode& n = k_.nodes[i];
-      if (n.op != Op::kLoad || p_.buffers[n.buffer].dtype != DType::kFloat32 || !vec4_map(n.map)) continue;
+      if (n.op != Op::kLoad || !DialectOps::vec4_capable(p_.buffers[n.buffer].dtype) || !vec4_map(n.map)) continue;
       std::string idx = w_.element_index(n.map);
       std::string v = w_.fresh("vl");
       w_.line(absl::StrCat(d_.vec4_type(), " ", v, " = ", d_.vec4_load(n.buffer, absl::StrCat(idx, " / ", w_.ilit(4))), ";"));
@@ -147,7 +147,7 @@ class Renderer {
     }
     std::vector<std::string> vstore_index(k_.stores.size());
     for (size_t s = 0; s < k_.stores.size(); ++s)
-      if (p_.buffers[k_.stores[s].buffer].dtype == DType::kFloat32 && vec4_map(k_.stores[s].map))
+      if (DialectOps::vec4_capable(p_.buffers[k_.stores[s].buffer].dtype) && vec4_map(k_.stores[s].map))
         vstore_index[s] = w_.element_index(k_.stores[s].map);
     // Lane values of vector stores, declared before the per-lane blocks that assign them.
     std::vector<std::vector<std::string>> lanes(k_.stores.size());
@@ -155,7 +155,7 @@ class Renderer {
       if (vstore_index[s].empty()) continue;
       for (int lane = 0; lane < 4; ++lane) {
         lanes[s].push_back(w_.fresh("lane"));
-        w_.line(absl::StrCat("float ", lanes[s].back(), ";"));
+        w_.line(absl::StrCat(d_.type(DType::kFloat32), " ", lanes[s].back(), ";"));
       }
     }
     for (int lane = 0; lane < 4; ++lane) {
