@@ -1,6 +1,7 @@
 #include "runtime/compiled_program.h"
 
 #include <cstring>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -9,7 +10,7 @@
 namespace kiln::runtime {
 namespace {
 
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '1'};
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '2'};  // 02: kernels' reads/writes
 
 class Writer {
  public:
@@ -110,6 +111,17 @@ CompiledProgram plan_of(const ir::Program& p) {
   c.num_inputs = p.num_inputs;
   c.num_outputs = p.num_outputs;
   c.outputs = p.outputs;
+  c.kernels.resize(p.kernels.size());
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const ir::Kernel& k = p.kernels[i];
+    std::set<int> reads, writes;
+    for (const ir::KNode& n : k.nodes)
+      if (n.op == ir::Op::kLoad) reads.insert(n.buffer);
+    for (const ir::Store& s : k.stores) writes.insert(s.buffer);
+    c.kernels[i].name = k.name;
+    c.kernels[i].reads.assign(reads.begin(), reads.end());
+    c.kernels[i].writes.assign(writes.begin(), writes.end());
+  }
   return c;
 }
 
@@ -155,6 +167,8 @@ std::string serialize(const CompiledProgram& c) {
   w.list(c.kernels, [&](const CompiledKernel& k) {
     w.str(k.name);
     w.list(k.buffers, [&](int b) { w.i64(b); });
+    w.list(k.reads, [&](int b) { w.i64(b); });
+    w.list(k.writes, [&](int b) { w.i64(b); });
     for (uint32_t g : k.grid) w.u64(g);
     for (uint32_t b : k.block) w.u64(b);
     w.u64(k.shared_bytes);
@@ -201,6 +215,8 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
   for (CompiledKernel& k : c.kernels) {
     k.name = r.str();
     k.buffers = read_ints(r);
+    k.reads = read_ints(r);
+    k.writes = read_ints(r);
     for (uint32_t& g : k.grid) g = uint32_t(r.u64());
     for (uint32_t& b : k.block) b = uint32_t(r.u64());
     k.shared_bytes = uint32_t(r.u64());
@@ -221,10 +237,11 @@ absl::Status check_consistent(const CompiledProgram& c) {
                                    c.num_outputs, c.outputs);
   if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": ", s.message()));
   for (const CompiledKernel& k : c.kernels)
-    for (int b : k.buffers)
-      if (b < 0 || size_t(b) >= c.buffers.size())
-        return absl::InvalidArgumentError(
-            absl::StrCat("compiled program for ", c.backend, ": kernel ", k.name, " binds buffer ", b, " of ", c.buffers.size()));
+    for (const std::vector<int>* ids : {&k.buffers, &k.reads, &k.writes})
+      for (int b : *ids)
+        if (b < 0 || size_t(b) >= c.buffers.size())
+          return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": kernel ", k.name,
+                                                         " uses buffer ", b, " of ", c.buffers.size()));
   return absl::OkStatus();
 }
 

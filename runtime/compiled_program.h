@@ -27,6 +27,9 @@ namespace kiln::runtime {
 struct CompiledKernel {
   std::string name;          // entry point (the symbol in `module`, or the SPIR-V module's label)
   std::vector<int> buffers;  // ir::Program buffer ids, in parameter order (cuda)
+  // ir::Program buffer ids the kernel loads from and stores into, ascending (every backend;
+  // Vulkan's validation mode shows them to the synchronization validator).
+  std::vector<int> reads, writes;
   std::array<uint32_t, 3> grid = {1, 1, 1};
   std::array<uint32_t, 3> block = {1, 1, 1};
   uint32_t shared_bytes = 0;  // dynamic shared memory (cuda)
@@ -55,7 +58,8 @@ struct CompiledProgram {
   std::vector<std::string> listings() const;
 };
 
-// The plan and schedule of `p` (buffers, steps, arena, outputs) copied into a CompiledProgram;
+// The plan and schedule of `p` (buffers, steps, arena, outputs) copied into a CompiledProgram,
+// with one CompiledKernel per kernel holding its name and the buffers it reads and writes;
 // compilers fill in the rest.
 CompiledProgram plan_of(const ir::Program& p);
 

@@ -38,13 +38,14 @@ absl::StatusOr<CompiledProgram> CpuCompiler::compile(const ir::Program& p) const
   if (!object.ok()) return object.status();
   c.module = *std::move(object);
   const std::vector<codegen::cpu::KernelEntry>& entries = mod->kernels();
+  if (entries.size() != c.kernels.size())
+    return absl::InternalError(absl::StrCat("cpu: ", entries.size(), " emitted kernels for a program of ", c.kernels.size()));
   for (size_t i = 0; i < entries.size(); ++i) {
-    CompiledKernel k;
+    CompiledKernel& k = c.kernels[i];
     k.name = entries[i].symbol;
     k.tiles = entries[i].tiles;
     k.work = entries[i].work;
     if (i < sources.size()) k.source = sources[i];
-    c.kernels.push_back(std::move(k));
   }
   return c;
 }

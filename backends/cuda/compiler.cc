@@ -80,8 +80,12 @@ absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) cons
       if (!bin->ptx.empty()) absl::StrAppend(&c.module_source, "\n// ---- PTX ----\n", bin->ptx);
     }
   }
-  for (codegen::gpu::KernelSource& k : rendered->kernels) {
-    CompiledKernel& out = c.kernels.emplace_back();
+  if (rendered->kernels.size() != c.kernels.size())
+    return absl::InternalError(absl::StrCat("cuda: ", rendered->kernels.size(), " rendered kernels for a program of ",
+                                            c.kernels.size()));
+  for (size_t i = 0; i < c.kernels.size(); ++i) {
+    codegen::gpu::KernelSource& k = rendered->kernels[i];
+    CompiledKernel& out = c.kernels[i];
     out.name = std::move(k.name);
     out.buffers = std::move(k.buffers);
     for (int i = 0; i < 3; ++i) out.grid[size_t(i)] = k.grid[i], out.block[size_t(i)] = k.block[i];

@@ -1,10 +1,8 @@
 #include "backends/vulkan/compiler.h"
 
 #include <cstring>
-#include <set>
 
 #include "absl/strings/str_cat.h"
-#include "backends/vulkan/spirv_access.h"
 #include "backends/vulkan/target.h"
 #include "runtime/compile_cache.h"
 #include "support/options.h"
@@ -23,14 +21,6 @@ bool is_spirv(std::string_view b) {
   return magic == kSpirvMagic;
 }
 
-KernelAccess access_of(const ir::Kernel& k) {
-  std::set<int> reads, writes;
-  for (const ir::KNode& n : k.nodes)
-    if (n.op == ir::Op::kLoad && n.buffer >= 0) reads.insert(n.buffer);
-  for (const ir::Store& s : k.stores)
-    if (s.buffer >= 0) writes.insert(s.buffer);
-  return KernelAccess{{reads.begin(), reads.end()}, {writes.begin(), writes.end()}};
-}
 
 }  // namespace
 
@@ -88,7 +78,7 @@ absl::StatusOr<CompiledProgram> VulkanCompiler::compile_rendered(const ir::Progr
   c.target_key = key_;
   for (size_t i = 0; i < r.kernels.size(); ++i) {
     const codegen::gpu::KernelSource& k = r.kernels[i];
-    CompiledKernel ck;
+    CompiledKernel& ck = c.kernels[i];
     ck.name = k.name.empty() ? absl::StrCat("kernel", i) : k.name;
     auto spirv = cache.get_or_compile(
         cache_key(k.source), 1,
@@ -99,14 +89,13 @@ absl::StatusOr<CompiledProgram> VulkanCompiler::compile_rendered(const ir::Progr
         },
         is_spirv);
     if (!spirv.ok()) return spirv.status();
-    ck.binary = record_access(*spirv, access_of(p.kernels[i]));
+    ck.binary = *std::move(spirv);
     for (int d = 0; d < 3; ++d) {
       ck.grid[d] = k.grid[d];
       ck.block[d] = k.block[d];
     }
     ck.strategy = k.strategy;
     if (keep_sources) ck.source = k.source;
-    c.kernels.push_back(std::move(ck));
   }
   return c;
 }

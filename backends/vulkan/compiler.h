@@ -5,9 +5,8 @@
 // (spirv_compiler.h: shaderc, float controls, SPIRV-Tools) through the kernel cache on disk
 // (runtime/compile_cache.h), keyed by the SPIR-V compiler's id and options, the target key
 // (target.h) and the GLSL. Each CompiledKernel's `binary` is its SPIR-V module (entry "main",
-// memory through the buffer address table of codegen/c_family/gpu_program.h) with the kernel's
-// buffer accesses recorded in it (spirv_access.h); `grid` is what to dispatch and `block` the
-// local size baked into the module.
+// memory through the buffer address table of codegen/c_family/gpu_program.h); `grid` is what to
+// dispatch and `block` the local size baked into the module.
 #pragma once
 
 #include <memory>

@@ -8,6 +8,7 @@
 #include "backends/vulkan/memory.h"
 #include "backends/vulkan/pipeline.h"
 #include "backends/vulkan/pipeline_cache.h"
+#include "backends/vulkan/spirv_module.h"
 #include "backends/vulkan/vk_status.h"
 
 namespace kiln::runtime::vk {
@@ -25,10 +26,9 @@ absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Devic
   e->steps_ = c.steps;
   e->num_inputs_ = c.num_inputs;
   e->num_outputs_ = c.num_outputs;
-  std::vector<KernelAccess> access;
-  if (absl::Status s = e->build_pipelines(c, &access); !s.ok()) return s;
+  if (absl::Status s = e->build_pipelines(c); !s.ok()) return s;
   if (e->ctx_->caps.validation) {
-    auto shadow = ShadowPipelines::create(*e->ctx_, access, c.steps);
+    auto shadow = ShadowPipelines::create(*e->ctx_, c.kernels, c.steps);
     if (!shadow.ok()) return shadow.status();
     e->shadow_ = *std::move(shadow);
   }
@@ -50,12 +50,11 @@ absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Devic
   return e;
 }
 
-absl::Status VulkanExecutable::build_pipelines(const CompiledProgram& c, std::vector<KernelAccess>* access) {
+absl::Status VulkanExecutable::build_pipelines(const CompiledProgram& c) {
   const uint32_t* max_groups = ctx_->caps.max_group_count;
   for (const CompiledKernel& k : c.kernels) {
-    auto a = read_access(k.binary, int(c.buffers.size()));
-    if (!a.ok()) return absl::InvalidArgumentError(absl::StrCat("vulkan: kernel '", k.name, "': ", a.status().message()));
-    access->push_back(*std::move(a));
+    auto spirv = spirv_words(k.binary);
+    if (!spirv.ok()) return absl::InvalidArgumentError(absl::StrCat("vulkan: kernel '", k.name, "': ", spirv.status().message()));
     uint64_t threads = uint64_t(k.block[0]) * k.block[1] * k.block[2];
     if (threads == 0 || threads > uint64_t(ctx_->target.max_workgroup))
       return absl::InternalError(absl::StrCat("vulkan: kernel '", k.name, "' has a workgroup of ", threads, " invocations; ",
@@ -64,9 +63,7 @@ absl::Status VulkanExecutable::build_pipelines(const CompiledProgram& c, std::ve
       if (k.grid[d] > max_groups[d])
         return absl::InternalError(absl::StrCat("vulkan: kernel '", k.name, "' dispatches ", k.grid[d], " workgroups along axis ", d,
                                                 "; ", ctx_->caps.name, " allows ", max_groups[d]));
-    std::vector<uint32_t> spirv(k.binary.size() / sizeof(uint32_t));
-    std::memcpy(spirv.data(), k.binary.data(), spirv.size() * sizeof(uint32_t));
-    auto pipeline = create_compute_pipeline(*ctx_, k.name, spirv, k.block[0]);
+    auto pipeline = create_compute_pipeline(*ctx_, k.name, *spirv, k.block[0]);
     if (!pipeline.ok()) return pipeline.status();
     pipelines_.push_back(*pipeline);
     grids_.push_back(k.grid);

@@ -54,8 +54,8 @@ class VulkanExecutable : public Executable {
     uint64_t value = 0;  // timeline value of its last submission
   };
   VulkanExecutable() = default;
-  // Pipelines from the kernels' SPIR-V; the buffers each kernel accesses into *access.
-  absl::Status build_pipelines(const CompiledProgram& c, std::vector<KernelAccess>* access);
+  // Pipelines from the kernels' SPIR-V (checked structurally first: it may come from disk).
+  absl::Status build_pipelines(const CompiledProgram& c);
   absl::StatusOr<Slot*> acquire_slot();  // mu_ held
   absl::Status prepare(Slot* s);           // command buffer, queries, shadow sets
   absl::Status record(Slot* s);

@@ -23,7 +23,7 @@ std::string shadow_glsl(int reads, int writes) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ShadowPipelines>> ShadowPipelines::create(Context& c, const std::vector<KernelAccess>& kernels,
+absl::StatusOr<std::unique_ptr<ShadowPipelines>> ShadowPipelines::create(Context& c, const std::vector<CompiledKernel>& kernels,
                                                                           const std::vector<ir::Step>& steps) {
   std::unique_ptr<ShadowPipelines> sp(new ShadowPipelines(c));
   const int limit = 32;  // storage buffers per shadow: within every device's per-stage limit

@@ -11,15 +11,15 @@
 
 #include "absl/status/statusor.h"
 #include "backends/vulkan/context.h"
-#include "backends/vulkan/spirv_access.h"
 #include "ir/program.h"
+#include "runtime/compiled_program.h"
 
 namespace kiln::runtime::vk {
 
 class ShadowPipelines {
  public:
-  // `kernels[k]`: what kernel k accesses; `steps` name kernels by index.
-  static absl::StatusOr<std::unique_ptr<ShadowPipelines>> create(Context& c, const std::vector<KernelAccess>& kernels,
+  // `kernels[k]`: what kernel k reads and writes; `steps` name kernels by index.
+  static absl::StatusOr<std::unique_ptr<ShadowPipelines>> create(Context& c, const std::vector<CompiledKernel>& kernels,
                                                                  const std::vector<ir::Step>& steps);
   ~ShadowPipelines();
 
