@@ -42,6 +42,8 @@ struct Jit::Impl {
 
 Jit::Jit(Fn fn) : impl_(std::make_shared<Impl>()) { impl_->fn = std::move(fn); }
 
+const Jit::Fn& Jit::function() const { return impl_->fn; }
+
 int Jit::traces() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return int(impl_->traces.size());

@@ -82,6 +82,7 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   auto after = [&](const std::string& pass, const std::string& text) {
     if (opts.debug >= 3) std::fprintf(stderr, "kiln: --- after %s ---\n%s", pass.c_str(), text.c_str());
     if (dump) support::write_dump(absl::StrFormat("%s%02d_%s.txt", out.dump_prefix, stage, pass), text);
+    if (opts.on_stage) opts.on_stage(pass, text);
     ++stage;
   };
   if (absl::Status s = ir::verify(input); !s.ok()) return s;
@@ -105,6 +106,7 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   std::string decisions;
   for (const std::string& d : plan.decisions) absl::StrAppend(&decisions, d, "\n");
   if (opts.debug >= 2 && !decisions.empty()) std::fprintf(stderr, "kiln: fusion decisions:\n%s", decisions.c_str());
+  if (opts.on_stage) opts.on_stage("fusion", decisions);
   if (dump) {
     support::write_dump(absl::StrFormat("%s%02d_fusion.txt", out.dump_prefix, stage++), decisions);
     std::string dot = to_dot(g, kernel_members(g, plan));

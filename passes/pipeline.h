@@ -1,6 +1,7 @@
 // The pass manager: Graph -> Program, with the debug dumps of KILN_DEBUG and KILN_DUMP_DIR.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -15,7 +16,10 @@ struct Options {
   bool fusion = true;    // KILN_FUSION=0 turns it off (one kernel per primitive)
   int debug = 0;         // KILN_DEBUG level
   std::string dump_dir;  // KILN_DUMP_DIR
-  static Options from(const support::Options& env) { return Options{env.fusion, env.debug, env.dump_dir}; }
+  // Called with each stage's text as it is made: the same texts KILN_DUMP_DIR writes ("input",
+  // "simplify", "split_reduce", "fusion", "program"); kilnc emit prints them.
+  std::function<void(const std::string& stage, const std::string& text)> on_stage;
+  static Options from(const support::Options& env) { return Options{env.fusion, env.debug, env.dump_dir, {}}; }
 };
 
 struct Compiled {

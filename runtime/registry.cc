@@ -131,6 +131,13 @@ absl::StatusOr<std::unique_ptr<Compiler>> make_compiler(const std::string& backe
   return e->backend.create_compiler(target);
 }
 
+absl::StatusOr<ir::TargetInfo> target_profile(const std::string& backend, const std::string& profile) {
+  Entry* e = find(backend);
+  if (!e) return unknown_or_absent(backend);
+  if (!e->backend.target_profile) return absl::NotFoundError(absl::StrCat(backend, " has no named target profiles"));
+  return e->backend.target_profile(profile);
+}
+
 absl::StatusOr<std::shared_ptr<const Compiler>> compiler_for(Device* device) {
   if (!device) return absl::FailedPreconditionError("no device");
   Entry* e = find(device->name());

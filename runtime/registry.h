@@ -22,6 +22,10 @@ struct Backend {
   absl::StatusOr<std::unique_ptr<Device>> (*create_device)() = nullptr;
   // A compiler for `target` (a device's target(), or a profile written by hand for kilnc).
   absl::StatusOr<std::unique_ptr<Compiler>> (*create_compiler)(const ir::TargetInfo& target) = nullptr;
+  // Named targets a build machine can compile for without the device (kilnc --target
+  // cpu:x86-64-v3, cuda:sm_90): the TargetInfo preset of `profile`, NotFound listing the known
+  // names otherwise. nullptr: the backend has none.
+  absl::StatusOr<ir::TargetInfo> (*target_profile)(const std::string& profile) = nullptr;
 };
 
 // Adds a backend; returns true (for static registration). A second backend of one name aborts.
@@ -40,6 +44,8 @@ absl::StatusOr<Device*> get_device(const std::string& name);
 Device* best_device();
 // A compiler for `backend` (by name) and `target`.
 absl::StatusOr<std::unique_ptr<Compiler>> make_compiler(const std::string& backend, const ir::TargetInfo& target);
+// The TargetInfo preset `profile` of `backend` (Backend::target_profile).
+absl::StatusOr<ir::TargetInfo> target_profile(const std::string& backend, const std::string& profile);
 // The compiler for a device's own target (made once for each registered device and kept).
 absl::StatusOr<std::shared_ptr<const Compiler>> compiler_for(Device* device);
 

@@ -51,7 +51,7 @@ absl::Status CpuDevice::download(Buffer* src, void* dst, int64_t bytes) {
 absl::StatusOr<std::unique_ptr<Executable>> CpuDevice::load(const CompiledProgram& c) {
   if (c.backend != "cpu")
     return absl::FailedPreconditionError(absl::StrCat("cpu: cannot load a program compiled for the '", c.backend, "' backend"));
-  if (c.target_key != key_)
+  if (!key_compatible(c.target_key, key_))
     return absl::FailedPreconditionError(absl::StrCat("cpu: the program was compiled for another CPU (",
                                                       describe_difference(c.target_key, key_), ")"));
   if (absl::Status s = check_consistent(c); !s.ok()) return s;

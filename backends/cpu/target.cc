@@ -50,6 +50,20 @@ std::string features_missing(const std::vector<std::string>& key, const std::vec
 
 }  // namespace
 
+bool key_compatible(const std::string& compiled, const std::string& here) {
+  if (compiled == here) return true;
+  std::vector<std::string> a = absl::StrSplit(compiled, absl::MaxSplits(' ', 2));
+  std::vector<std::string> b = absl::StrSplit(here, absl::MaxSplits(' ', 2));
+  if (a.size() < 2 || b.size() < 2 || a[0] != b[0]) return false;
+  std::vector<std::string> have;
+  if (b.size() > 2) have = absl::StrSplit(b[2], ',', absl::SkipEmpty());
+  std::sort(have.begin(), have.end());
+  if (a.size() > 2)
+    for (absl::string_view f : absl::StrSplit(a[2], ',', absl::SkipEmpty()))
+      if (f[0] == '+' && !std::binary_search(have.begin(), have.end(), std::string(f))) return false;
+  return true;
+}
+
 std::string describe_difference(const std::string& compiled, const std::string& here) {
   std::vector<std::string> a = absl::StrSplit(compiled, absl::MaxSplits(' ', 2));
   std::vector<std::string> b = absl::StrSplit(here, absl::MaxSplits(' ', 2));

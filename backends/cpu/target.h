@@ -19,6 +19,12 @@ absl::StatusOr<ir::TargetInfo> host_target(int threads);
 // "<triple> <cpu> <features>" of the CPU `t` names (the host's when t.cpu_name is empty).
 absl::StatusOr<std::string> target_key(const ir::TargetInfo& t);
 
+// Whether an object compiled for key `compiled` runs on a CPU of key `here`: the same triple, and
+// every feature the object was compiled with ("+avx2") present here. The CPU name only tunes
+// scheduling, so an object for a named level (profiles.h: x86-64-v3) loads on any CPU with its
+// features, and one made for this very CPU (the JIT) matches itself.
+bool key_compatible(const std::string& compiled, const std::string& here);
+
 // How the target keys `compiled` and `here` differ, for a load's error message: "compiled for
 // x86_64-pc-linux-gnu skylake-avx512, this CPU is ... znver3; features only there: +avx512f, ...".
 std::string describe_difference(const std::string& compiled, const std::string& here);

@@ -2,12 +2,13 @@
 // Device (device.h). Rank 30: a CUDA GPU is the default device wherever one is present.
 #include "backends/cuda/compiler.h"
 #include "backends/cuda/device.h"
+#include "backends/cuda/profiles.h"
 #include "runtime/registry.h"
 
 namespace kiln::runtime::cuda {
 namespace {
 
-KILN_REGISTER_BACKEND(Backend{"cuda", 30, &CudaDevice::create, &CudaCompiler::create});
+KILN_REGISTER_BACKEND(Backend{"cuda", 30, &CudaDevice::create, &CudaCompiler::create, &target_profile});
 
 }  // namespace
 }  // namespace kiln::runtime::cuda

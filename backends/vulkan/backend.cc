@@ -2,6 +2,7 @@
 // CPU; a Vulkan device on the CPU (lavapipe) is emulated and so never the default.
 #include "backends/vulkan/compiler.h"
 #include "backends/vulkan/device.h"
+#include "backends/vulkan/profiles.h"
 #include "runtime/registry.h"
 
 namespace kiln::runtime::vk {
@@ -19,7 +20,7 @@ absl::StatusOr<std::unique_ptr<Compiler>> create_compiler(const ir::TargetInfo& 
   return std::unique_ptr<Compiler>(std::move(*c));
 }
 
-KILN_REGISTER_BACKEND(Backend{"vulkan", 10, create_device, create_compiler});
+KILN_REGISTER_BACKEND(Backend{"vulkan", 10, create_device, create_compiler, &target_profile});
 
 }  // namespace
 }  // namespace kiln::runtime::vk

@@ -24,6 +24,8 @@ class Jit {
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
   // Number of distinct input signatures traced so far.
   int traces() const;
+  // The traced function (kiln::export_graph traces it too).
+  const Fn& function() const;
 
  private:
   struct Impl;

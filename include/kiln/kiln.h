@@ -4,6 +4,8 @@
 #include "kiln/device.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/export.h"
 #include "kiln/jit.h"
+#include "kiln/model.h"
 #include "kiln/stats.h"
 #include "kiln/tensor.h"

@@ -1,0 +1,64 @@
+// The .kiln artifact: one file holding a graph's signature, its constants, and the same program
+// compiled for several targets, loadable on any device one of them fits without compiling.
+//
+// Layout (little-endian; every length checked on read, so a bad file is an error, not a crash):
+//   header    magic "\x89KILN\r\n\x1a" (8 bytes; catches text-mode mangling like PNG's), u32
+//             format version (kFormatVersion), str kiln version, u32 section count, u64
+//             checksum of the header bytes before it
+//   section   u32 kind, str name, u64 length, u64 checksum (runtime::stable_hash64) of the
+//             payload, payload; in this order:
+//     signature   ir::print(ExportedGraph, with_data=false): the signature and the graph text
+//     constants   the constants' bytes, concatenated in signature order (captured weights: kept
+//                 in the artifact for now, so an artifact is as large as its weights)
+//     target...   one per target: str backend, str profile ("" = a device's own target), str
+//                 target_key, str runtime::serialize(CompiledProgram)
+//   str is a u64 length and the bytes. The same inputs give the same bytes (no time stamps,
+//   no paths), so artifacts can be compared and cached by content.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/signature.h"
+#include "runtime/compiled_program.h"
+
+namespace kiln::artifact {
+
+inline constexpr uint32_t kFormatVersion = 1;
+
+// The kiln version this library writes into artifacts (the project version).
+std::string kiln_version();
+
+struct TargetSection {
+  std::string backend;   // "cpu", "cuda", "vulkan"
+  std::string profile;   // "x86-64-v3", "sm_90", "lavapipe"; "" for a device's own target
+  std::string target_key;
+  runtime::CompiledProgram program;
+  size_t bytes = 0;      // serialized size (set by read and write)
+
+  // "cuda:sm_90", or the backend alone for a device's own target.
+  std::string label() const { return profile.empty() ? backend : backend + ":" + profile; }
+};
+
+struct Artifact {
+  uint32_t format_version = kFormatVersion;
+  std::string kiln_version;
+  ir::ExportedGraph graph;  // signature, constants (with their bytes) and graph
+  std::vector<TargetSection> targets;
+  size_t signature_bytes = 0, constants_bytes = 0;  // section sizes (set by read and write)
+};
+
+// The file's bytes; sets the sections' sizes in `a`.
+std::string write(Artifact& a);
+// InvalidArgument naming the problem (not an artifact, truncated, a section's checksum,
+// another format version with the kiln version that wrote it, a malformed section).
+absl::StatusOr<Artifact> read(std::string_view bytes);
+
+// Whole files; errors name the path.
+absl::Status write_file(const std::string& path, Artifact& a);
+absl::StatusOr<Artifact> read_file(const std::string& path);
+
+}  // namespace kiln::artifact
