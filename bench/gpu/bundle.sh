@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 BUILD=${KILN_GPU_BUILD_DIR:-build-gpu}
 JOBS=${JOBS:-2}
-B=bundle
+B=${KILN_BUNDLE_DIR:-bundle}  # KILN_BUNDLE_DIR=bundle-<name> packs a second bundle beside this one
 
 # libkiln as a shared library: a dozen binaries share its 8 MB (shaderc and SPIRV-Tools are in it)
 # instead of each carrying a copy.
@@ -79,4 +79,4 @@ echo "bundle.sh: $B/ holds ${size} MiB ($(ls "$B/bin" | wc -l) binaries, $(ls "$
 if [ "$size" -gt 60 ]; then
   echo "bundle.sh: warning: over 60 MiB; a device call carries at most 64 MiB with the working tree" >&2
 fi
-echo "bundle.sh: on the GPU machine run: bash bundle/run_on_gpu.sh   (carry: bundle)"
+echo "bundle.sh: on the GPU machine run: bash $B/run_on_gpu.sh   (carry: $B)"
