@@ -49,10 +49,12 @@ absl::StatusOr<ir::TargetInfo> resolve(const TargetSpec& t) {
   if (!t.profile.empty()) return runtime::target_profile(t.backend, t.profile);
   auto d = runtime::get_device(t.backend);
   if (!d.ok()) {
-    auto none = runtime::target_profile(t.backend, "?");  // its message lists the profiles
+    // A NotFound for an unknown profile lists the known ones after "known: ".
+    std::string listed(runtime::target_profile(t.backend, "").status().message());
+    size_t known = listed.find("known: ");
     return absl::Status(d.status().code(),
-                        absl::StrCat("target ", t.backend, " without a profile is this machine's device, which is not available (",
-                                     d.status().message(), "); name a profile instead: ", none.status().message()));
+                        absl::StrCat("target ", t.backend, " without a profile means this machine's ", t.backend, " device, which is not available (",
+                                     d.status().message(), ")", known == std::string::npos ? "" : absl::StrCat("; name a profile instead, ", listed.substr(known))));
   }
   return (*d)->target();
 }

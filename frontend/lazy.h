@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/op.h"
+#include "kiln/model.h"
 #include "kiln/tensor.h"
 
 namespace kiln::runtime {
@@ -36,6 +37,7 @@ struct Access {
   static const NodePtr& node(const Tensor& t) { return t.node_; }
   static kiln::Device device(runtime::Device* d) { return kiln::Device(d); }
   static runtime::Device* impl(const kiln::Device& d) { return d.impl_; }
+  static Model model(std::shared_ptr<const Model::Impl> impl) { return Model(std::move(impl)); }
 };
 inline const NodePtr& node_of(const Tensor& t) { return Access::node(t); }
 inline runtime::Device* impl_of(const kiln::Device& d) { return Access::impl(d); }

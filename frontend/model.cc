@@ -6,6 +6,7 @@
 #include "artifact/artifact.h"
 #include "artifact/load.h"
 #include "frontend/lazy.h"
+#include "frontend/model_loader.h"
 #include "replay/compile_or_replay.h"
 
 namespace kiln {
@@ -23,21 +24,18 @@ struct Model::Impl {
   [[noreturn]] void fail(const std::string& m) const { throw Error(absl::InvalidArgumentError(absl::StrCat(path, ": ", m))); }
 };
 
-Model load(const std::string& path, const Device& device) {
-  runtime::Device* dev = detail::impl_of(device);
-  auto art = artifact::read_file(path);
-  throw_if_error(art.status());
-  auto loaded = artifact::load(*art, dev);
-  if (!loaded.ok()) throw Error(absl::Status(loaded.status().code(), absl::StrCat(path, ": ", loaded.status().message())));
+Model detail::load_model(const artifact::Artifact& art, runtime::Device* dev, const std::string& origin) {
+  auto loaded = artifact::load(art, dev);
+  if (!loaded.ok()) throw Error(absl::Status(loaded.status().code(), absl::StrCat(origin, ": ", loaded.status().message())));
   auto m = std::make_shared<Model::Impl>();
-  m->path = path;
+  m->path = origin;
   m->target = loaded->section->label();
   m->compiled.device = dev;
   m->compiled.exe = std::move(loaded->executable);
   m->compiled.buffers = loaded->section->program.buffers;
   m->compiled.outputs = loaded->section->program.outputs;
   m->num_positions = loaded->section->program.num_inputs;
-  const ir::ExportedGraph& g = art->graph;
+  const ir::ExportedGraph& g = art.graph;
   m->input_position = g.input_positions();
   m->constant_position = g.constant_positions();
   for (const ir::ConstantData& c : g.constants) {
@@ -48,9 +46,13 @@ Model load(const std::string& path, const Device& device) {
   }
   for (const ir::TensorSpec& t : g.signature.inputs) m->inputs.push_back({t.name, t.dtype, t.shape});
   for (const ir::TensorSpec& t : g.signature.outputs) m->outputs.push_back({t.name, t.dtype, t.shape});
-  Model model;
-  model.impl_ = std::move(m);
-  return model;
+  return detail::Access::model(std::move(m));
+}
+
+Model load(const std::string& path, const Device& device) {
+  auto art = artifact::read_file(path);
+  throw_if_error(art.status());
+  return detail::load_model(*art, detail::impl_of(device), path);
 }
 
 Model load(const std::string& path) { return load(path, default_device()); }

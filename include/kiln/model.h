@@ -30,6 +30,7 @@ struct TensorInfo {
 
 class Model {
  public:
+  Model() = default;  // not loaded: calling it throws
   // Outputs in signature order.
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
   std::vector<Tensor> operator()(const std::map<std::string, Tensor>& inputs) const;
@@ -40,9 +41,11 @@ class Model {
   std::string target() const;
   Device device() const;
 
- private:
   struct Impl;
-  friend Model load(const std::string& path, const Device& device);
+
+ private:
+  friend struct detail::Access;
+  explicit Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
 };
 

@@ -1,0 +1,48 @@
+// kilnc inspect: what a .kiln artifact holds, without loading anything.
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "artifact/artifact.h"
+#include "tools/kilnc/commands.h"
+
+namespace kiln::kilnc {
+
+int inspect_command(const Args& a) {
+  if (a.positional.size() != 1) return fail("inspect", absl::InvalidArgumentError("expects one .kiln file"));
+  auto art = artifact::read_file(a.positional[0]);
+  if (!art.ok()) return fail("inspect", art.status());
+  std::string out = absl::StrCat(a.positional[0], ": kiln artifact format ", art->format_version, ", written by kiln ",
+                                 art->kiln_version, "\nsignature (", art->signature_bytes, " bytes with the graph):\n");
+  for (const ir::TensorSpec& t : art->graph.signature.inputs)
+    absl::StrAppend(&out, "  input  ", t.name, " : ", ir::type_str(t.dtype, t.shape), t.used ? "" : " (unused)", "\n");
+  for (const ir::TensorSpec& t : art->graph.signature.outputs)
+    absl::StrAppend(&out, "  output ", t.name, " : ", ir::type_str(t.dtype, t.shape), "\n");
+  absl::StrAppend(&out, "constants: ", art->graph.constants.size(), " (", art->constants_bytes, " bytes, stored in the artifact)\n");
+  for (const ir::ConstantData& c : art->graph.constants) absl::StrAppend(&out, "  ", ir::type_str(c.dtype, c.shape), "\n");
+  absl::StrAppend(&out, "graph: ", art->graph.graph.size(), " nodes\ntargets: ", art->targets.size(), "\n");
+  for (const artifact::TargetSection& t : art->targets) {
+    const runtime::CompiledProgram& p = t.program;
+    int64_t io = 0;
+    for (const ir::BufferDesc& b : p.buffers)
+      if (b.kind != ir::BufferKind::kIntermediate) io += b.bytes();
+    absl::StrAppend(&out, "  ", t.label(), "\n    key: ", t.target_key, "\n    section: ", t.bytes, " bytes; binaries: ",
+                    p.module.empty() ? "one per kernel" : absl::StrCat(p.module.size(), " bytes in one module"), "\n",
+                    "    memory plan: peak ", p.arena_bytes, " bytes of intermediates (one arena), ", io, " bytes of inputs and outputs\n",
+                    "    kernels: ", p.kernels.size(), " (", p.steps.size(), " steps)\n");
+    for (const runtime::CompiledKernel& k : p.kernels) {
+      absl::StrAppend(&out, "      ", k.name, ":");
+      if (t.backend != "cpu")  // the CPU runs tiles, not a grid
+        absl::StrAppend(&out, absl::StrFormat(" grid %dx%dx%d block %dx%dx%d", k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2]));
+      if (k.shared_bytes) absl::StrAppend(&out, ", ", k.shared_bytes, " bytes shared");
+      if (k.tiles) absl::StrAppend(&out, t.backend == "cpu" ? " " : ", ", k.tiles, " tiles");
+      if (!k.binary.empty()) absl::StrAppend(&out, ", ", k.binary.size(), " bytes SPIR-V");
+      if (!k.strategy.empty()) absl::StrAppend(&out, "; ", k.strategy);
+      out += "\n";
+    }
+  }
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace kiln::kilnc
