@@ -1,0 +1,134 @@
+// Ahead-of-time on the device the test runs on (KILN_DEVICE): an exported model compiled into a
+// .kiln artifact and loaded compiles nothing, gives the JIT's results bit for bit (and so the
+// reference interpreter's within tolerance), replays with fresh outputs, and does the same in a
+// fresh kilnc process.
+#include <filesystem>
+
+#include "aot/aot_fixture.h"
+#include "frontend/lazy.h"
+#include "testing/error_of.h"
+#include "testing/reference.h"
+#include "tools/kilnc/npy.h"
+
+namespace kiln::testing {
+namespace {
+
+TEST(Aot, LoadCompilesNothingAndMatchesJitAndReference) {
+  for (const Example& e : examples()) {
+    SCOPED_TRACE(e.name);
+    std::string path = scratch_dir(e.name) + "/model.kiln";
+    compile_to(e, default_device().name(), path);
+    reset_stats();
+    Model m = load(path);
+    std::vector<Tensor> got = m(e.inputs);
+    bytes_of(got[0]);
+    EXPECT_EQ(stats().kernels_compiled, 0);
+    EXPECT_EQ(stats().kernel_disk_cache_hits, 0);
+    EXPECT_EQ(stats().executables_built, 0);
+    EXPECT_EQ(m.target(), default_device().name());
+    std::vector<Tensor> want = e.fn(e.inputs);
+    EXPECT_MATCHES_REFERENCE(want);
+    EXPECT_EQ(bytes_of(got[0]), bytes_of(want[0]));
+    EXPECT_EQ(bytes_of(got[0]), bytes_of(Jit(e.fn)(e.inputs)[0]));
+  }
+}
+
+TEST(Aot, ReplaysWithFreshOutputsAndNamedInputs) {
+  Example e = examples()[0];
+  std::string path = scratch_dir("mlp") + "/mlp.kiln";
+  compile_to(e, default_device().name(), path);
+  Model m = load(path);
+  ASSERT_EQ(m.inputs().size(), 3u);
+  EXPECT_EQ(m.inputs()[0].name, "x");
+  EXPECT_EQ(m.outputs()[0].name, "probs");
+  EXPECT_EQ(m.outputs()[0].shape, (Shape{8, 10}));
+  Tensor first = m(e.inputs)[0];
+  std::string first_bytes = bytes_of(first);
+  std::vector<Tensor> other = e.inputs;
+  other[0] = random_tensor({8, 16}, float32, 99);
+  Tensor second = m({{"w2", other[2]}, {"x", other[0]}, {"b", other[1]}})[0];
+  EXPECT_NE(detail::node_of(first)->buffer, detail::node_of(second)->buffer);
+  EXPECT_EQ(bytes_of(first), first_bytes) << "a later call overwrote an earlier result";
+  EXPECT_EQ(bytes_of(second), bytes_of(e.fn(other)[0]));
+}
+
+TEST(Aot, FreshKilncProcessCompilesNothing) {
+  for (const Example& e : examples()) {
+    SCOPED_TRACE(e.name);
+    std::string dir = scratch_dir(e.name);
+    compile_to(e, default_device().name(), dir + "/model.kiln");
+    std::string args = dir + "/model.kiln --output-dir " + dir + "/out --device " + default_device().name();
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      std::string npy = dir + "/" + e.names.inputs[i] + ".npy";
+      ASSERT_TRUE(kilnc::write_npy(npy, {e.inputs[i].dtype(), e.inputs[i].shape(), bytes_of(e.inputs[i])}).ok());
+      args += " --input " + e.names.inputs[i] + "=" + npy;
+    }
+    std::string out;
+    ASSERT_EQ(run_kilnc("run " + args, &out), 0) << out;
+    EXPECT_NE(out.find("kernels_compiled=0 kernel_disk_cache_hits=0"), std::string::npos) << out;
+    EXPECT_NE(out.find("executables_built=0"), std::string::npos) << out;
+    auto written = kilnc::read_npy(dir + "/out/probs.npy");
+    ASSERT_TRUE(written.ok()) << written.status();
+    EXPECT_EQ(written->data, bytes_of(load(dir + "/model.kiln")(e.inputs)[0]));
+  }
+}
+
+// A section for another device of the same backend is skipped; the one that fits is loaded.
+TEST(Aot, PicksTheSectionThatFits) {
+  Example e = examples()[1];
+  std::string dir = scratch_dir("profiles");
+  std::string name = default_device().name();
+  std::string other = name == "cpu" ? "cuda:sm_90" : name == "vulkan" ? "vulkan:nvidia-sm90" : "vulkan:lavapipe";
+  compile_to(e, other + "," + name, dir + "/m.kiln");
+  Model m = load(dir + "/m.kiln");
+  EXPECT_EQ(m.target(), name);
+  EXPECT_EQ(bytes_of(m(e.inputs)[0]), bytes_of(e.fn(e.inputs)[0]));
+}
+
+// An artifact holding only a section for another target of this backend: the error lists what
+// the artifact has and what the device needs.
+TEST(Aot, WrongProfileIsAClearError) {
+  Example e = examples()[1];
+  std::string dir = scratch_dir("wrong");
+  std::string name = default_device().name();
+  if (name == "cpu") {
+    // x86-64-v4 needs AVX-512: only a CPU without it refuses the section.
+    compile_to(e, "cpu:x86-64-v4", dir + "/m.kiln");
+    std::string err = error_of([&] { load(dir + "/m.kiln"); });
+    if (err == "no error") GTEST_SKIP() << "this CPU has AVX-512, so cpu:x86-64-v4 fits it";
+    EXPECT_NE(err.find("cpu:x86-64-v4 ["), std::string::npos) << err;
+    EXPECT_NE(err.find("+avx512f"), std::string::npos) << err;
+    return;
+  }
+  if (name == "cuda") {
+    compile_to(e, "cuda:sm_75", dir + "/m.kiln");
+    std::string err = error_of([&] { load(dir + "/m.kiln"); });
+    if (err == "no error") GTEST_SKIP() << "this GPU is sm_75";
+    EXPECT_NE(err.find("the artifact has cuda:sm_75 [sm_75]; the device needs cuda [sm_"), std::string::npos) << err;
+    return;
+  }
+  compile_to(e, "vulkan:nvidia-sm90", dir + "/m.kiln");
+  std::string err = error_of([&] { load(dir + "/m.kiln"); });
+  EXPECT_NE(err.find("the artifact has vulkan:nvidia-sm90 [SPIR-V 1.6, subgroup 32"), std::string::npos) << err;
+  EXPECT_NE(err.find("the device needs vulkan ["), std::string::npos) << err;
+}
+
+// The named CPU level loads on any CPU with its features (every x86-64 CPU kiln runs on has v2)
+// and computes what the JIT computes, within rounding (other instructions may be chosen).
+TEST(Aot, CpuProfileLoadsOnACpuWithItsFeatures) {
+  if (default_device().name() != "cpu") GTEST_SKIP() << "cpu only";
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the profiles are x86-64 levels";
+#endif
+  Example e = examples()[0];
+  std::string path = scratch_dir("v2") + "/m.kiln";
+  compile_to(e, "cpu:x86-64-v2", path);
+  Model m = load(path);
+  EXPECT_EQ(m.target(), "cpu:x86-64-v2");
+  std::vector<float> got = m(e.inputs)[0].to_vector<float>(), want = e.fn(e.inputs)[0].to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 + 1e-5 * std::abs(want[i])) << i;
+}
+
+}  // namespace
+}  // namespace kiln::testing
