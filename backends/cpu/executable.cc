@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/bindings.h"
 #include "backends/cpu/memory.h"
 #include "runtime/stats.h"
 
@@ -40,24 +41,16 @@ CpuExecutable::~CpuExecutable() {
 
 absl::Status CpuExecutable::bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, char* arena,
                                  std::vector<char*>* ptrs) const {
-  if (int(inputs.size()) != num_inputs_ || int(outputs.size()) != num_outputs_)
-    return absl::InvalidArgumentError(absl::StrCat("cpu: the program takes ", num_inputs_, " inputs and ", num_outputs_,
-                                                   " outputs; the run binds ", inputs.size(), " and ", outputs.size()));
+  if (absl::Status s = check_bindings("cpu", device_, buffers_, num_inputs_, num_outputs_, inputs, outputs); !s.ok())
+    return s;
   ptrs->assign(buffers_.size(), nullptr);
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const ir::BufferDesc& b = buffers_[i];
-    if (b.kind == ir::BufferKind::kIntermediate) {
-      (*ptrs)[i] = arena + b.offset;
-      continue;
+    switch (b.kind) {
+      case ir::BufferKind::kIntermediate: (*ptrs)[i] = arena + b.offset; break;
+      case ir::BufferKind::kInput: (*ptrs)[i] = static_cast<HostBuffer*>(inputs[size_t(b.index)])->data(); break;
+      case ir::BufferKind::kOutput: (*ptrs)[i] = static_cast<HostBuffer*>(outputs[size_t(b.index)])->data(); break;
     }
-    const bool in = b.kind == ir::BufferKind::kInput;
-    Buffer* buf = in ? inputs[b.index] : outputs[b.index];
-    if (!buf || buf->device() != device_)
-      return absl::InvalidArgumentError(absl::StrCat("cpu: ", in ? "input " : "output ", b.index, " is not a buffer of this device"));
-    if (buf->bytes() < b.bytes())
-      return absl::InvalidArgumentError(absl::StrCat("cpu: ", in ? "input " : "output ", b.index, " holds ", buf->bytes(),
-                                                     " bytes; the program needs ", b.bytes()));
-    (*ptrs)[i] = static_cast<HostBuffer*>(buf)->data();
   }
   return absl::OkStatus();
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/bindings.h"
 #include "backends/cuda/driver_api.h"
 #include "runtime/stats.h"
 
@@ -164,17 +165,13 @@ CudaExecutable::~CudaExecutable() {
 
 absl::Status CudaExecutable::bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
                                   bool* changed) {
+  if (absl::Status s = check_bindings("cuda", device_, buffers_, num_inputs_, num_outputs_, inputs, outputs); !s.ok())
+    return s;
   *changed = false;
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const ir::BufferDesc& b = buffers_[i];
     if (b.kind == ir::BufferKind::kIntermediate) continue;
-    const bool in = b.kind == ir::BufferKind::kInput;
-    Buffer* buf = in ? inputs[size_t(b.index)] : outputs[size_t(b.index)];
-    if (!buf || buf->device() != device_)
-      return absl::InvalidArgumentError(absl::StrCat("cuda: ", in ? "input " : "output ", b.index, " is not a buffer of this device"));
-    if (buf->bytes() < b.bytes())
-      return absl::InvalidArgumentError(absl::StrCat("cuda: ", in ? "input " : "output ", b.index, " holds ", buf->bytes(),
-                                                     " bytes; the program needs ", b.bytes()));
+    Buffer* buf = b.kind == ir::BufferKind::kInput ? inputs[size_t(b.index)] : outputs[size_t(b.index)];
     next_[i] = static_cast<CudaBuffer*>(buf)->ptr();
     *changed |= next_[i] != bound_[i];
   }
@@ -182,9 +179,6 @@ absl::Status CudaExecutable::bind(const std::vector<Buffer*>& inputs, const std:
 }
 
 absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) {
-  if (int(inputs.size()) < num_inputs_ || int(outputs.size()) < num_outputs_)
-    return absl::InvalidArgumentError(absl::StrCat("cuda: the program takes ", num_inputs_, " inputs and ", num_outputs_,
-                                                   " outputs; got ", inputs.size(), " and ", outputs.size()));
   std::lock_guard<std::mutex> lock(mu_);
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
   bool changed = false;

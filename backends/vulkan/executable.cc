@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/bindings.h"
 #include "backends/vulkan/memory.h"
 #include "backends/vulkan/pipeline.h"
 #include "backends/vulkan/pipeline_cache.h"
@@ -184,25 +185,12 @@ absl::Status VulkanExecutable::record(Slot* s) {
 }
 
 absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) {
-  if (int(inputs.size()) != num_inputs_ || int(outputs.size()) != num_outputs_)
-    return absl::InvalidArgumentError(absl::StrCat("vulkan: run with ", inputs.size(), " inputs and ", outputs.size(),
-                                                   " outputs; the program has ", num_inputs_, " and ", num_outputs_));
+  if (absl::Status s = check_bindings("vulkan", owner_, buffers_, num_inputs_, num_outputs_, inputs, outputs); !s.ok())
+    return s;
+  // Every binding is a buffer of this device (checked above), so of this backend's type.
   std::vector<VulkanBuffer*> in(inputs.size()), out(outputs.size());
-  auto bind = [this](Buffer* b, const char* what, size_t i) -> absl::StatusOr<VulkanBuffer*> {
-    auto* vb = dynamic_cast<VulkanBuffer*>(b);
-    if (!vb || b->device() != owner_) return absl::InvalidArgumentError(absl::StrCat("vulkan: ", what, " ", i, " is not a buffer of this Vulkan device"));
-    return vb;
-  };
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    auto b = bind(inputs[i], "input", i);
-    if (!b.ok()) return b.status();
-    in[i] = *b;
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    auto b = bind(outputs[i], "output", i);
-    if (!b.ok()) return b.status();
-    out[i] = *b;
-  }
+  for (size_t i = 0; i < inputs.size(); ++i) in[i] = static_cast<VulkanBuffer*>(inputs[i]);
+  for (size_t i = 0; i < outputs.size(); ++i) out[i] = static_cast<VulkanBuffer*>(outputs[i]);
   std::lock_guard<std::mutex> lock(mu_);
   auto slot = acquire_slot();
   if (!slot.ok()) return slot.status();
@@ -219,9 +207,6 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
       case ir::BufferKind::kOutput: vb = out.at(b.index); break;
       case ir::BufferKind::kIntermediate: table[i] = arena_.address + uint64_t(b.offset); continue;
     }
-    if (vb->bytes() < b.bytes())
-      return absl::InvalidArgumentError(absl::StrCat("vulkan: ", b.kind == ir::BufferKind::kInput ? "input " : "output ", b.index,
-                                                     " has ", vb->bytes(), " bytes; the program needs ", b.bytes()));
     table[i] = vb->address();
     after = std::max(after, b.kind == ir::BufferKind::kInput ? vb->last_write() : vb->last_use());
   }
