@@ -7,8 +7,21 @@
 namespace kiln::runtime::vk {
 namespace {
 
-// What every Vulkan 1.3 device kiln uses has in common (read_target's fixed choices).
-ir::TargetInfo vulkan13() {
+// What differs between the known devices; the rest is what every Vulkan 1.3 device kiln uses has
+// in common (read_target's fixed choices).
+struct Profile {
+  const char* name;
+  bool is_gpu;
+  int parallelism, subgroup_size, max_workgroup;
+  int64_t shared_memory, max_buffer_range;
+  bool f32_denormals;
+};
+constexpr Profile kProfiles[] = {
+    {"lavapipe", false, 8, 8, 1024, 32768, int64_t(1) << 31, false},
+    {"nvidia-sm90", true, 132, 32, 1024, 49152, 4292870144, true},
+};
+
+ir::TargetInfo target_of(const Profile& p) {
   ir::TargetInfo t;
   t.name = "vulkan";
   t.vector_width = 4;
@@ -17,38 +30,15 @@ ir::TargetInfo vulkan13() {
   t.spirv_1_6 = true;
   t.scalar_layout = true;
   t.preserve_inf_nan16 = t.preserve_inf_nan32 = t.preserve_inf_nan64 = true;
+  t.is_gpu = p.is_gpu;
+  t.parallelism = p.parallelism;
+  t.subgroup_size = p.subgroup_size;
+  t.max_workgroup = p.max_workgroup;
+  t.shared_memory = p.shared_memory;
+  t.max_buffer_range = p.max_buffer_range;
+  t.f32_denormals = p.f32_denormals;
   return t;
 }
-
-ir::TargetInfo lavapipe() {
-  ir::TargetInfo t = vulkan13();
-  t.is_gpu = false;
-  t.parallelism = 8;
-  t.subgroup_size = 8;
-  t.max_workgroup = 1024;
-  t.shared_memory = 32768;
-  t.max_buffer_range = int64_t(1) << 31;
-  t.f32_denormals = false;
-  return t;
-}
-
-ir::TargetInfo nvidia_sm90() {
-  ir::TargetInfo t = vulkan13();
-  t.is_gpu = true;
-  t.parallelism = 132;
-  t.subgroup_size = 32;
-  t.max_workgroup = 1024;
-  t.shared_memory = 49152;
-  t.max_buffer_range = 4292870144;
-  t.f32_denormals = true;
-  return t;
-}
-
-struct Profile {
-  const char* name;
-  ir::TargetInfo (*make)();
-};
-constexpr Profile kProfiles[] = {{"lavapipe", lavapipe}, {"nvidia-sm90", nvidia_sm90}};
 
 }  // namespace
 
@@ -60,7 +50,7 @@ std::vector<std::string> profile_names() {
 
 absl::StatusOr<ir::TargetInfo> target_profile(const std::string& name) {
   for (const Profile& p : kProfiles)
-    if (name == p.name) return p.make();
+    if (name == p.name) return target_of(p);
   return absl::NotFoundError(absl::StrCat("no vulkan profile '", name, "'; known: ", absl::StrJoin(profile_names(), ", ")));
 }
 
