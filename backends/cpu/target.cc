@@ -55,6 +55,8 @@ bool key_compatible(const std::string& compiled, const std::string& here) {
   std::vector<std::string> a = absl::StrSplit(compiled, absl::MaxSplits(' ', 2));
   std::vector<std::string> b = absl::StrSplit(here, absl::MaxSplits(' ', 2));
   if (a.size() < 2 || b.size() < 2 || a[0] != b[0]) return false;
+  // A CPU name without a feature list stands for features only LLVM knows: exact keys only.
+  if (a.size() < 3 || a[2].empty()) return false;
   std::vector<std::string> have;
   if (b.size() > 2) have = absl::StrSplit(b[2], ',', absl::SkipEmpty());
   std::sort(have.begin(), have.end());

@@ -20,7 +20,8 @@ absl::StatusOr<ir::TargetInfo> host_target(int threads);
 absl::StatusOr<std::string> target_key(const ir::TargetInfo& t);
 
 // Whether an object compiled for key `compiled` runs on a CPU of key `here`: the same triple, and
-// every feature the object was compiled with ("+avx2") present here. The CPU name only tunes
+// every feature the object was compiled with ("+avx2") present here (a key without a feature
+// list must match exactly: its CPU name implies features). The CPU name then only tunes
 // scheduling, so an object for a named level (profiles.h: x86-64-v3) loads on any CPU with its
 // features, and one made for this very CPU (the JIT) matches itself.
 bool key_compatible(const std::string& compiled, const std::string& here);
