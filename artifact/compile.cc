@@ -29,7 +29,7 @@ absl::StatusOr<Artifact> compile(const ir::ExportedGraph& graph, const std::vect
     TargetSection s;
     s.backend = t.backend;
     s.profile = t.profile;
-    s.target_key = (*compiler)->target_key();
+    s.target_key = compiled->target_key;  // the program's own (cuda: sm_90a where it uses wgmma)
     s.program = *std::move(compiled);
     a.targets.push_back(std::move(s));
   }

@@ -10,7 +10,7 @@
 namespace kiln::runtime {
 namespace {
 
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '2'};  // 02: kernels' reads/writes
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '3'};  // 03: cuda tensor maps
 
 class Writer {
  public:
@@ -101,6 +101,42 @@ std::vector<int> read_ints(Reader& r) {
   return v;
 }
 
+// What the device's encoder and the copy engine rely on: a 16-bit buffer that exists, a rank
+// of 1..5, 16-byte aligned start and strides, boxes of 1..256 (the swizzled row at most the
+// swizzle's width), and every addressed element inside the buffer.
+absl::Status check_tensor_map(const TensorMapDesc& m, const std::vector<ir::BufferDesc>& buffers) {
+  if (m.buffer < 0 || size_t(m.buffer) >= buffers.size())
+    return absl::InvalidArgumentError(absl::StrCat("names buffer ", m.buffer, " of ", buffers.size()));
+  const ir::BufferDesc& b = buffers[size_t(m.buffer)];
+  const DType want = m.bf16 ? DType::kBFloat16 : DType::kFloat16;
+  if ((m.bf16 != 0 && m.bf16 != 1) || b.dtype != want)
+    return absl::InvalidArgumentError(absl::StrCat("of buffer ", m.buffer, " has the wrong element type"));
+  const size_t rank = m.dims.size();
+  if (rank < 1 || rank > 5 || m.strides.size() != rank - 1 || m.box.size() != rank)
+    return absl::InvalidArgumentError(absl::StrCat("has rank ", rank, " with ", m.strides.size(), " strides and ",
+                                                   m.box.size(), " box dims"));
+  if (m.swizzle != 0 && m.swizzle != 32 && m.swizzle != 64 && m.swizzle != 128)
+    return absl::InvalidArgumentError(absl::StrCat("has swizzle ", m.swizzle));
+  if (m.offset < 0 || m.offset % 8 != 0) return absl::InvalidArgumentError(absl::StrCat("starts at ", m.offset));
+  if (m.swizzle > 0 && int64_t(m.box[0]) * 2 > m.swizzle)
+    return absl::InvalidArgumentError(absl::StrCat("has a box row of ", m.box[0] * 2, " bytes over its swizzle"));
+  int64_t last = m.offset;  // the highest element addressed
+  for (size_t i = 0; i < rank; ++i) {
+    if (m.dims[i] < 1 || m.dims[i] > (int64_t(1) << 32)) return absl::InvalidArgumentError("has a bad dim");
+    if (m.box[i] < 1 || m.box[i] > 256) return absl::InvalidArgumentError("has a bad box");
+    const int64_t stride = i == 0 ? 1 : m.strides[i - 1];
+    if (i > 0 && (stride <= 0 || stride % 8 != 0 || stride > (int64_t(1) << 36)))
+      return absl::InvalidArgumentError(absl::StrCat("has stride ", stride));
+    last += (m.dims[i] - 1) * stride;
+    if (last > (int64_t(1) << 50)) return absl::InvalidArgumentError("addresses too far");
+  }
+  const int64_t numel = b.bytes() / 2;
+  if (last >= numel)
+    return absl::InvalidArgumentError(absl::StrCat("reaches element ", last, " of buffer ", m.buffer, " (", numel,
+                                                   " elements)"));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 CompiledProgram plan_of(const ir::Program& p) {
@@ -172,6 +208,15 @@ std::string serialize(const CompiledProgram& c) {
     for (uint32_t g : k.grid) w.u64(g);
     for (uint32_t b : k.block) w.u64(b);
     w.u64(k.shared_bytes);
+    w.list(k.tensor_maps, [&](const TensorMapDesc& m) {
+      w.i64(m.buffer);
+      w.i64(m.bf16);
+      w.i64(m.offset);
+      w.list(m.dims, [&](int64_t d) { w.i64(d); });
+      w.list(m.strides, [&](int64_t d) { w.i64(d); });
+      w.list(m.box, [&](uint32_t d) { w.u64(d); });
+      w.i64(m.swizzle);
+    });
     w.i64(k.tiles);
     w.i64(k.work);
     w.str(k.binary);
@@ -220,6 +265,23 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
     for (uint32_t& g : k.grid) g = uint32_t(r.u64());
     for (uint32_t& b : k.block) b = uint32_t(r.u64());
     k.shared_bytes = uint32_t(r.u64());
+    k.tensor_maps.resize(r.count(48));
+    for (TensorMapDesc& m : k.tensor_maps) {
+      m.buffer = r.i32();
+      m.bf16 = r.i32();
+      m.offset = r.i64();
+      m.dims.resize(r.count(8));
+      for (int64_t& d : m.dims) d = r.i64();
+      m.strides.resize(r.count(8));
+      for (int64_t& d : m.strides) d = r.i64();
+      m.box.resize(r.count(8));
+      for (uint32_t& d : m.box) {
+        uint64_t v = r.u64();
+        if (v > 256) r.fail("a tensor map box over 256");
+        d = uint32_t(v);
+      }
+      m.swizzle = r.i32();
+    }
     k.tiles = r.i64();
     k.work = r.i64();
     k.binary = r.str();
@@ -242,6 +304,11 @@ absl::Status check_consistent(const CompiledProgram& c) {
         if (b < 0 || size_t(b) >= c.buffers.size())
           return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": kernel ", k.name,
                                                          " uses buffer ", b, " of ", c.buffers.size()));
+  for (const CompiledKernel& k : c.kernels)
+    for (const TensorMapDesc& m : k.tensor_maps)
+      if (absl::Status s = check_tensor_map(m, c.buffers); !s.ok())
+        return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": kernel ", k.name,
+                                                       ": tensor map ", s.message()));
   return absl::OkStatus();
 }
 

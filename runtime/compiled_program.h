@@ -8,7 +8,9 @@
 //           void <name>(char** buffers, int64_t tile_begin, int64_t tile_end);
 //           a kernel runs tiles [0, tiles) and is spread over threads when `work` is large.
 //   cuda    `module` is one cubin holding every kernel as extern "C" <name>(T* b0, T* b1, ...),
-//           one pointer per entry of `buffers`; launched grid x block with shared_bytes.
+//           one pointer per entry of `buffers`, then one 128-byte CUtensorMap per entry of
+//           `tensor_maps`; launched grid x block with shared_bytes. target_key "sm_<cc>", or
+//           "sm_<cc>a" when the module holds arch-specific code (sm_90a: wgmma).
 //   vulkan  each kernel's `binary` is a SPIR-V module (entry "main") that reaches memory through
 //           the buffer address table (codegen/c_family/gpu_program.h); dispatched `grid`.
 #pragma once
@@ -24,6 +26,19 @@
 
 namespace kiln::runtime {
 
+// A TMA tensor map a cuda kernel takes by value after its buffer pointers: the device encodes
+// it (cuTensorMapEncodeTiled) from the bound address of `buffer` at load and on every rebind.
+// Dimensions innermost first; dims[0] is contiguous; strides in elements for dims 1...
+struct TensorMapDesc {
+  int buffer = -1;               // ir::Program buffer id
+  int bf16 = 1;                  // element type: 1 bfloat16, 0 float16
+  int64_t offset = 0;            // elements from the buffer's start (a multiple of 8)
+  std::vector<int64_t> dims;     // 1..5 entries
+  std::vector<int64_t> strides;  // dims.size() - 1 entries, each a positive multiple of 8
+  std::vector<uint32_t> box;     // dims.size() entries, 1..256
+  int swizzle = 128;             // bytes: 0, 32, 64 or 128
+};
+
 struct CompiledKernel {
   std::string name;          // entry point (the symbol in `module`, or the SPIR-V module's label)
   std::vector<int> buffers;  // ir::Program buffer ids, in parameter order (cuda)
@@ -33,6 +48,7 @@ struct CompiledKernel {
   std::array<uint32_t, 3> grid = {1, 1, 1};
   std::array<uint32_t, 3> block = {1, 1, 1};
   uint32_t shared_bytes = 0;  // dynamic shared memory (cuda)
+  std::vector<TensorMapDesc> tensor_maps;  // cuda: by-value parameters after `buffers`
   int64_t tiles = 0;          // cpu: tiles to run
   int64_t work = 0;           // cpu: element operations in all tiles (decides threading)
   std::string binary;         // vulkan: SPIR-V of this kernel; empty where `module` holds it

@@ -39,17 +39,17 @@ bool unpack(std::string_view blob, bool keep_ptx, CudaBinary* b) {
 
 }  // namespace
 
-std::string binary_cache_key(const std::string& source, int cc) {
-  return absl::StrCat("kiln cuda module v1\nnvrtc ", nvrtc_version(), "\nsm_", cc, "\n",
-                      absl::StrJoin(nvrtc_options(cc), " "), "\n", source);
+std::string binary_cache_key(const std::string& source, int cc, bool arch_specific) {
+  return absl::StrCat("kiln cuda module v1\nnvrtc ", nvrtc_version(), "\nsm_", cc, arch_specific ? "a" : "", "\n",
+                      absl::StrJoin(nvrtc_options(cc, arch_specific), " "), "\n", source);
 }
 
 absl::StatusOr<CudaBinary> compile_module(const std::string& source, int cc, int num_kernels, bool keep_ptx,
-                                          const CompileCache& cache) {
+                                          const CompileCache& cache, bool arch_specific) {
   auto blob = cache.get_or_compile(
-      binary_cache_key(source, cc), num_kernels,
+      binary_cache_key(source, cc, arch_specific), num_kernels,
       [&]() -> absl::StatusOr<std::string> {
-        auto b = nvrtc_compile(source, cc, /*keep_ptx=*/true);
+        auto b = nvrtc_compile(source, cc, /*keep_ptx=*/true, arch_specific);
         if (!b.ok()) return b.status();
         return pack(*b);
       },
@@ -68,11 +68,12 @@ absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) cons
   if (!rendered.ok()) return rendered.status();
   CompiledProgram c = plan_of(p);
   c.backend = "cuda";
-  c.target_key = target_key();
+  // A module with sm_90a code runs only on exactly that compute capability: its own key.
+  c.target_key = rendered->arch_specific ? target_key() + "a" : target_key();
   const bool keep = support::options().keep_sources();
   if (!rendered->kernels.empty()) {
     auto bin = compile_module(rendered->module_source, cc, int(rendered->kernels.size()), keep,
-                              CompileCache::for_backend("cuda"));
+                              CompileCache::for_backend("cuda"), rendered->arch_specific);
     if (!bin.ok()) return bin.status();
     c.module = std::move(bin->cubin);
     if (keep) {
@@ -90,6 +91,8 @@ absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) cons
     out.buffers = std::move(k.buffers);
     for (int i = 0; i < 3; ++i) out.grid[size_t(i)] = k.grid[i], out.block[size_t(i)] = k.block[i];
     out.shared_bytes = k.shared_bytes;
+    for (const codegen::gpu::TensorMapSpec& m : k.tensor_maps)
+      out.tensor_maps.push_back({m.buffer, m.bf16 ? 1 : 0, m.offset, m.dims, m.strides, m.box, m.swizzle});
     out.strategy = std::move(k.strategy);
   }
   return c;

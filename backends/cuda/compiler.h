@@ -35,12 +35,13 @@ class CudaCompiler : public Compiler {
 
 // The cache key of `source` on sm_<cc>: the source, the architecture, NVRTC's version and the
 // options, so that a change to any of them compiles afresh.
-std::string binary_cache_key(const std::string& source, int cc);
+// `arch_specific`: sm_<cc>a (part of the key).
+std::string binary_cache_key(const std::string& source, int cc, bool arch_specific = false);
 
 // The binary of `source` (a module of `num_kernels` kernels) for sm_<cc>, through `cache` (a hit
 // counts num_kernels cache hits, a miss compiles with NVRTC and counts num_kernels compiled).
 // The cached blob keeps the PTX, returned when `keep_ptx`.
 absl::StatusOr<CudaBinary> compile_module(const std::string& source, int cc, int num_kernels, bool keep_ptx,
-                                          const CompileCache& cache);
+                                          const CompileCache& cache, bool arch_specific = false);
 
 }  // namespace kiln::runtime::cuda

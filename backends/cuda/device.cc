@@ -110,7 +110,7 @@ absl::Status CudaDevice::download(Buffer* src, void* dst, int64_t bytes) {
 absl::StatusOr<std::unique_ptr<Executable>> CudaDevice::load(const CompiledProgram& c) {
   if (absl::Status s = check_consistent(c); !s.ok()) return s;
   const std::string mine = target_key(target_);
-  if (c.backend != "cuda" || c.target_key != mine)
+  if (c.backend != "cuda" || !accepts_key(target_, c.target_key))
     return absl::FailedPreconditionError(absl::StrCat("cuda: the program was compiled for ", c.backend, " ",
                                                       c.target_key, "; this device is cuda ", mine));
   if (!c.kernels.empty() && c.module.empty())

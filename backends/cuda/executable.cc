@@ -38,6 +38,29 @@ absl::Status check_launch(const CompiledKernel& k, const Context& ctx) {
   return absl::OkStatus();
 }
 
+// Encodes a tensor map of `d` over the buffer at `base`.
+absl::Status encode_map(const TensorMapDesc& d, CUdeviceptr base, CUtensorMap* out) {
+  cuuint64_t dims[5] = {}, strides[4] = {};
+  cuuint32_t box[5] = {}, elem[5] = {};
+  const size_t rank = d.dims.size();
+  for (size_t i = 0; i < rank; ++i) {
+    dims[i] = cuuint64_t(d.dims[i]);
+    box[i] = d.box[i];
+    elem[i] = 1;
+  }
+  for (size_t i = 0; i + 1 < rank; ++i) strides[i] = cuuint64_t(d.strides[i]) * 2;
+  CUtensorMapSwizzle sw = d.swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                          : d.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                          : d.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                            : CU_TENSOR_MAP_SWIZZLE_NONE;
+  void* addr = reinterpret_cast<void*>(base + CUdeviceptr(d.offset) * 2);
+  CUresult r = api().cuTensorMapEncodeTiled(out, d.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                            cuuint32_t(rank), addr, dims, strides, box, elem,
+                                            CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return cu_check(r, "encoding a tensor map (cuTensorMapEncodeTiled)");
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<Module>> Module::load(const std::string& cubin) {
@@ -128,7 +151,19 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
       n.args.push_back(bound_[size_t(b)]);
       n.bound_io |= buffers_[size_t(b)].kind != ir::BufferKind::kIntermediate;
     }
+    n.map_desc = k.tensor_maps;
+    n.maps.resize(k.tensor_maps.size());
+    for (size_t m = 0; m < n.maps.size(); ++m) {
+      const int b = n.map_desc[m].buffer;
+      n.bound_io |= buffers_[size_t(b)].kind != ir::BufferKind::kIntermediate;
+      // Inputs and outputs are not bound yet: encode over a stand-in address (256) until the
+      // first run re-encodes them.
+      CUdeviceptr at = bound_[size_t(b)] ? bound_[size_t(b)] : CUdeviceptr(256);
+      if (absl::Status s = encode_map(n.map_desc[m], at, &n.maps[m]); !s.ok())
+        return absl::Status(s.code(), absl::StrCat(k.name, ": ", s.message()));
+    }
     for (CUdeviceptr& a : n.args) n.arg_ptrs.push_back(&a);
+    for (CUtensorMap& m : n.maps) n.arg_ptrs.push_back(&m);
     n.params.func = functions[size_t(step.kernel)];
     n.params.gridDimX = k.grid[0];
     n.params.gridDimY = k.grid[1];
@@ -193,7 +228,15 @@ absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::
         dirty |= n.args[a] != p;
         n.args[a] = p;
       }
+      for (const TensorMapDesc& m : n.map_desc) dirty |= next_[size_t(m.buffer)] != bound_[size_t(m.buffer)];
       if (!dirty) continue;
+      for (size_t m = 0; m < n.maps.size(); ++m) {
+        if (absl::Status s = encode_map(n.map_desc[m], next_[size_t(n.map_desc[m].buffer)], &n.maps[m]); !s.ok()) {
+          std::fill(n.args.begin(), n.args.end(), CUdeviceptr(0));
+          std::fill(bound_.begin(), bound_.end(), CUdeviceptr(0));
+          return s;
+        }
+      }
       CUresult r = api().cuGraphExecKernelNodeSetParams(exec_, n.node, &n.params);
       if (r != CUDA_SUCCESS) {
         std::fill(n.args.begin(), n.args.end(), CUdeviceptr(0));  // unknown now: rebind next time

@@ -55,9 +55,11 @@ class CudaExecutable : public Executable {
   struct Node {
     CUgraphNode node = nullptr;
     CUDA_KERNEL_NODE_PARAMS params{};
-    std::vector<CUdeviceptr> args;  // one per parameter
-    std::vector<void*> arg_ptrs;    // &args[i], what kernelParams points at
-    std::vector<int> buffers;       // buffer id of each parameter
+    std::vector<CUdeviceptr> args;  // one per pointer parameter
+    std::vector<CUtensorMap> maps;  // one per tensor map parameter (after the pointers)
+    std::vector<TensorMapDesc> map_desc;
+    std::vector<void*> arg_ptrs;    // &args[i] then &maps[j], what kernelParams points at
+    std::vector<int> buffers;       // buffer id of each pointer parameter
     bool bound_io = false;          // some parameter is an input or an output
   };
 

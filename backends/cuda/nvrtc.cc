@@ -83,21 +83,21 @@ std::string nvrtc_version() {
   return absl::StrCat(major, ".", minor);
 }
 
-std::vector<std::string> nvrtc_options(int cc) {
-  std::vector<std::string> o = {absl::StrCat("-arch=sm_", cc), "-std=c++17", "-default-device"};
+std::vector<std::string> nvrtc_options(int cc, bool arch_specific) {
+  std::vector<std::string> o = {absl::StrCat("-arch=sm_", cc, arch_specific ? "a" : ""), "-std=c++17", "-default-device"};
   // No --use_fast_math: it would change every division, sqrt and denormal of every kernel. The
   // renderer asks for fast intrinsics per operation where the results stay within tolerance.
   if (std::string inc = cuda_include_dir(); !inc.empty()) o.push_back("-I" + inc);
   return o;
 }
 
-absl::StatusOr<CudaBinary> nvrtc_compile(const std::string& source, int cc, bool keep_ptx) {
+absl::StatusOr<CudaBinary> nvrtc_compile(const std::string& source, int cc, bool keep_ptx, bool arch_specific) {
   if (absl::Status s = check_arch(cc); !s.ok()) return s;
   nvrtcProgram raw = nullptr;
   if (nvrtcResult r = nvrtcCreateProgram(&raw, source.c_str(), "kiln.cu", 0, nullptr, nullptr); r != NVRTC_SUCCESS)
     return nvrtc_error(r, "nvrtcCreateProgram");
   ProgramPtr prog(raw);
-  std::vector<std::string> opts = nvrtc_options(cc);
+  std::vector<std::string> opts = nvrtc_options(cc, arch_specific);
   std::vector<const char*> argv;
   for (const std::string& o : opts) argv.push_back(o.c_str());
   nvrtcResult r = nvrtcCompileProgram(raw, int(argv.size()), argv.data());

@@ -26,11 +26,13 @@ std::string nvrtc_version();
 // architecture, C++17, device code by default, and the toolkit's include folder (for
 // cuda_fp16.h / cuda_bf16.h; $KILN_CUDA_INCLUDE, $CUDA_HOME/include, $CUDA_PATH/include or the
 // build's toolkit).
-std::vector<std::string> nvrtc_options(int cc);
+// With `arch_specific`, the architecture is sm_<cc>a (wgmma, setmaxnreg; runs only on exactly
+// that compute capability).
+std::vector<std::string> nvrtc_options(int cc, bool arch_specific = false);
 
 // Compiles `source` to a cubin for sm_<cc>. A rejected source gives an Internal error holding
 // NVRTC's log; with $KILN_DUMP_DIR set, the source and the log are written there and the error
 // names the files. An architecture NVRTC cannot target is Unimplemented.
-absl::StatusOr<CudaBinary> nvrtc_compile(const std::string& source, int cc, bool keep_ptx);
+absl::StatusOr<CudaBinary> nvrtc_compile(const std::string& source, int cc, bool keep_ptx, bool arch_specific = false);
 
 }  // namespace kiln::runtime::cuda

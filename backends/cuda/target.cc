@@ -22,4 +22,8 @@ ir::TargetInfo cuda_target_info(int sm_count, int64_t shared_optin, int compute_
 
 std::string target_key(const ir::TargetInfo& t) { return absl::StrCat("sm_", t.compute_capability); }
 
+bool accepts_key(const ir::TargetInfo& t, const std::string& key) {
+  return key == target_key(t) || (t.compute_capability == 90 && key == "sm_90a");
+}
+
 }  // namespace kiln::runtime::cuda

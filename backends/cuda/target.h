@@ -24,4 +24,9 @@ ir::TargetInfo cuda_target_info(int sm_count, int64_t shared_optin, int compute_
 // checks the shared memory a kernel needs against its own when it loads it (executable.cc).
 std::string target_key(const ir::TargetInfo& t);
 
+// Whether a device of `t` loads a CompiledProgram stamped `key`: its own "sm_<cc>", or
+// "sm_<cc>a" (arch-specific code: wgmma, setmaxnreg) where the architecture has such a variant
+// (sm_90a on compute capability 9.0 exactly).
+bool accepts_key(const ir::TargetInfo& t, const std::string& key);
+
 }  // namespace kiln::runtime::cuda

@@ -203,6 +203,36 @@ Workload make(const std::string& id, const Device& d) {
       }
       return rel_err(sampled, ref);
     };
+  } else if (id.rfind("MM", 0) == 0) {
+    // The bf16 matmul sweep (issue 10): MM<n> is [n x n] @ [n x n] in bf16, f32 accumulation.
+    const int64_t n = std::stoll(id.substr(2));
+    auto make_bf16 = [](std::vector<float> v) {
+      for (float& f : v) f = bf16_round(f);
+      return std::make_shared<std::vector<float>>(std::move(v));
+    };
+    auto a = make_bf16(uniform(size_t(n * n), 20, -1, 1)), b = make_bf16(uniform(size_t(n * n), 21, -1, 1));
+    w.inputs = {upload(*a, {n, n}, d, bfloat16), upload(*b, {n, n}, d, bfloat16)};
+    w.fn = [](const V& in) { return V{matmul(in[0], in[1])}; };
+    w.flops = 2.0 * double(n) * double(n) * double(n);
+    w.bytes = 2.0 * double(3 * n * n);
+    w.check = [a, b, n](const Tensor& out) {
+      std::vector<float> got = out.to_vector<float>();
+      std::vector<float> sampled;
+      std::vector<double> ref;
+      for (int64_t r = 0; r < n; r += n / 4) {
+        std::vector<double> y(size_t(n), 0.0);
+        for (int64_t k = 0; k < n; ++k) {
+          const double av = (*a)[size_t(r * n + k)];
+          const float* brow = b->data() + k * n;
+          for (int64_t c = 0; c < n; ++c) y[size_t(c)] += av * brow[c];
+        }
+        for (int64_t c = 0; c < n; ++c) {
+          ref.push_back(y[size_t(c)]);
+          sampled.push_back(got[size_t(r * n + c)]);
+        }
+      }
+      return rel_err(sampled, ref);
+    };
   } else if (id == "W6" || id == "H") {
     const int64_t n = 4096;
     auto x = std::make_shared<std::vector<float>>(uniform(size_t(n), 15, -1, 1));

@@ -5,8 +5,9 @@
 // Binding conventions per dialect:
 //   kCuda / kHip: `module_source` is ONE translation unit holding every kernel as
 //     extern "C" __global__ void <name>(T0* b0, T1* b1, ...)
-//     with one pointer parameter per entry of KernelSource::buffers, in that order. Nothing else is
-//     passed: sizes are compile-time constants. Launch with grid x block, shared_bytes dynamic
+//     with one pointer parameter per entry of KernelSource::buffers, in that order, then one
+//     `const __grid_constant__` 128-byte tensor map per entry of KernelSource::tensor_maps.
+//     Nothing else is passed: sizes are compile-time constants. Launch with grid x block, shared_bytes dynamic
 //     shared memory (0 when the kernel uses only static shared memory).
 //   kGlsl: KernelSource::source is a whole GLSL 4.60 compute shader (entry "main") that reaches
 //     memory only through buffer device addresses (GL_EXT_buffer_reference): its push constant
@@ -31,6 +32,21 @@ namespace kiln::codegen::gpu {
 
 enum class Dialect { kCuda, kHip, kGlsl, kMsl };
 
+// A TMA tensor map a kernel takes by value (CUDA, the sm_90a contraction path): the runtime
+// encodes it (cuTensorMapEncodeTiled) from the address of `buffer` when it binds the kernel, and
+// passes it after the buffer pointers, in this order. Dimensions innermost first; dims[0] is
+// contiguous; strides are in elements for dims 1.. (rank - 1 of them).
+struct TensorMapSpec {
+  int buffer = -1;                // ir::Program buffer id
+  int elem_bytes = 2;             // 2: a 16-bit float (bf16 or f16, see bf16)
+  bool bf16 = true;
+  int64_t offset = 0;             // elements from the buffer's start
+  std::vector<int64_t> dims;      // rank 1..5
+  std::vector<int64_t> strides;   // rank - 1 entries, elements
+  std::vector<uint32_t> box;      // rank entries
+  int swizzle = 128;              // bytes: 0, 32, 64 or 128
+};
+
 struct KernelSource {
   std::string name;          // entry point (CUDA/HIP/MSL function name; GLSL uses "main")
   std::vector<int> buffers;  // ir::Program buffer ids, in parameter order (CUDA/HIP)
@@ -39,11 +55,15 @@ struct KernelSource {
   uint32_t shared_bytes = 0;  // dynamic shared memory (CUDA/HIP)
   std::string source;         // GLSL/MSL: the whole shader of this kernel; CUDA/HIP: empty
   std::string strategy;       // how threads map to the iteration space, for dumps
+  std::vector<TensorMapSpec> tensor_maps;  // CUDA: by-value parameters after the buffers
 };
 
 struct RenderedProgram {
   std::string module_source;         // CUDA/HIP: every kernel in one translation unit
   std::vector<KernelSource> kernels;  // parallel to ir::Program::kernels
+  // CUDA: some kernel uses instructions of the arch-specific target (sm_90a: wgmma, setmaxnreg),
+  // so the module compiles for sm_<cc>a and runs only on exactly that compute capability.
+  bool arch_specific = false;
 };
 
 absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir::TargetInfo& t);

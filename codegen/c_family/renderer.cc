@@ -138,6 +138,7 @@ absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir
     all.i8 = all.i8 || f.i8;
     all.f16_storage = all.f16_storage || f.f16_storage;
     all.storage.insert(f.storage.begin(), f.storage.end());
+    out.arch_specific = out.arch_specific || r.arch_specific();
     if (d == Dialect::kGlsl || d == Dialect::kMsl) ks->source = ops->preamble(f) + ks->source;
     out.kernels.push_back(*std::move(ks));
   }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -43,7 +44,12 @@ class Renderer {
     out.name = name;
     int block = 256;
     if (k_.contraction.reduce >= 0) {
-      block = mma_applies() ? contraction_mma(&out) : contraction(&out);
+      std::string why;
+      if (sm90_applies(&why)) block = contraction_sm90(&out);
+      else block = mma_applies() ? contraction_mma(&out) : contraction(&out);
+      if (support::debug_level() >= 2)
+        std::fprintf(stderr, "kiln: %s: %s%s%s\n", name.c_str(), out.strategy.c_str(), why.empty() ? "" : "; not sm_90a: ",
+                     why.c_str());
     } else if (phases_.empty()) {
       elementwise(&out, block);
     } else if (use_row_strategy()) {
@@ -55,9 +61,13 @@ class Renderer {
     for (const BufferParam& b : w_.params()) out.buffers.push_back(b.id);
     std::string shared;
     for (auto& [type, nm, n] : shared_) shared += d_.shared_decl(type, nm, n);
-    out.source = d_.kernel_open(name, w_.params(), block, shared) + w_.body() + d_.kernel_close();
+    std::string open = sm90_ ? sm90_kernel_open(name) : d_.kernel_open(name, w_.params(), block, shared);
+    out.source = open + w_.body() + d_.kernel_close();
     return out;
   }
+
+  // Whether the kernel needs the arch-specific target (sm_90a).
+  bool arch_specific() const { return sm90_; }
 
   Features features() const {
     Features f = w_.features();
@@ -482,6 +492,13 @@ class Renderer {
   // Tensor-core variant for 16-bit float operands on CUDA (mma.sync); false when it does not apply.
   bool mma_applies() const;
   int contraction_mma(KernelSource* out);
+  // Hopper variant (contraction_sm90.cc): TMA loads into 128B-swizzled stages, wgmma, warp
+  // specialization and a persistent grouped tile order; `why` says why it does not apply.
+  bool sm90_applies(std::string* why) const;
+  int contraction_sm90(KernelSource* out);
+  std::string sm90_kernel_open(const std::string& name) const;
+  bool sm90_ = false;
+  int sm90_maps_ = 0;
 
   const ir::Program& p_;
   const ir::Kernel& k_;

@@ -41,13 +41,13 @@ struct Totals {
   // ptxas runs in its own process while the next module compiles: (what, ok, log).
   std::deque<std::future<std::string>> assembling;
 
-  void assemble(const std::string& what, std::string ptx) {
+  void assemble(const std::string& what, std::string ptx, std::string arch) {
     if (!testing_ptxas::available()) return;
     while (assembling.size() >= 4) collect_one();
-    assembling.push_back(std::async(std::launch::async, [what, ptx = std::move(ptx)] {
+    assembling.push_back(std::async(std::launch::async, [what, ptx = std::move(ptx), arch] {
       std::string log;
-      if (testing_ptxas::assemble(ptx, "sm_90", &log)) return std::string();
-      return absl::StrCat(what, ": ptxas -arch=sm_90 rejected the PTX:\n", log);
+      if (testing_ptxas::assemble(ptx, arch, &log)) return std::string();
+      return absl::StrCat(what, ": ptxas -arch=", arch, " rejected the PTX:\n", log);
     }));
   }
   void collect_one() {
@@ -82,12 +82,13 @@ void check(const Case& c, Totals* t, std::set<uint64_t>* seen) {
     t->kernels += int(r->kernels.size());
     if (r->kernels.empty() || !seen->insert(runtime::stable_hash64(r->module_source)).second) continue;
     ++t->modules;
-    auto bin = runtime::cuda::nvrtc_compile(r->module_source, 90, /*keep_ptx=*/true);
+    // Modules with Hopper-only code (the sm_90a contraction path) compile and assemble for sm_90a.
+    auto bin = runtime::cuda::nvrtc_compile(r->module_source, 90, /*keep_ptx=*/true, r->arch_specific);
     if (!bin.ok()) {
       t->failures.push_back(absl::StrCat(what, ": ", bin.status().message(), "\n", r->module_source));
       continue;
     }
-    t->assemble(what, std::move(bin->ptx));
+    t->assemble(what, std::move(bin->ptx), r->arch_specific ? "sm_90a" : "sm_90");
   }
 }
 

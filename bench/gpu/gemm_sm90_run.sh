@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repo root, with bundle-gemm/ carried: the Hopper contraction path's
+# checks and numbers in one call. Sections (default: all, in this order):
+#   tests   cuda_test's GemmSm90* and CudaCompiler/graph tests, ops_test's Matmul.* on cuda
+#   bench   anchor_bench W5 (sm_90a path, then KILN_CUDA_SM90_GEMM=0 for the mma.sync kernel),
+#           MM4096, MM8192; torch.mm on the same shapes and torch.compile W5 (anchors' wl_torch.py)
+#   sanit   compute-sanitizer memcheck and racecheck over GemmSm90Run.EveryEpilogue
+# Output under $OUT (default bundle-gemm/out).
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=$HERE/bin
+OUT=${OUT:-$HERE/out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$HERE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  if [ -e "$d/libnvrtc.so.13" ]; then LD_LIBRARY_PATH+=":$d"; break; fi
+done
+if ! ldconfig -p | grep -q "libcuda.so.1 "; then
+  for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu; do
+    if [ -e "$d/libcuda.so.1" ]; then LD_LIBRARY_PATH+=":$d"; break; fi
+  done
+fi
+export LD_LIBRARY_PATH PYTHONUNBUFFERED=1
+export KILN_CACHE_DIR=$(mktemp -d /tmp/kiln-cache.XXXXXX)
+T0=$(date +%s)
+stamp() { echo "[gemm_sm90_run] $1 at +$(( $(date +%s) - T0 )) s"; }
+for s in ${*:-tests bench sanit}; do
+  stamp "$s"
+  case $s in
+    tests)
+      nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$OUT/env.txt"
+      cat "$HERE/MANIFEST" >> "$OUT/env.txt"
+      {
+        KILN_DEBUG=2 timeout 240 "$BIN/cuda_test" --gtest_filter='GemmSm90*:CudaCompiler*:CudaGraph*:CudaKernels.Bench*' 2>&1 |
+          grep -v "^kiln: \(fus\|realize\|compile\)"
+        echo "cuda_test exit ${PIPESTATUS[0]}"
+        KILN_DEVICE=cuda timeout 180 "$BIN/ops_test" --gtest_filter='Matmul*:Jit*' --gtest_brief=1
+        echo "ops_test exit $?"
+      } > "$OUT/tests.log" 2>&1
+      grep -E "^\[  (FAILED|PASSED|SKIPPED) |exit [0-9]|sm_90a|Failure" "$OUT/tests.log" | sort | uniq -c | sort -rn | head -40
+      ;;
+    bench)
+      {
+        timeout 200 "$BIN/anchor_bench" --device cuda --only W5,MM4096,MM8192 --results "$OUT/results.jsonl"
+        KILN_CUDA_SM90_GEMM=0 timeout 120 "$BIN/anchor_bench" --device cuda --only W5 | sed 's/^W5 /W5-mma.sync /'
+        timeout 120 python3 "$HERE/mm_sweep_torch.py" 4096 8192
+        timeout 200 python3 -u "$HERE/anchors/wl_torch.py" W5
+      } 2>&1 | grep -v "^RESULT {\"sec\": \"C\"" | tee "$OUT/bench.log" | grep -E "^(W5|MM|torch|anchor_bench)|TFLOP|W5 " | head -40
+      ;;
+    sanit)
+      for tool in memcheck racecheck; do
+        timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/cuda_test" \
+          --gtest_filter='GemmSm90Run.EveryEpilogue' > "$OUT/sanitizer_$tool.log" 2>&1
+        echo "compute-sanitizer $tool exit $?"; tail -4 "$OUT/sanitizer_$tool.log"
+      done
+      ;;
+  esac
+done
+stamp done

@@ -1,0 +1,371 @@
+// Contractions on Hopper (sm_90a): bf16/f16 operands, f32 accumulation.
+//
+//   - TMA: each operand is a plain strided view of a 16-bit buffer, contiguous along k (K-major)
+//     or along m / n (MN-major, a transposed view); the runtime encodes one tensor map per
+//     operand (KernelSource::tensor_maps) and the tensor copy engine writes 64-wide boxes into
+//     shared memory with the 128-byte swizzle that wgmma reads. Ragged M, N, K: the engine fills
+//     what lies outside the tensor with zeros. Batch axes with a stride are extra map dims.
+//   - A multi-stage pipeline of full/empty mbarriers between one producer thread and the
+//     consumers.
+//   - Warp specialization: warpgroup 0 produces (setmaxnreg down to 40), warpgroups 1 and 2 each
+//     compute 64 rows of the 128 x BN tile with wgmma.mma_async m64nBNk16 (setmaxnreg up to 232).
+//   - A persistent grid (one block per multiprocessor) walking output tiles in a grouped order
+//     (8 m-tiles per group, so that a wave shares its operand panels in L2).
+//   - The fused elementwise epilogue applied in registers per accumulator, stored directly.
+#include "codegen/c_family/renderer.h"
+
+namespace kiln::codegen::gpu::render_detail {
+
+using ir::KNodeId;
+using ir::Op;
+
+namespace {
+
+constexpr int kBM = 128, kBK = 64, kThreads = 384, kGroupM = 8;
+
+// An operand as the tensor copy engine sees it.
+struct Operand {
+  TensorMapSpec map;
+  bool mn_major = false;         // contiguous along m (lhs) / n (rhs)
+  std::vector<int> batch_axes;   // kernel batch axes that are map dims 2.., in order
+};
+
+// Fills `op` for the 16-bit load under cast node `cast` (rows along `mn_axis`, `other_axis` the
+// axis it must not depend on); false with a reason when the copy engine cannot fetch it.
+bool analyze(const ir::Program& p, const ir::Kernel& k, KNodeId cast, int mn_axis, int k_axis, int other_axis,
+             const std::vector<int>& batch_axes, int box_mn, Operand* op, std::string* why) {
+  KNodeId id = k.nodes[cast].inputs[0];
+  const ir::KNode& n = k.nodes[id];
+  const char* which = mn_axis == k.contraction.m_axis ? "lhs" : "rhs";
+  if (n.op != Op::kLoad || n.map.views.size() != 1 || n.map.has_mask()) {
+    *why = absl::StrCat(which, " is not a plain strided load (computed, masked or a multi-view index)");
+    return false;
+  }
+  if (p.buffers[n.buffer].dtype != n.dtype) {
+    *why = absl::StrCat(which, "'s buffer holds another dtype");
+    return false;
+  }
+  const ir::View& v = n.map.views[0];
+  if (v.strides.size() != k.shape.size()) {
+    *why = absl::StrCat(which, "'s view does not follow the kernel's axes");
+    return false;
+  }
+  const int64_t MN = k.shape[mn_axis], K = k.shape[k_axis];
+  const int64_t s_mn = v.strides[mn_axis], s_k = v.strides[k_axis];
+  if (v.strides[other_axis] != 0 && k.shape[other_axis] > 1) {
+    *why = absl::StrCat(which, " depends on the other operand's axis");
+    return false;
+  }
+  if (v.offset < 0 || v.offset % 8 != 0) {
+    *why = absl::StrCat(which, " starts at element ", v.offset, " (the copy engine needs 16-byte alignment)");
+    return false;
+  }
+  TensorMapSpec& m = op->map;
+  m.buffer = n.buffer;
+  m.elem_bytes = 2;
+  m.bf16 = n.dtype == DType::kBFloat16;
+  m.offset = v.offset;
+  m.swizzle = 128;
+  auto strided_ok = [](int64_t s) { return s > 0 && s % 8 == 0; };
+  if (s_k == 1 && strided_ok(s_mn)) {
+    op->mn_major = false;
+    m.dims = {K, MN};
+    m.strides = {s_mn};
+    m.box = {uint32_t(kBK), uint32_t(box_mn)};
+  } else if (s_mn == 1 && strided_ok(s_k)) {
+    op->mn_major = true;
+    m.dims = {MN, K};
+    m.strides = {s_k};
+    m.box = {64u, uint32_t(kBK)};
+  } else {
+    *why = absl::StrCat(which, " has strides ", s_mn, " (", mn_axis == k.contraction.m_axis ? "m" : "n", ") and ",
+                        s_k, " (k): neither is 1 with the other a positive multiple of 8");
+    return false;
+  }
+  for (int a : batch_axes) {
+    int64_t s = v.strides[a];
+    if (k.shape[a] == 1 || s == 0) continue;  // broadcast along this batch axis
+    if (!strided_ok(s)) {
+      *why = absl::StrCat(which, " has batch stride ", s, " (the copy engine needs a positive multiple of 8)");
+      return false;
+    }
+    m.dims.push_back(k.shape[a]);
+    m.strides.push_back(s);
+    m.box.push_back(1);
+    op->batch_axes.push_back(a);
+  }
+  if (m.dims.size() > 5) {
+    *why = absl::StrCat(which, " needs ", m.dims.size(), " tensor dims (the copy engine takes 5)");
+    return false;
+  }
+  for (size_t i = 0; i < m.dims.size(); ++i)
+    if (m.dims[i] >= (int64_t(1) << 31)) {
+      *why = absl::StrCat(which, " has a dim of ", m.dims[i], " (over 2^31)");
+      return false;
+    }
+  return true;
+}
+
+int bn_for(int64_t N) { return N > 128 ? 256 : 128; }
+
+int stages_for(int bn, int64_t shared) {
+  const int64_t stage = int64_t(kBM + bn) * kBK * 2;
+  return int(std::min<int64_t>(6, (shared - 2048) / stage));
+}
+
+// Device helpers of the sm_90a path (once per module).
+const char* kHelpers = R"(#ifndef KILN_SM90_HELPERS
+#define KILN_SM90_HELPERS
+struct __align__(64) KilnTensorMap { unsigned long long w[16]; };
+__device__ __forceinline__ unsigned kiln_smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void kiln_mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void kiln_mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void kiln_mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void kiln_mbar_wait(unsigned bar, unsigned parity) {
+  unsigned ok = 0;
+  do {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+  } while (!ok);
+}
+__device__ __forceinline__ void kiln_tma2(unsigned dst, const KilnTensorMap* m, unsigned bar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+               :: "r"(dst), "l"(m), "r"(bar), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void kiln_tma3(unsigned dst, const KilnTensorMap* m, unsigned bar, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
+               :: "r"(dst), "l"(m), "r"(bar), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void kiln_tma4(unsigned dst, const KilnTensorMap* m, unsigned bar, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];"
+               :: "r"(dst), "l"(m), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void kiln_tma5(unsigned dst, const KilnTensorMap* m, unsigned bar, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
+               :: "r"(dst), "l"(m), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+// A shared-memory matrix descriptor for wgmma: 128-byte swizzle, offsets in bytes.
+__device__ __forceinline__ unsigned long long kiln_gmma_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFFu) << 16) |
+         ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62);
+}
+#endif
+)";
+
+}  // namespace
+
+bool Renderer::sm90_applies(std::string* why) const {
+  if (d_.kind() != Dialect::kCuda) return false;
+  if (t_.compute_capability != 90) {
+    *why = absl::StrCat("target is sm_", t_.compute_capability);
+    return false;
+  }
+  if (!mma_applies()) {
+    *why = "operands are not both bf16 or both f16";
+    return false;
+  }
+  const ir::Contraction& c = k_.contraction;
+  if (std::getenv("KILN_CUDA_SM90_GEMM") && std::string(std::getenv("KILN_CUDA_SM90_GEMM")) == "0") {
+    *why = "KILN_CUDA_SM90_GEMM=0";
+    return false;
+  }
+  const int64_t N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
+  if (K < 1) {
+    *why = "empty k";
+    return false;
+  }
+  const int bn = bn_for(N);
+  if (stages_for(bn, t_.shared_memory) < 2) {
+    *why = absl::StrCat("the target's ", t_.shared_memory, " bytes of shared memory hold fewer than 2 stages");
+    return false;
+  }
+  std::vector<int> batch_axes;
+  for (int a = 0; a < int(k_.shape.size()); ++a)
+    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) batch_axes.push_back(a);
+  Operand a, b;
+  if (!analyze(p_, k_, c.lhs, c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &a, why)) return false;
+  if (!analyze(p_, k_, c.rhs, c.n_axis, c.k_axis, c.m_axis, batch_axes, bn, &b, why)) return false;
+  for (const ir::Store& s : k_.stores)
+    if (w_.store_is_inner(s)) {
+      *why = "a store inside the k loop";
+      return false;
+    }
+  return true;
+}
+
+std::string Renderer::sm90_kernel_open(const std::string& name) const {
+  std::vector<std::string> params;
+  for (const BufferParam& b : w_.params())
+    params.push_back(absl::StrCat(b.written ? "" : "const ", d_.storage_type(b.dtype), "* __restrict__ ",
+                                  DialectOps::buffer_name(b.id)));
+  for (int i = 0; i < sm90_maps_; ++i) params.push_back(absl::StrCat("const __grid_constant__ KilnTensorMap tm", i));
+  std::string p;
+  for (size_t i = 0; i < params.size(); ++i) absl::StrAppend(&p, i ? ", " : "", params[i]);
+  return absl::StrCat(kHelpers, "extern \"C\" __global__ void __launch_bounds__(", kThreads, ", 1) ", name, "(", p,
+                      ") {\n  extern __shared__ __align__(1024) unsigned char kiln_dsmem[];\n");
+}
+
+int Renderer::contraction_sm90(KernelSource* out) {
+  const ir::Contraction& c = k_.contraction;
+  const int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
+  std::vector<int> batch_axes;
+  int64_t batch = 1;
+  for (int a = 0; a < int(k_.shape.size()); ++a)
+    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) {
+      batch_axes.push_back(a);
+      batch *= k_.shape[a];
+    }
+  const int BN = bn_for(N);
+  const int S = stages_for(BN, t_.shared_memory);
+  Operand A, B;
+  std::string unused;
+  analyze(p_, k_, c.lhs, c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &A, &unused);
+  analyze(p_, k_, c.rhs, c.n_axis, c.k_axis, c.m_axis, batch_axes, BN, &B, &unused);
+  sm90_ = true;
+  sm90_maps_ = 2;
+  out->tensor_maps = {A.map, B.map};
+  const int64_t mt = ceil_div(M, kBM), nt = ceil_div(N, BN), per_batch = mt * nt, tiles = batch * per_batch;
+  const int64_t KB = ceil_div(K, kBK);
+  const int a_bytes = kBM * kBK * 2, b_bytes = BN * kBK * 2, stage_bytes = a_bytes + b_bytes;
+  const bool bf = A.map.bf16;
+  const std::string it = w_.idx_t();
+  auto S_ = [](int64_t v) { return std::to_string(v); };
+
+  w_.line("const unsigned smem = (kiln_smem_u32(kiln_dsmem) + 1023u) & ~1023u;");
+  w_.line("const unsigned full0 = smem + " + S_(int64_t(S) * stage_bytes) + ", empty0 = full0 + " + S_(8 * S) + ";");
+  w_.line("const int tid = (int)threadIdx.x;");
+  w_.open("if (tid == 0)");
+  w_.open("for (int s = 0; s < " + S_(S) + "; ++s)");
+  w_.line("kiln_mbar_init(full0 + 8 * s, 1);");
+  w_.line("kiln_mbar_init(empty0 + 8 * s, 8);  // lane 0 of each consumer warp");
+  w_.close();
+  w_.line("asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");");
+  w_.close();
+  w_.line("__syncthreads();");
+  // The tile order, shared by producer and consumers: batch-major, then groups of kGroupM
+  // m-tiles walked n-tile by n-tile.
+  auto decode = [&]() {
+    w_.line(absl::StrCat("const long long bt = tile / ", per_batch, "LL, r = tile % ", per_batch, "LL;"));
+    w_.line(absl::StrCat("const long long group = r / ", kGroupM * nt, "LL, first_m = group * ", kGroupM, "LL;"));
+    w_.line(absl::StrCat("const long long gsize = ", mt, "LL - first_m < ", kGroupM, "LL ? ", mt, "LL - first_m : ",
+                         kGroupM, "LL;"));
+    w_.line(absl::StrCat("const long long in_group = r % ", kGroupM * nt, "LL;"));
+    w_.line("const int mtile = (int)(first_m + in_group % gsize), ntile = (int)(in_group / gsize);");
+    w_.line(absl::StrCat("const int m0 = mtile * ", kBM, ", n0 = ntile * ", BN, ";"));
+    w_.line(absl::StrCat(it, " btx = ", idx_cast("bt"), ";"));
+    w_.unravel("btx", batch_axes);
+  };
+  const std::string tile_loop =
+      absl::StrCat("for (long long tile = blockIdx.x; tile < ", tiles, "LL; tile += gridDim.x)");
+
+  // ---- producer warpgroup
+  w_.open("if (tid < 128)");
+  w_.line("asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\");");
+  w_.open("if (tid == 0)");
+  w_.line("int s = 0;");
+  w_.line("unsigned ph = 0;");
+  w_.open(tile_loop);
+  decode();
+  w_.open("for (int kb = 0; kb < " + S_(KB) + "; ++kb)");
+  w_.line("const int k0 = kb * " + S_(kBK) + ";");
+  w_.line("const unsigned full = full0 + 8 * s, sa = smem + s * " + S_(stage_bytes) + ", sb = sa + " + S_(a_bytes) + ";");
+  w_.line("kiln_mbar_wait(empty0 + 8 * s, ph ^ 1u);");
+  w_.line("kiln_mbar_expect_tx(full, " + S_(stage_bytes) + ");");
+  auto issue = [&](const Operand& op, int map, const std::string& dst, const std::string& mn0, int box_mn) {
+    std::vector<std::string> batch_coords;
+    for (int a : op.batch_axes) batch_coords.push_back(absl::StrCat("(int)", w_.axis(a)));
+    const int rank = int(op.map.dims.size());
+    auto call = [&](const std::string& d, const std::string& c0, const std::string& c1) {
+      std::string args = absl::StrCat(d, ", &tm", map, ", full, ", c0, ", ", c1);
+      for (const std::string& b : batch_coords) absl::StrAppend(&args, ", ", b);
+      w_.line(absl::StrCat("kiln_tma", rank, "(", args, ");"));
+    };
+    if (!op.mn_major) {
+      call(dst, "k0", mn0);
+    } else {
+      for (int j = 0; j < box_mn / 64; ++j)
+        call(absl::StrCat(dst, " + ", j * 64 * kBK * 2), absl::StrCat(mn0, " + ", j * 64), "k0");
+    }
+  };
+  issue(A, 0, "sa", "m0", kBM);
+  issue(B, 1, "sb", "n0", BN);
+  w_.line("if (++s == " + S_(S) + ") { s = 0; ph ^= 1u; }");
+  w_.close();
+  w_.close();
+  w_.close();
+  w_.close();
+  // ---- consumer warpgroups
+  w_.open("else");
+  w_.line("asm volatile(\"setmaxnreg.inc.sync.aligned.u32 232;\");");
+  w_.line("const int wg = tid / 128 - 1, cw = (tid / 32) % 4, lane = tid % 32;");
+  w_.line("float acc[" + S_(BN / 2) + "];");
+  w_.line("int s = 0;");
+  w_.line("unsigned ph = 0;");
+  w_.open(tile_loop);
+  decode();
+  w_.line("#pragma unroll");
+  w_.line("for (int q = 0; q < " + S_(BN / 2) + "; ++q) acc[q] = 0.0f;");
+  w_.open("for (int kb = 0; kb < " + S_(KB) + "; ++kb)");
+  w_.line("const unsigned sa = smem + s * " + S_(stage_bytes) + " + wg * " + S_(64 * kBK * 2) + ", sb = smem + s * " +
+          S_(stage_bytes) + " + " + S_(a_bytes) + ";");
+  w_.line("kiln_mbar_wait(full0 + 8 * s, ph);");
+  w_.line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
+  // The wgmma of one k16 step, every accumulator an operand.
+  std::string regs, cons;
+  for (int q = 0; q < BN / 2; ++q) {
+    absl::StrAppend(&regs, q ? ", " : "", "%", q);
+    absl::StrAppend(&cons, q ? ", " : "", "\"+f\"(acc[", q, "])");
+  }
+  const std::string instr = absl::StrCat("wgmma.mma_async.sync.aligned.m64n", BN, "k16.f32", bf ? ".bf16.bf16" : ".f16.f16");
+  w_.line("#pragma unroll");
+  w_.open("for (int kk = 0; kk < " + S_(kBK / 16) + "; ++kk)");
+  // K-major: rows of 128 bytes, 8-row swizzle atoms 1024 bytes apart, k16 = 32 bytes along the
+  // row. MN-major: 64-wide boxes (8 KiB) along m / n (LBO), k rows of 128 bytes, k16 = 2 KiB.
+  w_.line(A.mn_major ? "const unsigned long long da = kiln_gmma_desc(sa + kk * 2048, 8192, 1024);"
+                     : "const unsigned long long da = kiln_gmma_desc(sa + kk * 32, 16, 1024);");
+  w_.line(B.mn_major ? "const unsigned long long db = kiln_gmma_desc(sb + kk * 2048, 8192, 1024);"
+                     : "const unsigned long long db = kiln_gmma_desc(sb + kk * 32, 16, 1024);");
+  w_.line(absl::StrCat("asm volatile(\"", instr, " {", regs, "}, %", BN / 2, ", %", BN / 2 + 1, ", 1, 1, 1, ",
+                       A.mn_major ? 1 : 0, ", ", B.mn_major ? 1 : 0, ";\" : ", cons, " : \"l\"(da), \"l\"(db));"));
+  w_.close();
+  w_.line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
+  w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+  w_.line("if (lane == 0) kiln_mbar_arrive(empty0 + 8 * s);");
+  w_.line("if (++s == " + S_(S) + ") { s = 0; ph ^= 1u; }");
+  w_.close();
+  // Epilogue: thread (warp cw, lane) holds rows 16cw + lane/4 (+8) and columns 8j + 2(lane%4)
+  // (+1) of its warpgroup's 64 x BN accumulator.
+  w_.line("const int rbase = m0 + wg * 64 + cw * 16 + lane / 4, cbase = n0 + 2 * (lane % 4);");
+  w_.line("#pragma unroll");
+  w_.open("for (int j = 0; j < " + S_(BN / 8) + "; ++j)");
+  w_.line("#pragma unroll");
+  w_.open("for (int v = 0; v < 4; ++v)");
+  w_.line(absl::StrCat(it, " om = ", idx_cast("rbase + 8 * (v >> 1)"), ";"));
+  w_.line(absl::StrCat(it, " on = ", idx_cast("cbase + 8 * j + (v & 1)"), ";"));
+  w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
+  w_.set_axis(c.m_axis, "om");
+  w_.set_axis(c.n_axis, "on");
+  w_.bind(c.reduce, "acc[j * 4 + v]");
+  for (const ir::Store& st : k_.stores) w_.store(st);
+  w_.close();
+  w_.close();
+  w_.close();
+  w_.close();
+  w_.close();
+
+  out->grid[0] = uint32_t(std::max<int64_t>(1, std::min<int64_t>(tiles, std::max(t_.parallelism, 1))));
+  out->shared_bytes = uint32_t(int64_t(S) * stage_bytes + 16 * S + 1024);
+  out->strategy = absl::StrCat("contraction sm_90a: TMA (lhs ", A.mn_major ? "m" : "k", "-major, rhs ",
+                               B.mn_major ? "n" : "k", "-major, 128B swizzle) into ", S, " stages of ", kBM, "x", BN,
+                               "x", kBK, ", wgmma m64n", BN, "k16 on 2 consumer warpgroups + 1 producer warp, persistent ",
+                               "grid over ", tiles, " tiles in groups of ", kGroupM, ", epilogue in registers");
+  return kThreads;
+}
+
+}  // namespace kiln::codegen::gpu::render_detail

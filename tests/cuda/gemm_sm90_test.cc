@@ -1,0 +1,258 @@
+// The Hopper contraction path (codegen/c_family/contraction_sm90.cc): which contractions take it
+// and why others do not, that its modules compile for sm_90a with NVRTC and assemble with
+// ptxas (no GPU needed), the tensor maps' place in the compiled form, and, on a GPU of compute
+// capability 9.0, results against the reference interpreter: ragged M/N/K, batched and
+// broadcast operands, transposed views, f16, every elementwise epilogue the fuser attaches, and
+// a replay with new bindings (tensor maps re-encoded).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/nvrtc.h"
+#include "backends/cuda/target.h"
+#include "codegen/c_family/gpu_program.h"
+#include "cuda/ptxas.h"
+#include "frontend/capture.h"
+#include "kiln/kiln.h"
+#include "passes/pipeline.h"
+#include "runtime/compiled_program.h"
+#include "runtime/registry.h"
+#include "testing/reference.h"
+
+namespace kiln {
+namespace {
+
+using testing::random_tensor;
+
+const ir::TargetInfo& h100() {
+  static const ir::TargetInfo t = runtime::cuda::cuda_target_info(132, 232448, 90);
+  return t;
+}
+
+struct Rendered {
+  ir::Program program;
+  codegen::gpu::RenderedProgram r;
+};
+
+Rendered render_h100(const std::vector<Tensor>& outs) {
+  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+  ir::Graph g = detail::capture(outs, &bufs);
+  auto compiled = passes::compile_graph(g, h100(), passes::Options{});
+  EXPECT_TRUE(compiled.ok()) << compiled.status();
+  Rendered out;
+  if (!compiled.ok()) return out;
+  out.program = compiled->program;
+  auto r = codegen::gpu::render(out.program, codegen::gpu::Dialect::kCuda, h100());
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (r.ok()) out.r = *std::move(r);
+  return out;
+}
+
+bool on_sm90(const codegen::gpu::RenderedProgram& r) {
+  for (const auto& k : r.kernels)
+    if (k.strategy.find("sm_90a") != std::string::npos) return true;
+  return false;
+}
+
+class GemmSm90Compile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      (void)default_device();
+    } catch (const Error& e) {
+      GTEST_SKIP() << "no default device to hold the inputs: " << e.what();
+    }
+  }
+};
+
+TEST_F(GemmSm90Compile, TakesTheHopperPathWhereTheCopyEngineCanFetchTheOperands) {
+  Tensor a = random_tensor({256, 96}, bfloat16, 1), b = random_tensor({96, 128}, bfloat16, 2);
+  Tensor bias = random_tensor({128}, bfloat16, 3);
+  Tensor at = random_tensor({96, 256}, bfloat16, 4), bt = random_tensor({128, 96}, bfloat16, 5);
+  Tensor x3 = random_tensor({4, 130, 72}, bfloat16, 6), w3 = random_tensor({4, 72, 136}, bfloat16, 7);
+  Tensor h = random_tensor({200, 64}, float16, 8), g = random_tensor({64, 304}, float16, 9);
+  for (const Tensor& t : {gelu(matmul(a, b) + bias, true), matmul(at.t(), bt.t()), matmul(x3, w3), matmul(x3, b.slice(0, 0, 72)),
+                          matmul(h, g).cast(float16)}) {
+    Rendered r = render_h100({t});
+    EXPECT_TRUE(r.r.arch_specific);
+    EXPECT_TRUE(on_sm90(r.r)) << r.r.kernels[0].strategy;
+  }
+  // Not 16-byte aligned rows (k = 70), f32 operands, a one-column rhs: the existing kernels.
+  Tensor odd_a = random_tensor({64, 70}, bfloat16, 10), odd_b = random_tensor({70, 64}, bfloat16, 11);
+  Tensor f = random_tensor({64, 64}, float32, 12);
+  for (const Tensor& t : {matmul(odd_a, odd_b), matmul(f, f)}) {
+    Rendered r = render_h100({t});
+    EXPECT_FALSE(r.r.arch_specific);
+    EXPECT_FALSE(on_sm90(r.r));
+  }
+  // Another architecture never takes it.
+  ir::TargetInfo a100 = runtime::cuda::cuda_target_info(108, 166912, 80);
+  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+  auto compiled = passes::compile_graph(detail::capture({matmul(a, b)}, &bufs), a100, passes::Options{});
+  ASSERT_TRUE(compiled.ok());
+  auto r = codegen::gpu::render(compiled->program, codegen::gpu::Dialect::kCuda, a100);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->arch_specific);
+}
+
+TEST_F(GemmSm90Compile, ModulesCompileForSm90aAndAssemble) {
+  Tensor a = random_tensor({300, 136}, bfloat16, 1), b = random_tensor({136, 200}, bfloat16, 2);
+  Tensor bias = random_tensor({200}, bfloat16, 3), res = random_tensor({300, 200}, float32, 4);
+  Tensor x3 = random_tensor({3, 130, 72}, bfloat16, 6), w3 = random_tensor({3, 72, 264}, bfloat16, 7);
+  std::vector<std::vector<Tensor>> cases = {
+      {gelu(matmul(a, b) + bias, true).cast(bfloat16)},
+      {gelu(matmul(a, b)) * 0.5 + res, silu(matmul(a, b)), relu(matmul(a, b) - bias)},
+      {matmul(b.t(), a.t())},
+      {matmul(x3, w3), matmul(w3.transpose(1, 2), x3.transpose(1, 2))},
+      {matmul(random_tensor({200, 64}, float16, 8), random_tensor({64, 304}, float16, 9))},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Rendered r = render_h100(cases[i]);
+    ASSERT_TRUE(r.r.arch_specific) << i;
+    if (i == 0 && std::getenv("KILN_TEST_PRINT_SOURCE")) std::printf("%s\n", r.r.module_source.c_str());
+    auto bin = runtime::cuda::nvrtc_compile(r.r.module_source, 90, /*keep_ptx=*/true, /*arch_specific=*/true);
+    ASSERT_TRUE(bin.ok()) << bin.status() << "\n" << r.r.module_source;
+    if (const char* d = std::getenv("KILN_TEST_PTX_DIR")) {
+      FILE* f = std::fopen(absl::StrCat(d, "/case", i, ".ptx").c_str(), "w");
+      if (f) {
+        std::fwrite(bin->ptx.data(), 1, bin->ptx.size(), f);
+        std::fclose(f);
+      }
+    }
+    EXPECT_NE(bin->ptx.find("wgmma.mma_async"), std::string::npos);
+    EXPECT_NE(bin->ptx.find("cp.async.bulk.tensor"), std::string::npos);
+    EXPECT_NE(bin->ptx.find("setmaxnreg"), std::string::npos);
+    if (testing_ptxas::available()) {
+      std::string log;
+      EXPECT_TRUE(testing_ptxas::assemble(bin->ptx, "sm_90a", &log)) << log;
+      EXPECT_EQ(log.find("C7508"), std::string::npos) << "setmaxnreg ignored:\n" << log;
+    }
+  }
+}
+
+TEST_F(GemmSm90Compile, CompiledFormCarriesTheTensorMaps) {
+  Tensor a = random_tensor({256, 128}, bfloat16, 1), b = random_tensor({128, 256}, bfloat16, 2);
+  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+  ir::Graph g = detail::capture({matmul(a, b)}, &bufs);
+  auto compiler = runtime::make_compiler("cuda", h100());
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  auto planned = passes::compile_graph(g, h100(), passes::Options{});
+  ASSERT_TRUE(planned.ok());
+  auto c = (*compiler)->compile(planned->program);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->target_key, "sm_90a");
+  size_t maps = 0;
+  for (const auto& k : c->kernels) maps += k.tensor_maps.size();
+  ASSERT_EQ(maps, 2u);
+  auto back = runtime::deserialize(runtime::serialize(*c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  for (size_t i = 0; i < c->kernels.size(); ++i) {
+    ASSERT_EQ(back->kernels[i].tensor_maps.size(), c->kernels[i].tensor_maps.size());
+    for (size_t m = 0; m < c->kernels[i].tensor_maps.size(); ++m) {
+      const auto& x = c->kernels[i].tensor_maps[m];
+      const auto& y = back->kernels[i].tensor_maps[m];
+      EXPECT_EQ(x.buffer, y.buffer);
+      EXPECT_EQ(x.dims, y.dims);
+      EXPECT_EQ(x.strides, y.strides);
+      EXPECT_EQ(x.box, y.box);
+      EXPECT_EQ(x.offset, y.offset);
+      EXPECT_EQ(x.swizzle, y.swizzle);
+    }
+  }
+  // A map that reaches past its buffer, or names a missing one, is refused.
+  for (int bad = 0; bad < 3; ++bad) {
+    runtime::CompiledProgram broken = *c;
+    for (auto& k : broken.kernels)
+      for (auto& m : k.tensor_maps) {
+        if (bad == 0) m.dims[0] += 1;
+        if (bad == 1) m.buffer = int(broken.buffers.size());
+        if (bad == 2) m.strides[0] = 12;
+      }
+    EXPECT_FALSE(runtime::check_consistent(broken).ok()) << bad;
+    EXPECT_FALSE(runtime::deserialize(runtime::serialize(broken)).ok()) << bad;
+  }
+}
+
+// ---------------------------------------------------------------- on an sm_90 GPU
+
+class GemmSm90Run : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = Device::get("cuda");
+    if (!d.ok()) GTEST_SKIP() << d.status().message();
+    if (d->description().find("sm_90") == std::string::npos) GTEST_SKIP() << "not a compute capability 9.0 GPU";
+    prev_ = default_device().name();
+    ASSERT_TRUE(set_default_device("cuda").ok());
+  }
+  void TearDown() override {
+    if (!prev_.empty()) (void)set_default_device(prev_);
+  }
+  std::string prev_;
+};
+
+const testing::Tolerance kHalf{3e-2, 3e-2};
+
+TEST_F(GemmSm90Run, RaggedShapes) {
+  uint32_t seed = 100;
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{
+           {128, 64, 128}, {256, 512, 256}, {300, 136, 200}, {1000, 72, 520}, {64, 1024, 8}, {8, 40, 264},
+           {129, 8, 129}, {2048, 2048, 2048}}) {
+    SCOPED_TRACE(::testing::Message() << m << "x" << k << "x" << n);
+    Tensor a = random_tensor({m, k}, bfloat16, seed++), b = random_tensor({k, n}, bfloat16, seed++);
+    EXPECT_MATCHES_REFERENCE({matmul(a, b)}, kHalf);
+  }
+}
+
+TEST_F(GemmSm90Run, BatchedBroadcastAndTransposedViews) {
+  Tensor x3 = random_tensor({4, 130, 72}, bfloat16, 1), w3 = random_tensor({4, 72, 264}, bfloat16, 2);
+  Tensor w2 = random_tensor({72, 264}, bfloat16, 3);
+  Tensor x4 = random_tensor({2, 3, 65, 48}, bfloat16, 4), w4 = random_tensor({2, 3, 48, 80}, bfloat16, 5);
+  EXPECT_MATCHES_REFERENCE({matmul(x3, w3), matmul(x3, w2), matmul(w3.transpose(1, 2), x3.transpose(1, 2)),
+                            matmul(x4, w4), matmul(x3.transpose(1, 2).transpose(1, 2), w2)},
+                           kHalf);
+  Tensor a = random_tensor({96, 256}, bfloat16, 6), b = random_tensor({200, 96}, bfloat16, 7);
+  EXPECT_MATCHES_REFERENCE({matmul(a.t(), b.t()), matmul(b, a), matmul(a.t(), a)}, kHalf);
+  Tensor h = random_tensor({200, 64}, float16, 8), g = random_tensor({64, 300}, float16, 9);
+  EXPECT_MATCHES_REFERENCE({matmul(h, g), matmul(g.t(), h.t())}, kHalf);
+}
+
+TEST_F(GemmSm90Run, EveryEpilogue) {
+  Tensor a = random_tensor({300, 136}, bfloat16, 1), b = random_tensor({136, 200}, bfloat16, 2, -0.3, 0.3);
+  Tensor bias = random_tensor({200}, bfloat16, 3), res = random_tensor({300, 200}, float32, 4);
+  Tensor mm = matmul(a, b);
+  EXPECT_MATCHES_REFERENCE({gelu(mm + bias, true).cast(bfloat16), gelu(mm + bias), silu(mm) + res, relu(mm - bias) * 0.25,
+                            (mm * 0.125 + res).cast(float16), mm.tanh() + mm.sigmoid()},
+                           kHalf);
+}
+
+TEST_F(GemmSm90Run, MlpBlockAndReplayWithNewBindings) {
+  auto mlp = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{matmul(gelu(matmul(in[0], in[1]) + in[2], true), in[3]) + in[4]};
+  };
+  kiln::Jit step(mlp);
+  for (uint32_t round = 0; round < 3; ++round) {
+    std::vector<Tensor> in = {random_tensor({384, 256}, bfloat16, 10 + round),
+                              random_tensor({256, 512}, bfloat16, 20 + round, -0.1, 0.1),
+                              random_tensor({512}, bfloat16, 30 + round),
+                              random_tensor({512, 264}, bfloat16, 40 + round, -0.1, 0.1),
+                              random_tensor({264}, bfloat16, 50 + round)};
+    Tensor got = step(in)[0];
+    EXPECT_MATCHES_REFERENCE({mlp(in)[0]}, kHalf);
+    // The jit's replay (new input buffers each round: tensor maps re-encoded) against the graph.
+    std::vector<float> g = got.to_vector<float>(), w = mlp(in)[0].to_vector<float>();
+    ASSERT_EQ(g.size(), w.size());
+    double worst = 0;
+    for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, double(std::abs(g[i] - w[i])));
+    EXPECT_LE(worst, 1e-6) << "round " << round;
+  }
+}
+
+}  // namespace
+}  // namespace kiln
