@@ -30,13 +30,14 @@ void dump_sources(const runtime::CompiledProgram& c, const std::string& prefix, 
 
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Device* device, const ir::Graph& graph) {
   if (!device) return absl::FailedPreconditionError("no device");
-  const support::Options env = support::options();
-  const passes::Options opts = passes::Options::from(env);
   auto t0 = std::chrono::steady_clock::now();
-  if (auto e = cache_lookup(device, graph, opts.fusion)) {
+  // A hit reads only KILN_FUSION (the one option in the cache key): a replay stays cheap.
+  if (auto e = cache_lookup(device, graph, support::fusion_enabled())) {
     runtime::counters().executable_cache_hits++;
     return e;
   }
+  const support::Options env = support::options();
+  const passes::Options opts = passes::Options::from(env);
   auto compiler = runtime::compiler_for(device);
   if (!compiler.ok()) return compiler.status();
   auto planned = passes::compile_graph(graph, (*compiler)->target(), opts);

@@ -66,6 +66,12 @@ int debug_level() {
   return v && absl::SimpleAtoi(v, &level) ? level : 0;
 }
 
+bool fusion_enabled() {
+  bool on = true;
+  read_switch("KILN_FUSION", &on);
+  return on;
+}
+
 Options options() {
   Options o;
   read_int(o, "KILN_DEBUG", &o.debug);

@@ -59,7 +59,8 @@ struct Options {
 
 // The options in the environment now.
 Options options();
-// KILN_DEBUG alone (one getenv: cheap enough for every replayed run).
+// KILN_DEBUG alone and KILN_FUSION alone (one getenv each: cheap enough for every replay).
 int debug_level();
+bool fusion_enabled();
 
 }  // namespace kiln::support

@@ -62,14 +62,6 @@ double unit(DType t) {
 double compute_unit(DType t) {
   return t == DType::kFloat16 || t == DType::kBFloat16 ? unit(DType::kFloat32) : unit(t);
 }
-double exact_int_limit(DType t) {
-  switch (t) {
-    case DType::kFloat16: return 2048;
-    case DType::kBFloat16: return 256;
-    case DType::kFloat32: return 16777216;
-    default: return 9007199254740992.0;
-  }
-}
 double min_normal(DType t) {
   switch (t) {
     case DType::kFloat16: return std::ldexp(1.0, -14);

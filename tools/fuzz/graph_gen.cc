@@ -10,6 +10,17 @@
 #include "absl/strings/str_join.h"
 
 namespace kiln::fuzz {
+
+// Integers a float dtype holds exactly.
+double exact_int_limit(DType t) {
+  switch (t) {
+    case DType::kFloat16: return 2048;
+    case DType::kBFloat16: return 256;
+    case DType::kFloat32: return 16777216;
+    default: return 9007199254740992.0;
+  }
+}
+
 namespace {
 
 uint64_t splitmix64(uint64_t x) {
@@ -57,15 +68,6 @@ double limit(DType t) {
   }
 }
 
-// Integers a float dtype holds exactly.
-double exact_int_limit(DType t) {
-  switch (t) {
-    case DType::kFloat16: return 2048;
-    case DType::kBFloat16: return 256;
-    case DType::kFloat32: return 16777216;
-    default: return 9007199254740992.0;
-  }
-}
 
 void int_range(DType t, double* lo, double* hi) {
   switch (t) {

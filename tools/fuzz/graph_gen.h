@@ -24,6 +24,10 @@
 
 namespace kiln::fuzz {
 
+// The largest integer below which every integer is exact in float dtype `t` (2^53 for f64 and
+// for non-float dtypes).
+double exact_int_limit(DType t);
+
 struct GenOptions {
   int min_ops = 3;            // ops recorded per graph (a composite counts as one)
   int max_ops = 16;
