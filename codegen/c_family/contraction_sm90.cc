@@ -106,7 +106,12 @@ bool analyze(const ir::Program& p, const ir::Kernel& k, KNodeId cast, int mn_axi
   return true;
 }
 
-int bn_for(int64_t N) { return N > 128 ? 256 : 128; }
+// 256 columns per tile where N has them (KILN_CUDA_SM90_BN=128 forces 128, for comparisons).
+int bn_for(int64_t N) {
+  const char* e = std::getenv("KILN_CUDA_SM90_BN");
+  if (e && std::string(e) == "128") return 128;
+  return N > 128 ? 256 : 128;
+}
 
 int stages_for(int bn, int64_t shared) {
   const int64_t stage = int64_t(kBM + bn) * kBK * 2;
@@ -305,7 +310,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   w_.line("asm volatile(\"setmaxnreg.inc.sync.aligned.u32 232;\");");
   w_.line("const int wg = tid / 128 - 1, cw = (tid / 32) % 4, lane = tid % 32;");
   w_.line("float acc[" + S_(BN / 2) + "];");
-  w_.line("int s = 0;");
+  w_.line("int s = 0, prev = 0;");
   w_.line("unsigned ph = 0;");
   w_.open(tile_loop);
   decode();
@@ -335,10 +340,15 @@ int Renderer::contraction_sm90(KernelSource* out) {
                        A.mn_major ? 1 : 0, ", ", B.mn_major ? 1 : 0, ";\" : ", cons, " : \"l\"(da), \"l\"(db));"));
   w_.close();
   w_.line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
-  w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
-  w_.line("if (lane == 0) kiln_mbar_arrive(empty0 + 8 * s);");
+  // One group stays in flight: the previous k block's stage is free once only this one is
+  // pending (the last one's after the loop).
+  w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 1;\" ::: \"memory\");");
+  w_.line("if (kb > 0 && lane == 0) kiln_mbar_arrive(empty0 + 8 * prev);");
+  w_.line("prev = s;");
   w_.line("if (++s == " + S_(S) + ") { s = 0; ph ^= 1u; }");
   w_.close();
+  w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+  w_.line("if (lane == 0) kiln_mbar_arrive(empty0 + 8 * prev);");
   // Epilogue: thread (warp cw, lane) holds rows 16cw + lane/4 (+8) and columns 8j + 2(lane%4)
   // (+1) of its warpgroup's 64 x BN accumulator.
   w_.line("const int rbase = m0 + wg * 64 + cw * 16 + lane / 4, cbase = n0 + 2 * (lane % 4);");
