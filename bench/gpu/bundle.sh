@@ -23,7 +23,7 @@ B=${KILN_BUNDLE_DIR:-bundle}  # KILN_BUNDLE_DIR=bundle-<name> packs a second bun
 
 # libkiln as a shared library: a dozen binaries share its 8 MB (shaderc and SPIRV-Tools are in it)
 # instead of each carrying a copy.
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SHARED=ON \
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DKILN_WITH_LLVM=OFF -DKILN_WITH_CUDA=ON -DKILN_WITH_VULKAN=ON -DKILN_WITH_HIP=OFF \
   -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCH=ON -DKILN_BUILD_EXAMPLES=ON > /dev/null
 if ! grep -q "cuda_test" "$BUILD/build.ninja"; then
