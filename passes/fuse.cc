@@ -94,18 +94,24 @@ class Fuser {
     for (size_t gi = 0; gi < groups_.size(); ++gi)
       for (NodeId n : groups_[gi].computed) group_of_[n] = int(gi);
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
-      LowerRequest req;
-      req.graph = &g_;
-      req.space = groups_[gi].space;
-      req.computed = groups_[gi].computed;
-      for (NodeId n : groups_[gi].computed)
-        if (buffer_of_[n] >= 0) req.stores.push_back(n);
-      req.buffer_of = &buffer_of_;
-      std::vector<Read>& out = reads_[gi];
-      req.on_read = [&out](NodeId n, const IndexMap& m) { out.push_back({n, m}); };
-      auto k = lower_group(req);
-      (void)k;  // analysis only; groups are formed so that lowering succeeds
+      bool ok = reads_in(groups_[gi], groups_[gi].space, &reads_[gi]);
+      (void)ok;  // groups are formed so that lowering succeeds
     }
+  }
+
+  // The loads that lowering `group` over the loops of `space` makes (the group's own space, or
+  // the space a merge would give it), and whether that lowering succeeds at all.
+  bool reads_in(const Group& group, const Space& space, std::vector<Read>* out) const {
+    out->clear();
+    LowerRequest req;
+    req.graph = &g_;
+    req.space = space;
+    req.computed = group.computed;
+    for (NodeId n : group.computed)
+      if (buffer_of_[n] >= 0) req.stores.push_back(n);
+    req.buffer_of = &buffer_of_;
+    req.on_read = [out](NodeId n, const IndexMap& m) { out->push_back({n, m}); };
+    return lower_group(req).ok();
   }
 
   std::set<int> successors(int gi) const {
@@ -148,23 +154,27 @@ class Fuser {
   }
 
   // The space the merged kernel would have, or false when H cannot merge into G.
+  //
+  // Lowering the merged kernel lowers G's roots at their natural maps in the merged space and
+  // requires each of H's values (reductions above all) to be reached at its natural map there.
+  // So G's reads of H are taken from lowering G over the loops of the candidate space, not from
+  // G's own loops: a read that is the identity in G's own space goes through the same movement
+  // ops from a different root map in the merged one, and only lowering says which map that is.
   bool merged_space(int h, int gidx, Space* out, std::string* why) const {
     const Space& SH = groups_[h].space;
     const Space& SG = groups_[gidx].space;
-    std::vector<const Read*> reads;
-    for (const Read& r : reads_[gidx])
-      if (group_of_[r.node] == h) reads.push_back(&r);
     auto all_natural = [&](const Space& s) {
-      for (const Read* r : reads) {
-        IndexMap want;
-        if (!s.natural_map(g_.node(r->node).shape, &want) || !(want == r->map)) return false;
+      std::vector<Read> merged_reads;
+      const std::vector<Read>* reads = &reads_[gidx];
+      if (!(s == SG)) {
+        if (!reads_in(groups_[gidx], s, &merged_reads)) return false;
+        reads = &merged_reads;
       }
-      return true;
-    };
-    auto all_identity = [&]() {
-      IndexMap id = IndexMap::of(ir::View::contiguous(SG.full));
-      for (const Read* r : reads)
-        if (!(r->map == id)) return false;
+      for (const Read& r : *reads) {
+        if (group_of_[r.node] != h) continue;
+        IndexMap want;
+        if (!s.natural_map(g_.node(r.node).shape, &want) || !(want == r.map)) return false;
+      }
       return true;
     };
     auto row_ok = [&](const Space& s) {
@@ -189,16 +199,19 @@ class Fuser {
       return false;
     }
     if (!SG.has_reduce()) {
-      if (shape_numel(SG.full) == shape_numel(SH.outer) && all_identity()) {
+      // The consumer iterates the reduction's outputs (in any shape with as many elements) and
+      // reads each at the element it computes.
+      if (shape_numel(SG.full) == shape_numel(SH.outer) && all_natural(SH)) {
         *out = SH;
         return true;
       }
+      // The consumer iterates the reduction's input space (a normalization).
       if (!SH.dot && SG.full == SH.full && all_natural(SH)) {
         if (!row_ok(SH)) return false;
         *out = SH;
         return true;
       }
-      *why = "the consumer's iteration space does not line up with the reduction";
+      *why = "the consumer reads the reduction at elements other than those its loop computes";
       return false;
     }
     if (SG == SH && !SH.dot && all_natural(SG)) {

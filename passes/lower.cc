@@ -41,6 +41,21 @@ bool never_valid(const IndexMap& m) {
   return false;
 }
 
+// ir::compose merges a new view only into the front of the stack. When that merge leaves a
+// front view that now merges with the view behind it (a reversal undone by a second one becomes
+// the identity, which vanishes into a reshape below it), merge on: a map that one view can express
+// exactly is then one view. Maps are compared structurally (check_natural, the fuser's analysis),
+// so a stack that only equals the natural map would be refused as a different one.
+IndexMap compose_merged(const IndexMap& outer, const View& inner) {
+  IndexMap r = ir::compose(outer, inner);
+  View merged;
+  while (r.views.size() > 1 && ir::merge_views(r.views[1], r.views[0], &merged)) {
+    r.views.erase(r.views.begin());
+    r.views.front() = merged;
+  }
+  return r;
+}
+
 size_t hash_knode(const KNode& n) {
   return absl::HashOf(int(n.op), int(n.dtype), n.inputs, n.scalar.is_int, n.scalar.i, n.scalar.f, n.ints, n.buffer,
                       hash_map(n.map));
@@ -170,12 +185,12 @@ class Builder {
   absl::StatusOr<KNodeId> lower_movement(const Node& n, const IndexMap& m) {
     const Shape& in = g_.node(n.inputs.empty() ? 0 : n.inputs[0]).shape;
     switch (n.op) {
-      case Op::kReshape: return lower(n.inputs[0], ir::compose(m, ir::reshape_view(n.shape)));
-      case Op::kPermute: return lower(n.inputs[0], ir::compose(m, ir::permute_view(in, n.ints)));
-      case Op::kExpand: return lower(n.inputs[0], ir::compose(m, ir::expand_view(in, n.shape)));
-      case Op::kSlice: return lower(n.inputs[0], ir::compose(m, ir::slice_view(in, n.ints, n.shape)));
+      case Op::kReshape: return lower(n.inputs[0], compose_merged(m, ir::reshape_view(n.shape)));
+      case Op::kPermute: return lower(n.inputs[0], compose_merged(m, ir::permute_view(in, n.ints)));
+      case Op::kExpand: return lower(n.inputs[0], compose_merged(m, ir::expand_view(in, n.shape)));
+      case Op::kSlice: return lower(n.inputs[0], compose_merged(m, ir::slice_view(in, n.ints, n.shape)));
       case Op::kPad: {
-        IndexMap inner = ir::compose(m, ir::pad_view(in, n.ints));
+        IndexMap inner = compose_merged(m, ir::pad_view(in, n.ints));
         auto x = lower(n.inputs[0], inner);
         if (!x.ok()) return x;
         const KNode& xn = k_.nodes[*x];
@@ -193,7 +208,7 @@ class Builder {
           w[2 * axis] = off;
           w[2 * axis + 1] = total - off - xs[axis];
           off += xs[axis];
-          IndexMap inner = ir::compose(m, ir::pad_view(xs, w));
+          IndexMap inner = compose_merged(m, ir::pad_view(xs, w));
           auto v = lower(x, inner);
           if (!v.ok()) return v;
           parts.push_back({valid(inner), *v});

@@ -85,6 +85,72 @@ const Regression kRegressions[] = {
   output %4, %2
 }
 )"},
+    // A matmul's consumer reads it through a reshape and two reversals that undo each other:
+    // each element where the contraction computes it, so the fuser put both in one kernel, but
+    // lowering composed the views into a two-view stack equal to the natural map without being
+    // it and failed with "reduction %2 is read at view(...) -> view(...), not at its natural map"
+    // (kiln_fuzz --seed 429093906707 --index 29, as minimized; fixed in passes/lower.cc: maps are
+    // merged down the stack; passes/fuse.cc: reads are judged in the merged kernel's space).
+    {"reduction read through reversals that cancel, in a reshaped order", R"(graph {
+  %0 = input 0 : f32[8,1]
+  %1 = input 1 : f32[1,2]
+  %2 = dot %0, %1 : f32[8,2]
+  %3 = reshape %2 : f32[2,8]
+  %4 = slice %3 start_step=[0,1,7,-1] : f32[2,8]
+  %5 = slice %4 start_step=[0,1,7,-1] : f32[2,8]
+  %6 = cast %5 : f64[2,8]
+  output %6
+}
+)"},
+    // The same through a row reduction instead of a contraction.
+    {"row sum read through reversals that cancel, in a reshaped order", R"(graph {
+  %0 = input 0 : f32[8,3]
+  %1 = reduce_sum %0 axes=[1] : f32[8,1]
+  %2 = reshape %1 : f32[2,4]
+  %3 = slice %2 start_step=[0,1,3,-1] : f32[2,4]
+  %4 = slice %3 start_step=[0,1,3,-1] : f32[2,4]
+  %5 = exp %4 : f32[2,4]
+  output %5
+}
+)"},
+    // The unminimized graph of the first: the matmul's consumer also scales by a broadcast
+    // scalar, and the matmul's operand comes from an argmin kernel.
+    {"reduction read through cancelling reversals, full fuzzer graph", R"(graph {
+  %0 = const 2 : i64[8,5]
+  %1 = const 7 : f64[8,5]
+  %2 = input 0 : f64[8,5]
+  %3 = lt %1, %2 : bool[8,5]
+  %4 = cast %3 : i64[8,5]
+  %5 = cast %3 : u8[8,5]
+  %6 = argmin %5 axes=[0] : i64[1,5]
+  %7 = expand %6 : i64[8,5]
+  %8 = le %4, %7 : bool[8,5]
+  %9 = cast %8 : i64[8,5]
+  %10 = sub %0, %9 : i64[8,5]
+  %11 = cast %10 : f32[8,5]
+  %12 = input 1 : f32[5,16]
+  %13 = dot %11, %12 : f32[8,16]
+  %14 = reshape %13 : f32[16,8]
+  %15 = slice %14 start_step=[0,1,7,-1] : f32[16,8]
+  %16 = slice %15 start_step=[0,1,7,-1] : f32[16,8]
+  %17 = cast %16 : f64[16,8]
+  %18 = input 2 : f64[]
+  %19 = reshape %18 : f64[1,1]
+  %20 = expand %19 : f64[16,8]
+  %21 = mul %17, %20 : f64[16,8]
+  %22 = abs %18 : f64[]
+  %23 = const 0.5 : f64[]
+  %24 = add %22, %23 : f64[]
+  %25 = div %18, %24 : f64[]
+  %26 = sigmoid %25 : f64[]
+  %27 = reshape %26 : f64[1,1]
+  %28 = expand %27 : f64[8,5]
+  %29 = cast %8 : f32[8,5]
+  %30 = cast %29 : f64[8,5]
+  %31 = max %28, %30 : f64[8,5]
+  output %21, %31, %24
+}
+)"},
 };
 
 TEST(FuzzRegressions, EveryDeviceMatchesTheInterpreter) {

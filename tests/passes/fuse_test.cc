@@ -143,5 +143,35 @@ TEST(Fuse, MovementOpsProduceNoCopyKernels) {
   EXPECT_MATCHES_REFERENCE({y});
 }
 
+TEST(Fuse, ReductionReadWhereItIsComputedFusesThroughViewsThatCancel) {
+  // A matmul and a row sum, each reshaped to another shape of the same size and reversed twice:
+  // every element is read where the reduction's loop computes it, so the consumer joins the
+  // reduction's kernel. Lowering once kept the undone reversal as a second view and refused
+  // the map it had asked for (kiln_fuzz --seed 429093906707 --index 29).
+  Tensor x = random_tensor({8, 5}, float32, 26), w = random_tensor({5, 16}, float32, 27);
+  Tensor s = random_tensor({}, float64, 28);
+  auto twice_reversed = [](const Tensor& t) { return t.slice(1, 7, -9, -1).slice(1, 7, -9, -1); };
+  Tensor y = twice_reversed(matmul(x, w).reshape({16, 8})).cast(float64) * s;
+  Tensor z = twice_reversed(x.sum({1}).reshape({1, 8})).exp();
+  for (const Tensor& t : {y, z}) {
+    EXPECT_EQ(program_of({t}).kernels.size(), 1u);
+    EXPECT_EQ(program_of({t}, testing::gpu_target()).kernels.size(), 1u);
+    EXPECT_MATCHES_REFERENCE({t}, {1e-5, 1e-6});  // f32 sums in another order, widened to f64
+  }
+}
+
+TEST(Fuse, ReductionReadElsewhereThanItIsComputedIsStored) {
+  // Reversed once, each element of the consumer reads one the reduction's loop computes at
+  // another index: the reduction is stored and read by a second kernel.
+  Tensor x = random_tensor({8, 5}, float32, 29), w = random_tensor({5, 16}, float32, 30);
+  Tensor y = matmul(x, w).reshape({16, 8}).slice(1, 7, -9, -1).cast(float64) * 2.0;
+  Tensor z = x.sum({1}).reshape({2, 4}).slice(1, 3, -5, -1).exp();
+  for (const Tensor& t : {y, z}) {
+    EXPECT_EQ(program_of({t}).kernels.size(), 2u);
+    EXPECT_EQ(program_of({t}, testing::gpu_target()).kernels.size(), 2u);
+    EXPECT_MATCHES_REFERENCE({t}, {1e-5, 1e-6});  // f32 sums in another order, widened to f64
+  }
+}
+
 }  // namespace
 }  // namespace kiln
