@@ -203,7 +203,7 @@ TEST_F(GemmSm90Run, RaggedShapes) {
   uint32_t seed = 100;
   for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{
            {128, 64, 128}, {256, 512, 256}, {300, 136, 200}, {1000, 72, 520}, {64, 1024, 8}, {8, 40, 264},
-           {129, 8, 129}, {2048, 2048, 2048}}) {
+           {129, 8, 129}, {520, 1024, 776}}) {
     SCOPED_TRACE(::testing::Message() << m << "x" << k << "x" << n);
     Tensor a = random_tensor({m, k}, bfloat16, seed++), b = random_tensor({k, n}, bfloat16, seed++);
     EXPECT_MATCHES_REFERENCE({matmul(a, b)}, kHalf);
