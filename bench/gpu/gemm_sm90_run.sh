@@ -45,13 +45,15 @@ for s in ${*:-tests bench sanit}; do
       grep -E "^\[  (FAILED|PASSED|SKIPPED) |exit [0-9]|sm_90a|Failure" "$OUT/tests.log" | sort | uniq -c | sort -rn | head -40
       ;;
     bench)
+      export ANCHOR_RESULTS=$OUT/results.jsonl
       {
         timeout 200 "$BIN/anchor_bench" --device cuda --only W5,MM4096,MM8192 --results "$OUT/results.jsonl"
+        KILN_CUDA_SM90_GROUP=16 timeout 120 "$BIN/anchor_bench" --device cuda --only W5,MM8192 | sed 's/^\(W5\|MM8192\) /\1-group16 /'
         KILN_CUDA_SM90_GEMM=0 timeout 120 "$BIN/anchor_bench" --device cuda --only W5 | sed 's/^W5 /W5-mma.sync /'
         KILN_CUDA_SM90_BN=128 timeout 120 "$BIN/anchor_bench" --device cuda --only MM8192 | sed 's/^MM8192 /MM8192-bn128 /'
         timeout 120 python3 "$HERE/mm_sweep_torch.py" 4096 8192
         timeout 200 python3 -u "$HERE/anchors/wl_torch.py" W5
-      } 2>&1 | grep -v "^RESULT {\"sec\": \"C\"" | tee "$OUT/bench.log" | grep -E "^(W5|MM|torch|anchor_bench)|TFLOP|W5 " | head -40
+      } 2>&1 | tee "$OUT/bench.log" | grep -E "^(W5|MM|torch|anchor_bench)|TFLOPs|W5 " | cut -c1-260 | head -50
       ;;
     sanit)
       for tool in memcheck racecheck; do

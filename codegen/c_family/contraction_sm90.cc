@@ -21,7 +21,14 @@ using ir::Op;
 
 namespace {
 
-constexpr int kBM = 128, kBK = 64, kThreads = 384, kGroupM = 8;
+constexpr int kBM = 128, kBK = 64, kThreads = 384;
+
+// m-tiles per group of the tile order (KILN_CUDA_SM90_GROUP overrides 8, for comparisons).
+int group_m() {
+  const char* e = std::getenv("KILN_CUDA_SM90_GROUP");
+  int g = e ? std::atoi(e) : 0;
+  return g >= 1 && g <= 64 ? g : 8;
+}
 
 // An operand as the tensor copy engine sees it.
 struct Operand {
@@ -219,6 +226,7 @@ std::string Renderer::sm90_kernel_open(const std::string& name) const {
 int Renderer::contraction_sm90(KernelSource* out) {
   const ir::Contraction& c = k_.contraction;
   const int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
+  const int kGroupM = group_m();
   std::vector<int> batch_axes;
   int64_t batch = 1;
   for (int a = 0; a < int(k_.shape.size()); ++a)
