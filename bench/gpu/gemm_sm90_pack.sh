@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what bench/gpu/gemm_sm90_run.sh needs from a GPU build (default build-gpu-gemm: KILN_SHARED,
-# LLVM and Vulkan off; targets cuda_test ops_test anchor_bench) into bundle-gemm/ (git-ignored):
+# LLVM and Vulkan off; targets cuda_test ops_test anchor_bench, passes_test and kiln_fuzz if built) into bundle-gemm/ (git-ignored):
 # the binaries, the libraries they load that the GPU machine lacks, the torch anchors.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -8,8 +8,9 @@ BUILD=${KILN_GPU_BUILD_DIR:-build-gpu-gemm}
 B=${KILN_BUNDLE_DIR:-bundle-gemm}
 rm -rf "$B"
 mkdir -p "$B/bin" "$B/lib" "$B/anchors"
-for exe in tests/cuda/cuda_test tests/ops_test bench/gpu/anchor_bench; do
+for exe in tests/cuda/cuda_test tests/ops_test tests/passes_test tools/kiln_fuzz bench/gpu/anchor_bench; do
   f=$(find "$BUILD" -path "*/$exe" -type f | head -1)
+  [ -n "$f" ] || continue
   strip --strip-unneeded -o "$B/bin/$(basename "$exe")" "$f"
 done
 skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libstdc\+\+|libgcc_s|libpthread|libdl\.so|librt\.so|libcuda\.so|libnvrtc|libvulkan)'

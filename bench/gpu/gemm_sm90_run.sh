@@ -55,6 +55,23 @@ for s in ${*:-tests bench sanit}; do
         timeout 200 python3 -u "$HERE/anchors/wl_torch.py" W5
       } 2>&1 | tee "$OUT/bench.log" | grep -E "^(W5|MM|torch|anchor_bench)|TFLOPs|W5 " | cut -c1-260 | head -50
       ;;
+    regress)
+      # Everything else on cuda: the whole op and fusion suites and the differential fuzzer.
+      {
+        KILN_DEVICE=cuda timeout 300 "$BIN/ops_test" --gtest_brief=1; echo "ops_test exit $?"
+        KILN_DEVICE=cuda timeout 200 "$BIN/passes_test" --gtest_brief=1; echo "passes_test exit $?"
+        [ -x "$BIN/kiln_fuzz" ] && { timeout 200 "$BIN/kiln_fuzz" --count 300 --device cuda; echo "kiln_fuzz exit $?"; }
+      } > "$OUT/regress.log" 2>&1
+      grep -E "exit [0-9]|^\[  FAILED  \]|PASSED" "$OUT/regress.log" | sort | uniq -c | head -30; tail -3 "$OUT/regress.log"
+      ;;
+    prof)
+      # One 4096^3 kernel under Nsight Compute: tensor pipe use, memory, warp stalls.
+      timeout 240 ncu --kernel-name regex:kiln_k0_dot --launch-count 1 --section SpeedOfLight \
+        --section MemoryWorkloadAnalysis --section WarpStateStats --section ComputeWorkloadAnalysis \
+        --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_gmma.sum \
+        "$BIN/anchor_bench" --device cuda --only MM4096 > "$OUT/ncu_mm4096.txt" 2>&1
+      echo "ncu exit $?"; grep -E "Throughput|Duration|hmma|gmma|Stall|L2|DRAM|Issue|Warp Cycles" "$OUT/ncu_mm4096.txt" | head -40
+      ;;
     sanit)
       for tool in memcheck racecheck; do
         timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/cuda_test" \
