@@ -72,6 +72,15 @@ for s in ${*:-tests bench sanit}; do
         "$BIN/anchor_bench" --device cuda --only MM4096 > "$OUT/ncu_mm4096.txt" 2>&1
       echo "ncu exit $?"; grep -E "Throughput|Duration|hmma|gmma|Stall|L2|DRAM|Issue|Warp Cycles" "$OUT/ncu_mm4096.txt" | head -40
       ;;
+    variants)
+      # Pipeline variants, each checked (GemmSm90Run) then timed beside the default, same call.
+      for v in "default" "KILN_CUDA_SM90_BK=32" "KILN_CUDA_SM90_WAIT=0" "KILN_CUDA_SM90_BK=32 KILN_CUDA_SM90_WAIT=0"; do
+        e=""; [ "$v" = default ] || e=$v
+        env $e timeout 120 "$BIN/cuda_test" --gtest_filter='GemmSm90Run.*' --gtest_brief=1 > "$OUT/variant.log" 2>&1
+        echo "[$v] GemmSm90Run exit $? $(grep -E 'PASSED|FAILED' "$OUT/variant.log" | tr '\n' ' ')"
+        env $e timeout 150 "$BIN/anchor_bench" --device cuda --only MM4096,MM8192,W5 2>&1 | grep "jit" | sed "s|^|[$v] |" | cut -c1-150
+      done 2>&1 | tee "$OUT/variants.log"
+      ;;
     sanit)
       for tool in memcheck racecheck; do
         timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/cuda_test" \

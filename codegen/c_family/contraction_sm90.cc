@@ -21,7 +21,20 @@ using ir::Op;
 
 namespace {
 
-constexpr int kBM = 128, kBK = 64, kThreads = 384;
+constexpr int kBM = 128, kThreads = 384;
+
+// The k depth of a stage: 64 (rows of 128 bytes, 128B swizzle), or 32 with KILN_CUDA_SM90_BK=32
+// (K-major rows of 64 bytes, 64B swizzle; twice the stages of half the size).
+int bk_knob() {
+  const char* e = std::getenv("KILN_CUDA_SM90_BK");
+  return e && std::string(e) == "32" ? 32 : 64;
+}
+// Whether each consumer waits for its k block's wgmma before releasing the stage
+// (KILN_CUDA_SM90_WAIT=0) instead of keeping one group in flight.
+bool wait0_knob() {
+  const char* e = std::getenv("KILN_CUDA_SM90_WAIT");
+  return e && std::string(e) == "0";
+}
 
 // m-tiles per group of the tile order (KILN_CUDA_SM90_GROUP overrides 8, for comparisons).
 int group_m() {
@@ -72,6 +85,7 @@ bool analyze(const ir::Program& p, const ir::Kernel& k, KNodeId cast, int mn_axi
   m.elem_bytes = 2;
   m.bf16 = n.dtype == DType::kBFloat16;
   m.offset = v.offset;
+  const int kBK = bk_knob();
   m.swizzle = 128;
   auto strided_ok = [](int64_t s) { return s > 0 && s % 8 == 0; };
   if (s_k == 1 && strided_ok(s_mn)) {
@@ -79,6 +93,7 @@ bool analyze(const ir::Program& p, const ir::Kernel& k, KNodeId cast, int mn_axi
     m.dims = {K, MN};
     m.strides = {s_mn};
     m.box = {uint32_t(kBK), uint32_t(box_mn)};
+    m.swizzle = kBK * 2;  // one k row of the box per swizzle row
   } else if (s_mn == 1 && strided_ok(s_k)) {
     op->mn_major = true;
     m.dims = {MN, K};
@@ -121,8 +136,9 @@ int bn_for(int64_t N) {
 }
 
 int stages_for(int bn, int64_t shared) {
+  const int kBK = bk_knob();
   const int64_t stage = int64_t(kBM + bn) * kBK * 2;
-  return int(std::min<int64_t>(6, (shared - 2048) / stage));
+  return int(std::min<int64_t>(kBK == 32 ? 8 : 6, (shared - 2048) / stage));
 }
 
 // Device helpers of the sm_90a path (once per module).
@@ -163,9 +179,10 @@ __device__ __forceinline__ void kiln_tma5(unsigned dst, const KilnTensorMap* m, 
                :: "r"(dst), "l"(m), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
 }
 // A shared-memory matrix descriptor for wgmma: 128-byte swizzle, offsets in bytes.
-__device__ __forceinline__ unsigned long long kiln_gmma_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+// layout: 1 = 128B swizzle, 2 = 64B.
+__device__ __forceinline__ unsigned long long kiln_gmma_desc(unsigned addr, unsigned lbo, unsigned sbo, unsigned layout) {
   return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFFu) << 16) |
-         ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62);
+         ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | ((unsigned long long)layout << 62);
 }
 #endif
 )";
@@ -236,6 +253,8 @@ int Renderer::contraction_sm90(KernelSource* out) {
     }
   const int BN = bn_for(N);
   const int S = stages_for(BN, t_.shared_memory);
+  const int kBK = bk_knob();
+  const bool wait0 = wait0_knob();
   Operand A, B;
   std::string unused;
   analyze(p_, k_, c.lhs, c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &A, &unused);
@@ -340,23 +359,37 @@ int Renderer::contraction_sm90(KernelSource* out) {
   w_.open("for (int kk = 0; kk < " + S_(kBK / 16) + "; ++kk)");
   // K-major: rows of 128 bytes, 8-row swizzle atoms 1024 bytes apart, k16 = 32 bytes along the
   // row. MN-major: 64-wide boxes (8 KiB) along m / n (LBO), k rows of 128 bytes, k16 = 2 KiB.
-  w_.line(A.mn_major ? "const unsigned long long da = kiln_gmma_desc(sa + kk * 2048, 8192, 1024);"
-                     : "const unsigned long long da = kiln_gmma_desc(sa + kk * 32, 16, 1024);");
-  w_.line(B.mn_major ? "const unsigned long long db = kiln_gmma_desc(sb + kk * 2048, 8192, 1024);"
-                     : "const unsigned long long db = kiln_gmma_desc(sb + kk * 32, 16, 1024);");
+  // (BK = 32: K-major rows of 64 bytes with 64B swizzle, atoms 512 bytes; MN-major boxes 4 KiB.)
+  auto desc = [&](const char* var, const char* base, bool mn_major) {
+    if (mn_major)
+      w_.line(absl::StrCat("const unsigned long long ", var, " = kiln_gmma_desc(", base, " + kk * 2048, ", 64 * kBK * 2,
+                           ", 1024, 1);"));
+    else
+      w_.line(absl::StrCat("const unsigned long long ", var, " = kiln_gmma_desc(", base, " + kk * 32, 16, ", 8 * kBK * 2,
+                           ", ", kBK == 64 ? 1 : 2, ");"));
+  };
+  desc("da", "sa", A.mn_major);
+  desc("db", "sb", B.mn_major);
   w_.line(absl::StrCat("asm volatile(\"", instr, " {", regs, "}, %", BN / 2, ", %", BN / 2 + 1, ", 1, 1, 1, ",
                        A.mn_major ? 1 : 0, ", ", B.mn_major ? 1 : 0, ";\" : ", cons, " : \"l\"(da), \"l\"(db));"));
   w_.close();
   w_.line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
-  // One group stays in flight: the previous k block's stage is free once only this one is
-  // pending (the last one's after the loop).
-  w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 1;\" ::: \"memory\");");
-  w_.line("if (kb > 0 && lane == 0) kiln_mbar_arrive(empty0 + 8 * prev);");
-  w_.line("prev = s;");
-  w_.line("if (++s == " + S_(S) + ") { s = 0; ph ^= 1u; }");
-  w_.close();
-  w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
-  w_.line("if (lane == 0) kiln_mbar_arrive(empty0 + 8 * prev);");
+  if (wait0) {
+    w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+    w_.line("if (lane == 0) kiln_mbar_arrive(empty0 + 8 * s);");
+    w_.line("if (++s == " + S_(S) + ") { s = 0; ph ^= 1u; }");
+    w_.close();
+  } else {
+    // One group stays in flight: the previous k block's stage is free once only this one is
+    // pending (the last one's after the loop).
+    w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 1;\" ::: \"memory\");");
+    w_.line("if (kb > 0 && lane == 0) kiln_mbar_arrive(empty0 + 8 * prev);");
+    w_.line("prev = s;");
+    w_.line("if (++s == " + S_(S) + ") { s = 0; ph ^= 1u; }");
+    w_.close();
+    w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+    w_.line("if (lane == 0) kiln_mbar_arrive(empty0 + 8 * prev);");
+  }
   // Epilogue: thread (warp cw, lane) holds rows 16cw + lane/4 (+8) and columns 8j + 2(lane%4)
   // (+1) of its warpgroup's 64 x BN accumulator.
   w_.line("const int rbase = m0 + wg * 64 + cw * 16 + lane / 4, cbase = n0 + 2 * (lane % 4);");
@@ -380,9 +413,10 @@ int Renderer::contraction_sm90(KernelSource* out) {
   out->grid[0] = uint32_t(std::max<int64_t>(1, std::min<int64_t>(tiles, std::max(t_.parallelism, 1))));
   out->shared_bytes = uint32_t(int64_t(S) * stage_bytes + 16 * S + 1024);
   out->strategy = absl::StrCat("contraction sm_90a: TMA (lhs ", A.mn_major ? "m" : "k", "-major, rhs ",
-                               B.mn_major ? "n" : "k", "-major, 128B swizzle) into ", S, " stages of ", kBM, "x", BN,
+                               B.mn_major ? "n" : "k", "-major, ", kBK == 64 ? "128B" : "64B/128B", " swizzle) into ", S, " stages of ", kBM, "x", BN,
                                "x", kBK, ", wgmma m64n", BN, "k16 on 2 consumer warpgroups + 1 producer warp, persistent ",
-                               "grid over ", tiles, " tiles in groups of ", kGroupM, ", epilogue in registers");
+                               "grid over ", tiles, " tiles in groups of ", kGroupM, ", epilogue in registers",
+                               wait0 ? ", wgmma waited per k block" : "");
   return kThreads;
 }
 
