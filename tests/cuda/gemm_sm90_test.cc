@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cuda/compiler.h"
 #include "backends/cuda/nvrtc.h"
 #include "backends/cuda/target.h"
 #include "codegen/c_family/gpu_program.h"
@@ -178,6 +179,20 @@ TEST_F(GemmSm90Compile, CompiledFormCarriesTheTensorMaps) {
     EXPECT_FALSE(runtime::check_consistent(broken).ok()) << bad;
     EXPECT_FALSE(runtime::deserialize(runtime::serialize(broken)).ok()) << bad;
   }
+}
+
+TEST(GemmSm90Target, ArchSpecificKeyAndCache) {
+  // sm_90a code loads only on compute capability 9.0 exactly; a plain sm_90 module still loads.
+  EXPECT_TRUE(runtime::cuda::accepts_key(runtime::cuda::cuda_target_info(132, 232448, 90), "sm_90a"));
+  EXPECT_TRUE(runtime::cuda::accepts_key(runtime::cuda::cuda_target_info(132, 232448, 90), "sm_90"));
+  EXPECT_FALSE(runtime::cuda::accepts_key(runtime::cuda::cuda_target_info(108, 166912, 80), "sm_90a"));
+  EXPECT_FALSE(runtime::cuda::accepts_key(runtime::cuda::cuda_target_info(148, 232448, 100), "sm_90a"));
+  EXPECT_FALSE(runtime::cuda::accepts_key(runtime::cuda::cuda_target_info(148, 232448, 100), "sm_100a"));
+  // The architecture is part of the disk cache key and of NVRTC's options.
+  EXPECT_NE(runtime::cuda::binary_cache_key("x", 90, true), runtime::cuda::binary_cache_key("x", 90, false));
+  std::string opts;
+  for (const std::string& o : runtime::cuda::nvrtc_options(90, true)) opts += o + " ";
+  EXPECT_NE(opts.find("-arch=sm_90a"), std::string::npos) << opts;
 }
 
 // ---------------------------------------------------------------- on an sm_90 GPU
