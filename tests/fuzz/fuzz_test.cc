@@ -3,7 +3,10 @@
 // and the minimizer reduces a failing graph to the op that fails.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <functional>
 #include <set>
 
 #include "frontend/capture.h"
@@ -176,6 +179,177 @@ TEST(Checker, PassesTheCpuAndCatchesAWrongDevice) {
   EXPECT_EQ(check_case(small, broken_sin_runner(), cpu).outcome, Outcome::kMismatch);
   EXPECT_EQ(ir::print(small.graph), "graph {\n  %0 = input 0 : f32[1,1]\n  %1 = sin %0 : f32[1,1]\n  output %1\n}\n")
       << log;
+}
+
+// A runner that returns `replace(want, got)` for each element of the first output: stands in
+// for a device that differs from the CPU in a chosen way.
+Runner altered_runner(std::function<double(double want, double got)> replace) {
+  Runner cpu = device_runner(*runtime::get_device("cpu"));
+  return [cpu, replace](const Case& c) -> absl::StatusOr<std::vector<ir::HostTensor>> {
+    auto r = cpu(c);
+    if (!r.ok()) return r;
+    auto want = interpret_all(c);
+    if (!want.ok()) return want.status();
+    const ir::HostTensor& w = (*want)[c.graph.outputs()[0]];
+    for (size_t k = 0; k < (*r)[0].f.size(); ++k) (*r)[0].f[k] = replace(w.f[k], (*r)[0].f[k]);
+    return r;
+  };
+}
+double nan_to_inf(double want, double got) { return std::isnan(want) ? INFINITY : got; }
+double inf_to_nan(double want, double got) { return std::isinf(want) ? NAN : got; }
+
+// kiln_fuzz --seed 987654321 --index 1230, minimized: (x - 0.005*sum(x)) * y with y = +-inf
+// (x = 1, 200 of them). The reference rounds 200 * 0.005f to 1 and gets 1 - 1 = 0, 0 * inf =
+// NaN; the CPU contracts x - s*c to an FMA (one rounding) and gets 2.2e-8 * inf = inf. Both
+// are within the rounding the bound allows, so the product is unbounded.
+Case fma_times_inf_case() {
+  Case c = parse_case(R"(graph {
+  %0 = input 0 : i8[4,1,5,5]
+  %1 = eq %0, %0 : bool[4,1,5,5]
+  %2 = expand %1 : bool[4,2,5,5]
+  %3 = reshape %2 : bool[200]
+  %4 = cast %3 : f32[200]
+  %5 = reduce_sum %4 axes=[0] : f32[1]
+  %6 = const 0.004999999888241291 : f32[1]
+  %7 = mul %5, %6 : f32[1]
+  %8 = expand %7 : f32[200]
+  %9 = sub %4, %8 : f32[200]
+  %10 = input 1 : f32[200]
+  %11 = mul %9, %10 : f32[200]
+  output %11
+}
+)",
+                      {ir::HostTensor::make(DType::kInt8, {4, 1, 5, 5}), floats({200}, std::vector<double>(200, 0.5))});
+  c.inputs[1].f[3] = INFINITY;
+  c.inputs[1].f[7] = -INFINITY;
+  return c;
+}
+
+// The same computation with x - 0.005*sum(x) far from zero (half the x 1, half 0: +-0.5).
+Case far_times_inf_case() {
+  std::vector<double> x(200, 0);
+  std::fill(x.begin(), x.begin() + 100, 1.0);
+  Case c = parse_case(R"(graph {
+  %0 = input 0 : f32[200]
+  %1 = reduce_sum %0 axes=[0] : f32[1]
+  %2 = const 0.004999999888241291 : f32[1]
+  %3 = mul %1, %2 : f32[1]
+  %4 = expand %3 : f32[200]
+  %5 = sub %0, %4 : f32[200]
+  %6 = input 1 : f32[200]
+  %7 = mul %5, %6 : f32[200]
+  output %7
+}
+)",
+                      {floats({200}, std::move(x)), floats({200}, std::vector<double>(200, 0.5))});
+  c.inputs[1].f[3] = INFINITY;
+  c.inputs[1].f[7] = -INFINITY;
+  return c;
+}
+
+// kiln_fuzz --seed 77777 --index 1144, minimized: an f16 x * sigmoid(x) fed into a dot with
+// +-inf. sigmoid(-18) = 1.5e-8 rounds to 0 in f16, so the reference (every op rounded to f16)
+// has -18 * 0 = -0 and -0 * -inf = NaN in the dot; the CPU keeps f16 values in f32 inside a
+// fused kernel (as the bound allows: half types compute in f32) and gets -2.7e-7 * -inf = inf.
+Case silu_dot_inf_case() {
+  return parse_case(R"(graph {
+  %0 = input 0 : f16[1,3,3]
+  %1 = sigmoid %0 : f16[1,3,3]
+  %2 = mul %0, %1 : f16[1,3,3]
+  %3 = input 1 : f16[1,3,1]
+  %4 = dot %2, %3 : f16[1,3,1]
+  output %4
+}
+)",
+                    {floats({1, 3, 3}, {83, -18, -88, -18, 75, 8, 16, -20, -19}, float16),
+                     floats({1, 3, 1}, {INFINITY, -INFINITY, 1.71484}, float16)});
+}
+
+TEST(Checker, InfTimesAValueThatMayRoundToZeroIsUnbounded) {
+  DevicePrecision cpu = DevicePrecision::for_device("cpu");
+  Runner dev = device_runner(*runtime::get_device("cpu"));
+  for (const Case& c : {fma_times_inf_case(), silu_dot_inf_case()}) {
+    auto values = interpret_all(c);
+    ASSERT_TRUE(values.ok());
+    bool nan = false;
+    for (double v : (*values)[c.graph.outputs()[0]].f) nan = nan || std::isnan(v);
+    EXPECT_TRUE(nan) << "the reference should hit 0 * inf\n" << ir::print(c.graph);
+    // The CPU passes (it gets +-inf for the reference's NaN), and so does a device that turns
+    // every such NaN into inf.
+    for (const Runner& r : {dev, altered_runner(nan_to_inf)}) {
+      CheckResult res = check_case(c, r, cpu);
+      EXPECT_EQ(res.outcome, Outcome::kPass) << res.detail << ir::print(c.graph);
+      EXPECT_EQ(res.outputs_checked, 1);
+      EXPECT_EQ(res.outputs_unbounded, 1);
+    }
+  }
+}
+
+TEST(Checker, InfTimesAnExactValueIsStillChecked) {
+  DevicePrecision cpu = DevicePrecision::for_device("cpu");
+  // x - 0.005*sum(x) = +-0.5 is far from zero: the products with +-inf are determined, and a
+  // device that gets NaN there is wrong.
+  Case far = far_times_inf_case();
+  CheckResult ok = check_case(far, device_runner(*runtime::get_device("cpu")), cpu);
+  EXPECT_EQ(ok.outcome, Outcome::kPass) << ok.detail;
+  EXPECT_EQ(ok.outputs_unbounded, 0);
+  CheckResult bad = check_case(far, altered_runner(inf_to_nan), cpu);
+  EXPECT_EQ(bad.outcome, Outcome::kMismatch);
+  EXPECT_NE(bad.detail.find("got nan want -inf"), std::string::npos) << bad.detail;
+
+  // Exact operands: 0 * inf is NaN on every device, and a finite product is finite.
+  Case exact = parse_case(R"(graph {
+  %0 = input 0 : f32[4]
+  %1 = input 1 : f32[4]
+  %2 = mul %0, %1 : f32[4]
+  output %2
+}
+)",
+                          {floats({4}, {0, 1, 2, -0.0}), floats({4}, {INFINITY, 3, -INFINITY, 5})});
+  EXPECT_EQ(check_case(exact, device_runner(*runtime::get_device("cpu")), cpu).outcome, Outcome::kPass);
+  CheckResult inf = check_case(exact, altered_runner(nan_to_inf), cpu);
+  EXPECT_EQ(inf.outcome, Outcome::kMismatch);
+  EXPECT_NE(inf.detail.find("[0] got inf want nan"), std::string::npos) << inf.detail;
+  CheckResult nan = check_case(exact, altered_runner([](double w, double g) { return w == 3 ? NAN : g; }), cpu);
+  EXPECT_EQ(nan.outcome, Outcome::kMismatch);
+  EXPECT_NE(nan.detail.find("[1] got nan want 3"), std::string::npos) << nan.detail;
+
+  // The f16 dot with every product determined (no factor near 0): NaN stays NaN, inf stays inf.
+  Case dot = silu_dot_inf_case();
+  dot.inputs[0].f = {3, -1, 2, 1, 4, -1, 2, 1, 3};  // silu: |values| >= 0.27, errors ~1e-3
+  auto values = interpret_all(dot);
+  ASSERT_TRUE(values.ok());
+  EXPECT_EQ(check_case(dot, device_runner(*runtime::get_device("cpu")), cpu).outcome, Outcome::kPass);
+  bool dot_nan = false;
+  for (double v : (*values)[dot.graph.outputs()[0]].f) dot_nan = dot_nan || std::isnan(v);
+  EXPECT_TRUE(dot_nan);  // 0.73 * inf + 3.9 * -inf
+  CheckResult dbad = check_case(dot, altered_runner(nan_to_inf), cpu);
+  EXPECT_EQ(dbad.outcome, Outcome::kMismatch) << dbad.detail;
+  EXPECT_EQ(dbad.outputs_unbounded, 0);
+}
+
+TEST(ErrorBounds, InfiniteOnlyWhereTheResultMayOverflow) {
+  // exp(0.5) * y in f16 (largest finite 65504): bounded well below the limit, unbounded where
+  // the allowed error reaches it (the device's rounding may give inf, the reference's not).
+  Case c = parse_case(R"(graph {
+  %0 = input 0 : f16[1]
+  %1 = exp %0 : f16[1]
+  %2 = input 1 : f16[1]
+  %3 = mul %1, %2 : f16[1]
+  output %3
+}
+)",
+                      {floats({1}, {0.5}, float16), floats({1}, {300}, float16)});
+  DevicePrecision cpu = DevicePrecision::for_device("cpu");
+  auto bound = [&](double y) {
+    c.inputs[1].f = {round_to_dtype(float16, y)};
+    auto values = interpret_all(c);
+    EXPECT_TRUE(values.ok());
+    return error_bounds(c.graph, *values, cpu)[3];
+  };
+  EXPECT_TRUE(std::isfinite(bound(300)));    // 494.6
+  EXPECT_TRUE(std::isfinite(bound(36000)));  // 59354: 6150 from the limit
+  EXPECT_TRUE(std::isinf(bound(65504 / std::exp(0.5))));
 }
 
 TEST(Checker, ReportsDeviceErrors) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -77,6 +78,109 @@ struct Magnitudes {
   double min_abs = INFINITY;  // smallest finite |v|
   double max_log = 0;         // largest |ln v| over finite v > 0
 };
+
+// Largest finite value of a float dtype.
+double max_finite(DType t) {
+  switch (t) {
+    case DType::kFloat16: return 65504.0;
+    case DType::kBFloat16: return std::ldexp(255.0, 120);
+    case DType::kFloat32: return double(std::numeric_limits<float>::max());
+    case DType::kFloat64: return std::numeric_limits<double>::max();
+    default: return INFINITY;
+  }
+}
+
+// --- values the allowed error leaves unconstrained ------------------------------------------
+//
+// The bounds are absolute errors of finite values. Where a node's reference value is infinite,
+// or an operand's error interval straddles a point where the op is discontinuous in the
+// extended reals, a correct device may land on a different non-finite result (or a finite one),
+// and no finite bound describes that. The checks below find such elements from the reference
+// values; their node is then unbounded (like floor of a rounded value), which propagates to
+// everything computed from it and counts as "without an error bound". They only fire where the
+// error the bound already allows makes the result's value undetermined: exact operands (on
+// devices that flush subnormals: exact normal ones) never trigger them, and NaN for a finite
+// reference with a finite bound, or inf where nothing can overflow, still fails.
+
+// Whether a device whose value of a node is within the checker's tolerance of `v` (what
+// check_case accepts: safety * E, plus a flushed subnormal) may hold both 0 and a non-zero value.
+bool straddles_zero(double v, double e, DType t, const DevicePrecision& prec) {
+  if (!std::isfinite(v)) return false;
+  if (e > 0) return std::fabs(v) <= prec.safety * e + (prec.flushes_denormals ? min_normal(t) : 0);
+  // Exact: only a subnormal that the device may flush to zero.
+  return prec.flushes_denormals && v != 0 && std::fabs(v) < min_normal(t);
+}
+
+// A product term x * y is undetermined where one factor is infinite and the other's interval
+// straddles zero: 0 * inf = NaN, while any non-zero value gives +-inf (and in a sum, that inf
+// may meet one of the other sign: NaN again, or not). Both are correct results of the rounded
+// computation the bound allows (e.g. x - s*c contracted to an FMA leaves 2e-8 where the
+// reference rounds to 0; an f16 sigmoid(-18) kept in f32 inside a fused kernel is 1.5e-8 where
+// the reference, rounding every op to f16, has 0).
+bool undetermined_product(double x, double ex, double y, double ey, DType t, const DevicePrecision& prec) {
+  return (std::isinf(x) && straddles_zero(y, ey, t, prec)) || (std::isinf(y) && straddles_zero(x, ex, t, prec));
+}
+
+bool has_inf(const ir::HostTensor& t) {
+  for (double v : t.f)
+    if (std::isinf(v)) return true;
+  return false;
+}
+
+// Whether some element of a mul, dot or reduce_prod node multiplies an infinity by a factor
+// whose allowed interval straddles zero (see undetermined_product).
+bool has_undetermined_product(const ir::Graph& g, const ir::Node& node, const std::vector<ir::HostTensor>& values,
+                              const std::vector<double>& E, const DevicePrecision& prec) {
+  const DType t = node.dtype;
+  if (!is_float(t)) return false;
+  const std::vector<ir::NodeId>& in = node.inputs;
+  switch (node.op) {
+    case ir::Op::kMul: {
+      const ir::HostTensor &a = values[in[0]], &b = values[in[1]];
+      if (!has_inf(a) && !has_inf(b)) return false;
+      for (size_t k = 0; k < a.f.size(); ++k)
+        if (undetermined_product(a.f[k], E[in[0]], b.f[k], E[in[1]], t, prec)) return true;
+      return false;
+    }
+    case ir::Op::kDot: {
+      const ir::HostTensor &a = values[in[0]], &b = values[in[1]];
+      if (!has_inf(a) && !has_inf(b)) return false;
+      const Shape& as = g.node(in[0]).shape;
+      size_t r = as.size();
+      int64_t M = as[r - 2], K = as[r - 1], N = g.node(in[1]).shape[r - 1];
+      int64_t batch = 1;
+      for (size_t d = 0; d + 2 < r; ++d) batch *= as[d];
+      for (int64_t bt = 0; bt < batch; ++bt)
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t k = 0; k < K; ++k) {
+            double x = a.f[size_t((bt * M + m) * K + k)];
+            for (int64_t j = 0; j < N; ++j)
+              if (undetermined_product(x, E[in[0]], b.f[size_t((bt * K + k) * N + j)], E[in[1]], t, prec)) return true;
+          }
+      return false;
+    }
+    case ir::Op::kReduceProd: {
+      // Per output element: an infinity and a factor straddling zero in the same group.
+      const ir::HostTensor& a = values[in[0]];
+      if (!has_inf(a)) return false;
+      const Shape& as = g.node(in[0]).shape;
+      size_t out_n = size_t(std::max<int64_t>(1, shape_numel(node.shape)));
+      std::vector<char> inf(out_n, 0), zero(out_n, 0);
+      std::vector<int64_t> idx(as.size());
+      for (size_t k = 0; k < a.f.size(); ++k) {
+        int64_t rest = int64_t(k), o = 0;
+        for (size_t d = as.size(); d-- > 0;) idx[d] = rest % as[d], rest /= as[d];
+        for (int64_t ax : node.ints) idx[size_t(ax)] = 0;
+        for (size_t d = 0; d < as.size(); ++d) o = o * node.shape[d] + idx[d];
+        inf[size_t(o)] |= std::isinf(a.f[k]);
+        zero[size_t(o)] |= straddles_zero(a.f[k], E[in[0]], t, prec);
+        if (inf[size_t(o)] && zero[size_t(o)]) return true;
+      }
+      return false;
+    }
+    default: return false;
+  }
+}
 
 Magnitudes magnitudes(const ir::HostTensor& t) {
   Magnitudes m;
@@ -230,6 +334,12 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
       default: e = INFINITY; break;
     }
     if (!is_float(node.dtype) && e > 0) e = INFINITY;  // an integer that may be off by rounding
+    if (std::isfinite(e) && has_undetermined_product(g, node, values, E, prec)) e = INFINITY;
+    // Overflow: where a finite result is within the allowed error of the dtype's largest value,
+    // the device's rounding may carry it to +-inf (and the reference's to a finite value), so
+    // the result is unbounded. Results far from the limit are not affected: an inf there fails.
+    if (is_float(node.dtype) && std::isfinite(e) && e > 0 && M + prec.safety * e >= max_finite(node.dtype))
+      e = INFINITY;
     E[id] = std::isnan(e) ? INFINITY : e;
   }
   return E;

@@ -50,7 +50,7 @@ struct CheckResult {
   Outcome outcome = Outcome::kPass;
   std::string detail;         // what differed, or the error
   int outputs_checked = 0;
-  int outputs_unbounded = 0;  // outputs whose error could not be bounded (compared loosely)
+  int outputs_unbounded = 0;  // outputs whose error could not be bounded (not compared)
   double worst_ratio = 0;     // largest |error| / allowed over the compared elements
 };
 
@@ -62,7 +62,8 @@ Runner device_runner(runtime::Device* device);
 absl::StatusOr<std::vector<ir::HostTensor>> interpret_all(const Case& c);
 
 // Absolute error bound of every node, given the values of all nodes (infinity = unbounded:
-// e.g. floor of a value that carries rounding error).
+// e.g. floor of a value that carries rounding error, an infinity times a value whose allowed
+// error reaches zero, a result whose allowed error reaches the dtype's largest value).
 std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostTensor>& values,
                                  const DevicePrecision& prec);
 
