@@ -85,6 +85,11 @@ Options options() {
   if (const char* e = env("KILN_CUDA_INCLUDE")) o.cuda_include_dirs.push_back(e);
   if (const char* e = env("CUDA_HOME")) o.cuda_include_dirs.push_back(std::string(e) + "/include");
   if (const char* e = env("CUDA_PATH")) o.cuda_include_dirs.push_back(std::string(e) + "/include");
+  read_switch("KILN_CUDA_SM90_GEMM", &o.cuda_sm90_gemm);
+  read_int(o, "KILN_CUDA_SM90_BN", &o.cuda_sm90_bn);
+  read_int(o, "KILN_CUDA_SM90_BK", &o.cuda_sm90_bk);
+  read_int(o, "KILN_CUDA_SM90_WAIT", &o.cuda_sm90_wait);
+  read_int(o, "KILN_CUDA_SM90_GROUP", &o.cuda_sm90_group);
   read_int(o, "KILN_VULKAN_DEVICE", &o.vulkan_device, /*strict=*/true);
   read_switch("KILN_VULKAN_VALIDATION", &o.vulkan_validation);
   read_switch("KILN_VULKAN_SPIRV_OPT", &o.vulkan_spirv_opt);

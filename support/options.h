@@ -38,6 +38,13 @@ struct Options {
   // Folders to look for the CUDA headers NVRTC needs, in order: $KILN_CUDA_INCLUDE,
   // $CUDA_HOME/include, $CUDA_PATH/include (the build's toolkit is tried after these).
   std::vector<std::string> cuda_include_dirs;
+  // The Hopper contraction path (codegen/c_family/contraction_sm90.cc) and its variants, for
+  // comparisons (bench/results/h100-2026-11-23-gemm):
+  bool cuda_sm90_gemm = true;    // KILN_CUDA_SM90_GEMM=0: contractions keep the mma.sync kernel
+  int cuda_sm90_bn = 0;          // KILN_CUDA_SM90_BN=128: 128-wide tiles (default 256 where N > 128)
+  int cuda_sm90_bk = 64;         // KILN_CUDA_SM90_BK=32: 32-deep stages (64B swizzle, twice as many)
+  int cuda_sm90_wait = 1;        // KILN_CUDA_SM90_WAIT=0: wait for each k block's wgmma
+  int cuda_sm90_group = 8;       // KILN_CUDA_SM90_GROUP: m-tiles per group of the tile order
 
   // --- Vulkan (backends/vulkan)
   int vulkan_device = -1;        // KILN_VULKAN_DEVICE (-1: discrete GPU, then integrated, then CPU)

@@ -25,21 +25,14 @@ constexpr int kBM = 128, kThreads = 384;
 
 // The k depth of a stage: 64 (rows of 128 bytes, 128B swizzle), or 32 with KILN_CUDA_SM90_BK=32
 // (K-major rows of 64 bytes, 64B swizzle; twice the stages of half the size).
-int bk_knob() {
-  const char* e = std::getenv("KILN_CUDA_SM90_BK");
-  return e && std::string(e) == "32" ? 32 : 64;
-}
+int bk_knob() { return support::options().cuda_sm90_bk == 32 ? 32 : 64; }
 // Whether each consumer waits for its k block's wgmma before releasing the stage
 // (KILN_CUDA_SM90_WAIT=0) instead of keeping one group in flight.
-bool wait0_knob() {
-  const char* e = std::getenv("KILN_CUDA_SM90_WAIT");
-  return e && std::string(e) == "0";
-}
+bool wait0_knob() { return support::options().cuda_sm90_wait == 0; }
 
 // m-tiles per group of the tile order (KILN_CUDA_SM90_GROUP overrides 8, for comparisons).
 int group_m() {
-  const char* e = std::getenv("KILN_CUDA_SM90_GROUP");
-  int g = e ? std::atoi(e) : 0;
+  const int g = support::options().cuda_sm90_group;
   return g >= 1 && g <= 64 ? g : 8;
 }
 
@@ -130,8 +123,7 @@ bool analyze(const ir::Program& p, const ir::Kernel& k, KNodeId cast, int mn_axi
 
 // 256 columns per tile where N has them (KILN_CUDA_SM90_BN=128 forces 128, for comparisons).
 int bn_for(int64_t N) {
-  const char* e = std::getenv("KILN_CUDA_SM90_BN");
-  if (e && std::string(e) == "128") return 128;
+  if (support::options().cuda_sm90_bn == 128) return 128;
   return N > 128 ? 256 : 128;
 }
 
@@ -200,7 +192,7 @@ bool Renderer::sm90_applies(std::string* why) const {
     return false;
   }
   const ir::Contraction& c = k_.contraction;
-  if (std::getenv("KILN_CUDA_SM90_GEMM") && std::string(std::getenv("KILN_CUDA_SM90_GEMM")) == "0") {
+  if (!support::options().cuda_sm90_gemm) {
     *why = "KILN_CUDA_SM90_GEMM=0";
     return false;
   }

@@ -84,6 +84,8 @@ TEST_F(GemmSm90Compile, TakesTheHopperPathWhereTheCopyEngineCanFetchTheOperands)
     Rendered r = render_h100({t});
     EXPECT_TRUE(r.r.arch_specific);
     EXPECT_TRUE(on_sm90(r.r)) << r.r.kernels[0].strategy;
+    // Transposed, sliced and batched operands are views the copy engine reads: no copy kernel.
+    EXPECT_EQ(r.r.kernels.size(), 1u);
   }
   // Not 16-byte aligned rows (k = 70), f32 operands, a one-column rhs: the existing kernels.
   Tensor odd_a = random_tensor({64, 70}, bfloat16, 10), odd_b = random_tensor({70, 64}, bfloat16, 11);
