@@ -8,7 +8,9 @@
 #   env      GPU, driver, libraries, whether kiln sees the device          -> env.txt
 #   tests    cuda_test (the CUDA runtime on the GPU), every *_test binary with KILN_DEVICE=cuda
 #            (op suite, fusion suite, ...), the differential fuzzer on cuda -> tests.log
-#   vulkan   vulkan_test and the op suite with KILN_DEVICE=vulkan (not in the default set)
+#   vulkan   vulkan_test, the op, pass and AOT suites with KILN_DEVICE=vulkan (not in the default
+#            set). Where the machine has no Vulkan loader / GLVND, the bundle's Debian .debs
+#            (bundle/gl) are unpacked into / first; the validation layer comes from bundle/vklayer
 #   bench    anchor_bench W1-W6 + host overhead (jit and realize paths), W7 cold/warm first calls
 #            in fresh processes                                              -> bench.log
 #   anchors  ../shared/bench-anchors (torch eager/compile, jax.jit, ceilings, launch floors) in
@@ -39,9 +41,48 @@ if ! ldconfig -p | grep -q "libcuda.so.1 "; then
     if [ -e "$d/libcuda.so.1" ]; then LD_LIBRARY_PATH+=":$d"; break; fi
   done
 fi
-if ! ldconfig -p | grep -q "libvulkan.so.1 "; then LD_LIBRARY_PATH+=":$HERE/lib/fallback"; fi
+
+# --- Vulkan: the loader and the GLVND libraries the NVIDIA ICD needs, where the machine lacks
+# them: bundle/gl holds Debian 12's .debs (bundle.sh); each whose library is missing is unpacked
+# into / and ldconfig run (the device notes' recipe; the machine starts bare each time), or into a
+# folder of our own on LD_LIBRARY_PATH where / is not ours to write. Then the NVIDIA ICD and the
+# Khronos validation layer (bundle/vklayer, which vulkan_test turns on).
+have_lib() { ldconfig -p | awk '{ print $1 }' | grep -qxF "$1"; }
+declare -A GL_SONAME=([libvulkan1]=libvulkan.so.1 [libglvnd0]=libGLdispatch.so.0 [libglx0]=libGLX.so.0
+  [libgl1]=libGL.so.1 [libegl1]=libEGL.so.1 [libopengl0]=libOpenGL.so.0 [libgles2]=libGLESv2.so.2)
+GL_UNPACKED=""
+GL_ROOT=/
+if [ "$(id -u)" != 0 ] || [ ! -w /usr/lib ]; then GL_ROOT=$(mktemp -d /tmp/kiln-gl.XXXXXX); fi
+for deb in "$HERE"/gl/*.deb; do
+  [ -e "$deb" ] || continue
+  pkg=$(basename "$deb"); pkg=${pkg%%_*}
+  so=${GL_SONAME[$pkg]:-}
+  if [ -n "$so" ] && have_lib "$so"; then continue; fi
+  if dpkg -x "$deb" "$GL_ROOT"; then GL_UNPACKED+=" $pkg"; else echo "run_on_gpu: dpkg -x $deb $GL_ROOT failed"; fi
+done
+if [ -n "$GL_UNPACKED" ]; then
+  if [ "$GL_ROOT" = / ]; then ldconfig; else LD_LIBRARY_PATH+=":$GL_ROOT/usr/lib/x86_64-linux-gnu"; fi
+  echo "run_on_gpu: no Vulkan loader / GLVND here: unpacked$GL_UNPACKED from $HERE/gl into $GL_ROOT"
+fi
+if ! have_lib libvulkan.so.1 && [ ! -e "$GL_ROOT/usr/lib/x86_64-linux-gnu/libvulkan.so.1" ]; then
+  LD_LIBRARY_PATH+=":$HERE/lib/fallback"
+fi
+if ! have_lib libGLX_nvidia.so.0 && [ -e /usr/local/nvidia/lib64/libGLX_nvidia.so.0 ] &&
+   [[ ":$LD_LIBRARY_PATH:" != *":/usr/local/nvidia/lib64:"* ]]; then
+  LD_LIBRARY_PATH+=":/usr/local/nvidia/lib64"
+fi
 if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+fi
+if [ -z "${__EGL_VENDOR_LIBRARY_FILENAMES:-}" ] && [ -f /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json ]; then
+  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+fi
+# The layer's manifest names its library as ./libVkLayer_khronos_validation.so (beside itself).
+if compgen -G "$HERE/vklayer/*.json" > /dev/null; then
+  VK_LAYER_DIR=$(mktemp -d /tmp/kiln-vklayer.XXXXXX)
+  cp "$HERE"/vklayer/*.json "$VK_LAYER_DIR/"
+  for z in "$HERE"/vklayer/*.so.gz; do [ -e "$z" ] && gunzip -c "$z" > "$VK_LAYER_DIR/$(basename "${z%.gz}")"; done
+  export VK_ADD_LAYER_PATH="$VK_LAYER_DIR${VK_ADD_LAYER_PATH:+:$VK_ADD_LAYER_PATH}"
 fi
 export LD_LIBRARY_PATH
 # Each run starts with an empty kernel cache (W7 makes its own).
@@ -69,12 +110,18 @@ for s in $SECTIONS; do
         cat "$HERE/MANIFEST"
         echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
         echo "nvrtc: ${NVRTC_DIR:-not found}"
-        ldconfig -p | grep -E "libcuda\.so\.1|libvulkan\.so\.1"
+        ldconfig -p | grep -E "libcuda\.so\.1|libvulkan\.so\.1|libGLdispatch\.so\.0|libGLX(_nvidia)?\.so\.0"
+        echo "gl debs unpacked:${GL_UNPACKED:- none} (into $GL_ROOT)"
+        echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-} VK_ADD_LAYER_PATH=${VK_ADD_LAYER_PATH:-}"
         ldd "$HERE/lib/libkiln.so" | grep -E "nvrtc|not found"
         for b in "$BIN"/*; do ldd "$b" | grep "not found" | sed "s|^|$(basename "$b"): |"; done
         "$BIN/cuda_test" --gtest_filter='CudaGraphTest.DeviceDescribesItself:Nvrtc.*' --gtest_brief=0 2>&1 | tail -15
+        echo "--- vulkan (with the validation layer):"
+        # The loader's own errors and warnings say why a driver or layer does not load.
+        [ -x "$BIN/vulkan_test" ] && KILN_DEVICE=vulkan VK_LOADER_DEBUG=error,warn "$BIN/vulkan_test" \
+          --gtest_filter='DeviceTest.TargetInfoComesFromTheDevice' --gtest_brief=0 2>&1 | tail -12
       } > "$OUT/env.txt" 2>&1
-      tail -12 "$OUT/env.txt"
+      tail -22 "$OUT/env.txt"
       ;;
     tests)
       : > "$OUT/.test_summary"
@@ -97,6 +144,7 @@ for s in $SECTIONS; do
         [ -x "$BIN/vulkan_test" ] && KILN_DEVICE=vulkan run_test "vulkan_test" 300 "$BIN/vulkan_test" --gtest_brief=1
         KILN_DEVICE=vulkan run_test "ops_test (vulkan)" 400 "$BIN/ops_test" --gtest_brief=1
         KILN_DEVICE=vulkan run_test "passes_test (vulkan)" 300 "$BIN/passes_test" --gtest_brief=1
+        KILN_DEVICE=vulkan run_test "aot_test (vulkan)" 300 "$BIN/aot_test" --gtest_brief=1
       } >> "$OUT/tests.log" 2>&1
       tail -5 "$OUT/.test_summary"
       ;;

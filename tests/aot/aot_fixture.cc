@@ -1,6 +1,9 @@
 #include "aot/aot_fixture.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "frontend/lazy.h"
@@ -44,16 +47,61 @@ artifact::Artifact compile_to(const Example& e, const std::string& targets, cons
   return *art;
 }
 
+namespace {
+
+bool executable(const std::filesystem::path& p) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
+}
+
+std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+std::string kilnc_path() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && executable(self.parent_path() / "kilnc")) return (self.parent_path() / "kilnc").string();
+  if (const char* env = std::getenv("KILN_KILNC"); env && *env && executable(env)) return env;
+  if (executable(KILNC_PATH)) return KILNC_PATH;
+  return "";
+}
+
 int run_kilnc(const std::string& args, std::string* out) {
-  std::string cmd = std::string(KILNC_PATH) + " " + args + " 2>&1";
+  out->clear();
+  std::string kilnc = kilnc_path();
+  if (kilnc.empty()) {
+    const char* env = std::getenv("KILN_KILNC");
+    *out = std::string("no kilnc found: not beside this test binary (/proc/self/exe), not at $KILN_KILNC (") +
+           (env ? env : "unset") + "), not at the build tree's " + KILNC_PATH;
+    return -1;
+  }
+  std::string cmd = shell_quoted(kilnc) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return -1;
-  out->clear();
   char buf[4096];
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
   int status = pclose(p);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string no_device_reason() {
+  try {
+    default_device();
+    return "";
+  } catch (const Error&) {
+  }
+  std::string why = "no kiln device is available here:";
+  for (const std::string& n : known_devices()) {
+    auto d = Device::get(n);
+    if (!d.ok()) why += " [" + std::string(d.status().message()) + "]";
+  }
+  return why;
 }
 
 std::string bytes_of(const Tensor& t) {

@@ -1,7 +1,8 @@
 // Ahead-of-time on the device the test runs on (KILN_DEVICE): an exported model compiled into a
 // .kiln artifact and loaded compiles nothing, gives the JIT's results bit for bit (and so the
 // reference interpreter's within tolerance), replays with fresh outputs, and does the same in a
-// fresh kilnc process.
+// fresh kilnc process. Any device will do (the GPU bundle has no CPU backend); with none
+// available the tests skip.
 #include <filesystem>
 
 #include "aot/aot_fixture.h"
@@ -14,6 +15,7 @@ namespace kiln::testing {
 namespace {
 
 TEST(Aot, LoadCompilesNothingAndMatchesJitAndReference) {
+  KILN_AOT_REQUIRE_DEVICE();
   for (const Example& e : examples()) {
     SCOPED_TRACE(e.name);
     std::string path = scratch_dir(e.name) + "/model.kiln";
@@ -34,6 +36,7 @@ TEST(Aot, LoadCompilesNothingAndMatchesJitAndReference) {
 }
 
 TEST(Aot, ReplaysWithFreshOutputsAndNamedInputs) {
+  KILN_AOT_REQUIRE_DEVICE();
   Example e = examples()[0];
   std::string path = scratch_dir("mlp") + "/mlp.kiln";
   compile_to(e, default_device().name(), path);
@@ -53,6 +56,7 @@ TEST(Aot, ReplaysWithFreshOutputsAndNamedInputs) {
 }
 
 TEST(Aot, FreshKilncProcessCompilesNothing) {
+  KILN_AOT_REQUIRE_DEVICE();
   for (const Example& e : examples()) {
     SCOPED_TRACE(e.name);
     std::string dir = scratch_dir(e.name);
@@ -75,11 +79,16 @@ TEST(Aot, FreshKilncProcessCompilesNothing) {
 
 // A section for another device of the same backend is skipped; the one that fits is loaded.
 TEST(Aot, PicksTheSectionThatFits) {
+  KILN_AOT_REQUIRE_DEVICE();
   Example e = examples()[1];
   std::string dir = scratch_dir("profiles");
   std::string name = default_device().name();
   std::string other = name == "cpu" ? "cuda:sm_90" : name == "vulkan" ? "vulkan:nvidia-sm90" : "vulkan:lavapipe";
-  compile_to(e, other + "," + name, dir + "/m.kiln");
+  try {
+    compile_to(e, other + "," + name, dir + "/m.kiln");
+  } catch (const Error& err) {
+    GTEST_SKIP() << "this build cannot compile " << other << ": " << err.what();
+  }
   Model m = load(dir + "/m.kiln");
   EXPECT_EQ(m.target(), name);
   EXPECT_EQ(bytes_of(m(e.inputs)[0]), bytes_of(e.fn(e.inputs)[0]));
@@ -88,6 +97,7 @@ TEST(Aot, PicksTheSectionThatFits) {
 // An artifact holding only a section for another target of this backend: the error lists what
 // the artifact has and what the device needs.
 TEST(Aot, WrongProfileIsAClearError) {
+  KILN_AOT_REQUIRE_DEVICE();
   Example e = examples()[1];
   std::string dir = scratch_dir("wrong");
   std::string name = default_device().name();
@@ -107,15 +117,23 @@ TEST(Aot, WrongProfileIsAClearError) {
     EXPECT_NE(err.find("the artifact has cuda:sm_75 [sm_75]; the device needs cuda [sm_"), std::string::npos) << err;
     return;
   }
+  // Vulkan: an H100/H200 fits vulkan:nvidia-sm90; lavapipe (and most other GPUs) do not.
   compile_to(e, "vulkan:nvidia-sm90", dir + "/m.kiln");
   std::string err = error_of([&] { load(dir + "/m.kiln"); });
-  EXPECT_NE(err.find("the artifact has vulkan:nvidia-sm90 [SPIR-V 1.6, subgroup 32"), std::string::npos) << err;
+  if (err == "no error") {
+    compile_to(e, "vulkan:lavapipe", dir + "/m.kiln");
+    err = error_of([&] { load(dir + "/m.kiln"); });
+    EXPECT_NE(err.find("the artifact has vulkan:lavapipe ["), std::string::npos) << err;
+  } else {
+    EXPECT_NE(err.find("the artifact has vulkan:nvidia-sm90 [SPIR-V 1.6, subgroup 32"), std::string::npos) << err;
+  }
   EXPECT_NE(err.find("the device needs vulkan ["), std::string::npos) << err;
 }
 
 // The named CPU level loads on any CPU with its features (every x86-64 CPU kiln runs on has v2)
 // and computes what the JIT computes, within rounding (other instructions may be chosen).
 TEST(Aot, CpuProfileLoadsOnACpuWithItsFeatures) {
+  KILN_AOT_REQUIRE_DEVICE();
   if (default_device().name() != "cpu") GTEST_SKIP() << "cpu only";
 #if !defined(__x86_64__)
   GTEST_SKIP() << "the profiles are x86-64 levels";
