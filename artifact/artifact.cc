@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/disk_cache.h"
+#include "support/bytes.h"
 
 namespace kiln::artifact {
 namespace {
@@ -14,53 +15,17 @@ namespace {
 constexpr char kMagic[8] = {'\x89', 'K', 'I', 'L', 'N', '\r', '\n', '\x1a'};
 enum SectionKind : uint32_t { kSignature = 1, kConstants = 2, kTarget = 3 };
 
-void put_u32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
-void put_u64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
-void put_str(std::string* out, std::string_view s) {
-  put_u64(out, s.size());
-  out->append(s);
-}
-
-// Bounds-checked reads: the first failure is kept and later reads return empty values.
-class Cursor {
- public:
-  Cursor(std::string_view in, std::string what) : in_(in), what_(std::move(what)) {}
-  template <typename T>
-  T num() {
-    T v{};
-    if (take(sizeof v)) std::memcpy(&v, in_.data() + pos_ - sizeof v, sizeof v);
-    return v;
-  }
-  std::string_view bytes(uint64_t n) { return take(n) ? in_.substr(pos_ - n, n) : std::string_view(); }
-  std::string str() { return std::string(bytes(num<uint64_t>())); }
-  size_t pos() const { return pos_; }
-  bool at_end() const { return pos_ == in_.size(); }
-  const std::string& error() const { return error_; }
-
- private:
-  bool take(uint64_t n) {
-    if (!error_.empty()) return false;
-    if (n > in_.size() - pos_) {
-      error_ = absl::StrCat(what_, " is truncated (", n, " bytes needed at byte ", pos_, ", ", in_.size() - pos_, " left)");
-      return false;
-    }
-    pos_ += n;
-    return true;
-  }
-  std::string_view in_;
-  std::string what_;
-  size_t pos_ = 0;
-  std::string error_;
-};
+using support::ByteReader;
+using support::ByteWriter;
 
 absl::Status bad(const std::string& m) { return absl::InvalidArgumentError(absl::StrCat("kiln artifact: ", m)); }
 
-void put_section(std::string* out, SectionKind kind, std::string_view name, std::string_view payload) {
-  put_u32(out, kind);
-  put_str(out, name);
-  put_u64(out, payload.size());
-  put_u64(out, runtime::stable_hash64(payload));
-  out->append(payload);
+void put_section(ByteWriter& out, SectionKind kind, std::string_view name, std::string_view payload) {
+  out.u32(kind);
+  out.str(name);
+  out.u64(payload.size());
+  out.u64(runtime::stable_hash64(payload));
+  out.raw(payload);
 }
 
 }  // namespace
@@ -68,35 +33,36 @@ void put_section(std::string* out, SectionKind kind, std::string_view name, std:
 std::string kiln_version() { return KILN_VERSION; }
 
 std::string write(Artifact& a) {
-  std::string out(kMagic, sizeof kMagic);
-  put_u32(&out, a.format_version);
-  put_str(&out, a.kiln_version);
-  put_u32(&out, uint32_t(2 + a.targets.size()));
-  put_u64(&out, runtime::stable_hash64(out));
+  ByteWriter out;
+  out.raw(std::string_view(kMagic, sizeof kMagic));
+  out.u32(a.format_version);
+  out.str(a.kiln_version);
+  out.u32(uint32_t(2 + a.targets.size()));
+  out.u64(runtime::stable_hash64(out.bytes()));
   std::string sig = ir::print(a.graph, /*with_data=*/false);
   a.signature_bytes = sig.size();
-  put_section(&out, kSignature, "signature", sig);
+  put_section(out, kSignature, "signature", sig);
   std::string constants;
   for (const ir::ConstantData& c : a.graph.constants) constants += c.bytes;
   a.constants_bytes = constants.size();
-  put_section(&out, kConstants, "constants", constants);
+  put_section(out, kConstants, "constants", constants);
   for (TargetSection& t : a.targets) {
-    std::string payload;
-    put_str(&payload, t.backend);
-    put_str(&payload, t.profile);
-    put_str(&payload, t.target_key);
-    put_str(&payload, runtime::serialize(t.program));
-    t.bytes = payload.size();
-    put_section(&out, kTarget, t.label(), payload);
+    ByteWriter payload;
+    payload.str(t.backend);
+    payload.str(t.profile);
+    payload.str(t.target_key);
+    payload.str(runtime::serialize(t.program));
+    t.bytes = payload.bytes().size();
+    put_section(out, kTarget, t.label(), payload.bytes());
   }
-  return out;
+  return out.take();
 }
 
 absl::StatusOr<Artifact> read(std::string_view bytes) {
   Artifact a;
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     return bad("not a .kiln file (no KILN magic at its start)");
-  Cursor c(bytes, "the file");
+  ByteReader c(bytes, "the file");
   c.bytes(sizeof kMagic);
   a.format_version = c.num<uint32_t>();
   a.kiln_version = c.str();
@@ -129,7 +95,7 @@ absl::StatusOr<Artifact> read(std::string_view bytes) {
       constants = payload;
       a.constants_bytes = payload.size();
     } else {
-      Cursor t(payload, absl::StrCat("section '", name, "'"));
+      ByteReader t(payload, absl::StrCat("section '", name, "'"));
       TargetSection ts;
       ts.backend = t.str();
       ts.profile = t.str();

@@ -6,87 +6,21 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ir/verify_program.h"
+#include "support/bytes.h"
 
 namespace kiln::runtime {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '3'};  // 03: cuda tensor maps
 
-class Writer {
- public:
-  void u64(uint64_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
-  void i64(int64_t v) { u64(uint64_t(v)); }
-  void str(std::string_view s) {
-    u64(s.size());
-    out_.append(s);
-  }
-  template <typename T, typename F>
-  void list(const std::vector<T>& v, F each) {
-    u64(v.size());
-    for (const T& x : v) each(x);
-  }
-  std::string take() { return std::move(out_); }
-  std::string& raw() { return out_; }
+using support::ByteReader;
+using support::ByteWriter;
 
- private:
-  std::string out_;
-};
-
-// Reads what Writer wrote; the first short read or bad length sets an error and every later
-// read returns zeros, so a parse function checks ok() once at the end.
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  uint64_t u64() {
-    uint64_t v = 0;
-    if (!take(sizeof v)) return 0;
-    std::memcpy(&v, in_.data() + pos_ - sizeof v, sizeof v);
-    return v;
-  }
-  int64_t i64() { return int64_t(u64()); }
-  int32_t i32() {
-    int64_t v = i64();
-    if (v < INT32_MIN || v > INT32_MAX) fail("a 32-bit field out of range");
-    return int32_t(v);
-  }
-  std::string str() {
-    uint64_t n = u64();
-    if (!take(n)) return "";
-    return std::string(in_.substr(pos_ - n, n));
-  }
-  // A count of items each at least `min_bytes` long: bounded by what is left, so a corrupted
-  // count cannot make the reader allocate without limit.
-  uint64_t count(uint64_t min_bytes) {
-    uint64_t n = u64();
-    if (n > (in_.size() - pos_) / std::max<uint64_t>(min_bytes, 1)) fail("a count larger than the input");
-    return error_.empty() ? n : 0;
-  }
-  bool take(uint64_t n) {
-    if (!error_.empty()) return false;
-    if (n > in_.size() - pos_) {
-      fail("truncated");
-      return false;
-    }
-    pos_ += n;
-    return true;
-  }
-  void fail(const std::string& why) {
-    if (error_.empty()) error_ = absl::StrCat(why, " at byte ", pos_);
-  }
-  bool at_end() const { return pos_ == in_.size(); }
-  const std::string& error() const { return error_; }
-
- private:
-  std::string_view in_;
-  uint64_t pos_ = 0;
-  std::string error_;
-};
-
-void write_shape(Writer& w, const Shape& s) {
+void write_shape(ByteWriter& w, const Shape& s) {
   w.list(s, [&](int64_t d) { w.i64(d); });
 }
 
-Shape read_shape(Reader& r) {
+Shape read_shape(ByteReader& r) {
   Shape s(r.count(8));
   for (int64_t& d : s) {
     d = r.i64();
@@ -95,7 +29,7 @@ Shape read_shape(Reader& r) {
   return s;
 }
 
-std::vector<int> read_ints(Reader& r) {
+std::vector<int> read_ints(ByteReader& r) {
   std::vector<int> v(r.count(8));
   for (int& x : v) x = r.i32();
   return v;
@@ -179,8 +113,8 @@ std::vector<std::string> CompiledProgram::listings() const {
 }
 
 std::string serialize(const CompiledProgram& c) {
-  Writer w;
-  w.raw().append(kMagic, sizeof kMagic);
+  ByteWriter w;
+  w.raw(std::string_view(kMagic, sizeof kMagic));
   w.str(c.backend);
   w.str(c.target_key);
   w.list(c.buffers, [&](const ir::BufferDesc& b) {
@@ -229,7 +163,7 @@ std::string serialize(const CompiledProgram& c) {
 absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     return absl::InvalidArgumentError("compiled program: not a kiln compiled program (bad magic or version)");
-  Reader r(bytes.substr(sizeof kMagic));
+  ByteReader r(bytes.substr(sizeof kMagic), "compiled program");
   CompiledProgram c;
   c.backend = r.str();
   c.target_key = r.str();
@@ -289,7 +223,7 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
     k.source = r.str();
   }
   if (r.error().empty() && !r.at_end()) r.fail("trailing bytes");
-  if (!r.error().empty()) return absl::InvalidArgumentError(absl::StrCat("compiled program: ", r.error()));
+  if (!r.error().empty()) return absl::InvalidArgumentError(r.error());
   if (absl::Status s = check_consistent(c); !s.ok()) return s;
   return c;
 }
