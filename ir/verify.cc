@@ -121,8 +121,10 @@ absl::Status check_movement(const Graph& g, const Node& n) {
         int64_t start = n.ints[2 * k], step = n.ints[2 * k + 1], count = n.shape[k];
         if (step == 0) return err(n, "step must not be zero");
         if (count == 0) continue;
-        int64_t last = start + (count - 1) * step;
-        if (start < 0 || start >= in[k] || last < 0 || last >= in[k])
+        int64_t span = 0, last = 0;  // checked: the step is any int64 the text gave
+        bool overflow = __builtin_mul_overflow(count - 1, step, &span) ||
+                        __builtin_add_overflow(start, span, &last);
+        if (overflow || start < 0 || start >= in[k] || last < 0 || last >= in[k])
           return err(n, absl::StrCat("slice of axis ", k, " out of bounds for shape ", shape_str(in)));
       }
       return absl::OkStatus();
@@ -130,7 +132,9 @@ absl::Status check_movement(const Graph& g, const Node& n) {
       if (n.ints.size() != 2 * r || n.shape.size() != r) return err(n, "needs lo and hi per axis");
       for (size_t k = 0; k < r; ++k) {
         if (n.ints[2 * k] < 0 || n.ints[2 * k + 1] < 0) return err(n, "pad widths must be non-negative");
-        if (n.shape[k] != in[k] + n.ints[2 * k] + n.ints[2 * k + 1])
+        int64_t padded = 0;  // checked: widths are any non-negative int64 the text gave
+        if (__builtin_add_overflow(in[k], n.ints[2 * k], &padded) ||
+            __builtin_add_overflow(padded, n.ints[2 * k + 1], &padded) || n.shape[k] != padded)
           return err(n, "result shape does not match the pad widths");
       }
       return absl::OkStatus();
@@ -147,7 +151,8 @@ absl::Status check_movement(const Graph& g, const Node& n) {
           if (int64_t(k) != axis && x.shape[k] != n.shape[k])
             return err(n, absl::StrCat("operand shape ", shape_str(x.shape), " does not match ",
                                        shape_str(n.shape), " outside axis ", axis));
-        total += x.shape[axis];
+        if (__builtin_add_overflow(total, x.shape[axis], &total))
+          return err(n, "concatenated extent overflows int64");
       }
       if (n.shape.size() != r || total != n.shape[axis]) return err(n, "result shape is not the concatenation");
       return absl::OkStatus();

@@ -77,6 +77,14 @@ TEST(BadIrText, ErrorsNameLineColumnAndWhatWasExpected) {
       // rank before comparing the ranks (an out-of-bounds read).
       {"graph {\n  %0 = input 0 : u8[2,3]\n  %1 = concat %0, %0 axis=1 : u8[]\n  output %1\n}",
        "3:3: concat: result rank differs from the operands' rank"},
+      // Found by kiln_parse_fuzzer in CI: huge pad widths, slice steps and concat extents
+      // overflowed int64 in the verifier's shape arithmetic (UBSan: signed overflow).
+      {"graph {\n  %0 = input 0 : f32[3]\n  %1 = pad %0 widths=[2,9223372036854775807] value=0 : f32[4]\n  output %1\n}",
+       "3:3: pad: result shape does not match the pad widths"},
+      {"graph {\n  %0 = input 0 : f32[3]\n  %1 = slice %0 start_step=[2,4611686018427387904] : f32[3]\n  output %1\n}",
+       "3:3: slice: slice of axis 0 out of bounds for shape [3]"},
+      {"graph {\n  %0 = input 0 : f32[0,9223372036854775807]\n  %1 = concat %0, %0 axis=1 : f32[0,1]\n  output %1\n}",
+       "3:3: concat: concatenated extent overflows int64"},
       {"graph {\n  %0 = input 0 : f32[2]\n  %1 = exp \xff\xfe : f32[2]\n  output %1\n}",
        "3:12: expected ':' before the type"},
       {std::string("graph {\n  %0 = input 0 : f32[2]\0\n  output %0\n}", 41), "2:24: expected end of line"},
