@@ -8,6 +8,7 @@ namespace kiln::runtime::cuda {
 ir::TargetInfo cuda_target_info(int sm_count, int64_t shared_optin, int compute_capability) {
   ir::TargetInfo t;
   t.compute_capability = compute_capability;
+  t.fused_attention = compute_capability >= 80;  // mma.sync m16n8k16 bf16 (codegen/c_family/attention_cuda.cc)
   t.name = "cuda";
   t.parallelism = sm_count;
   t.subgroup_size = 32;
