@@ -330,4 +330,21 @@ class Builder {
 
 absl::StatusOr<ir::Kernel> lower_group(const LowerRequest& req) { return Builder(req).build(); }
 
+bool reads_as_one_view(const ir::Graph& g, ir::NodeId id) {
+  IndexMap m = IndexMap::of(View::contiguous(g.node(id).shape));
+  for (NodeId x = id;;) {
+    const Node& n = g.node(x);
+    if (!ir::is_movement(n.op) || n.op == Op::kPad || n.op == Op::kConcat) break;
+    const Shape& in = g.node(n.inputs[0]).shape;
+    switch (n.op) {
+      case Op::kReshape: m = compose_merged(m, ir::reshape_view(n.shape)); break;
+      case Op::kPermute: m = compose_merged(m, ir::permute_view(in, n.ints)); break;
+      case Op::kExpand: m = compose_merged(m, ir::expand_view(in, n.shape)); break;
+      default: m = compose_merged(m, ir::slice_view(in, n.ints, n.shape)); break;
+    }
+    x = n.inputs[0];
+  }
+  return m.views.size() == 1;
+}
+
 }  // namespace kiln::passes

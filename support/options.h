@@ -45,6 +45,7 @@ struct Options {
   int cuda_sm90_bk = 64;         // KILN_CUDA_SM90_BK=32: 32-deep stages (64B swizzle, twice as many)
   int cuda_sm90_wait = 1;        // KILN_CUDA_SM90_WAIT=0: wait for each k block's wgmma
   int cuda_sm90_group = 8;       // KILN_CUDA_SM90_GROUP: m-tiles per group of the tile order
+  int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block
 
   // --- Vulkan (backends/vulkan)
   int vulkan_device = -1;        // KILN_VULKAN_DEVICE (-1: discrete GPU, then integrated, then CPU)

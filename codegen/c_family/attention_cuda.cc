@@ -1,8 +1,10 @@
 // Fused attention on CUDA (sm_80 and later): one kernel computes softmax(scale * q k^T + bias) v
 // for a tile of 64 queries without writing scores or probabilities anywhere.
 //
-//   - 4 warps per block, 16 query rows each; the q tile is loaded once and kept in registers as
-//     mma.sync A fragments (ldmatrix from a swizzled shared tile).
+//   - 8 warps per block, 16 query rows each (128 queries: every k/v tile brought into shared
+//     memory serves 128 queries, which halves the L2 traffic of 64; KILN_CUDA_ATTENTION_ROWS=64
+//     gives 4 warps); the q tile is loaded once and kept in registers as mma.sync A fragments
+//     (ldmatrix from a swizzled shared tile).
 //   - k and v stream through shared memory in 64-key tiles, double-buffered with cp.async
 //     (16-byte copies, zero-filled past the last key) when the operand is a plain 16-byte aligned
 //     strided load contiguous along the head dim; any other operand (a computed value, a masked
@@ -22,7 +24,10 @@ namespace kiln::codegen::gpu::render_detail {
 
 namespace {
 
-constexpr int kBR = 64, kBC = 64, kThreads = 128;
+constexpr int kBC = 64;
+
+// Queries per block (16 per warp).
+int rows_knob() { return support::options().cuda_attention_rows == 64 ? 64 : 128; }
 
 const char* kAttentionHelpers = R"(#ifndef KILN_ATTN_HELPERS
 #define KILN_ATTN_HELPERS
@@ -84,6 +89,8 @@ absl::StatusOr<int> Renderer::attention(KernelSource* out) {
     return absl::InternalError(absl::StrCat("attention kernel: no fused kernel for ", dtype_name(dt), " D=", D, " Dv=",
                                             Dv, " on this target (passes/attention.cc should have expanded it)"));
   const bool bf = dt == DType::kBFloat16;
+  const int kBR = rows_knob(), kThreads = 2 * kBR;
+  attn_threads_ = kThreads;
   const bool causal = a.ints[0] != 0;
   const bool has_bias = a.inputs.size() > 3;
   const double scale = a.scalar.as_double();
@@ -197,6 +204,9 @@ absl::StatusOr<int> Renderer::attention(KernelSource* out) {
   w_.close();
   w_.line("else kiln_cp_wait0();");
   w_.line("__syncthreads();");
+  // Causal: a warp whose rows all precede this key tile has nothing to add (its scores are all
+  // masked); it skips the math but keeps to the block's barriers.
+  if (causal) w_.open(absl::StrCat("if (", idx_cast("j * " + S(kBC)), " <= row0 + ", w_.ilit(15), " - ", idx_cast("g"), ")"));
   w_.line("const unsigned short* Kb = Ks + buf * " + S(kBC * D) + ";");
   w_.line("const unsigned short* Vb = Vs + buf * " + S(kBC * D) + ";");
   // S = Q K^T: 8 n-tiles of 8 keys.
@@ -286,6 +296,7 @@ absl::StatusOr<int> Renderer::attention(KernelSource* out) {
   }
   w_.close();
   w_.close();
+  if (causal) w_.close();
   w_.line("__syncthreads();");  // this buffer is refilled two iterations on
   w_.close();
   // Epilogue: the row sums meet across the quad; O / l per element through the kernel's stores.
@@ -316,7 +327,7 @@ absl::StatusOr<int> Renderer::attention(KernelSource* out) {
   out->grid[0] = uint32_t(std::max<int64_t>(1, std::min<int64_t>(tiles, max_groups_)));
   out->shared_bytes = uint32_t((kBR * D + 4 * kBC * D) * 2);
   out->strategy = absl::StrCat("attention: flash (mma.sync m16n8k16 ", bf ? "bf16" : "f16", "), ", kBR,
-                               " queries x ", kBC, "-key tiles, 4 warps, q/k/v ", fast_q ? "cp.async" : "computed", "/",
+                               " queries x ", kBC, "-key tiles, ", kBR / 16, " warps, q/k/v ", fast_q ? "cp.async" : "computed", "/",
                                fast_k ? "cp.async" : "computed", "/", fast_v ? "cp.async" : "computed",
                                causal ? ", causal tiles skipped" : "", has_bias ? ", bias per score" : "");
   return kThreads;
@@ -327,7 +338,7 @@ std::string Renderer::attention_kernel_open(const std::string& name) const {
   for (const BufferParam& b : w_.params())
     absl::StrAppend(&p, p.empty() ? "" : ", ", b.written ? "" : "const ", d_.storage_type(b.dtype), "* __restrict__ ",
                     DialectOps::buffer_name(b.id));
-  return absl::StrCat(attn_helpers_, "extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", name, "(", p,
+  return absl::StrCat(attn_helpers_, "extern \"C\" __global__ void __launch_bounds__(", attn_threads_, ") ", name, "(", p,
                       ") {\n  extern __shared__ __align__(128) unsigned char kiln_dsmem[];\n");
 }
 

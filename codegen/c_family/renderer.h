@@ -510,6 +510,7 @@ class Renderer {
   absl::StatusOr<int> attention(KernelSource* out);
   std::string attention_kernel_open(const std::string& name) const;
   std::string attn_helpers_;
+  int attn_threads_ = 0;
   bool sm90_ = false;
   int sm90_maps_ = 0;
 
