@@ -11,7 +11,8 @@
 //     constants   the constants' bytes, concatenated in signature order (captured weights: kept
 //                 in the artifact for now, so an artifact is as large as its weights)
 //     target...   one per target: str backend, str profile ("" = a device's own target), str
-//                 target_key, str runtime::serialize(CompiledProgram)
+//                 target_key, str runtime::serialize(CompiledProgram) (for CUDA: the cubin and,
+//                 unless the module is arch-specific, its PTX for newer GPUs)
 //   str is a u64 length and the bytes. The same inputs give the same bytes (no time stamps,
 //   no paths), so artifacts can be compared and cached by content.
 #pragma once
@@ -27,7 +28,7 @@
 
 namespace kiln::artifact {
 
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;  // 2: CUDA sections carry PTX
 
 // The kiln version this library writes into artifacts (the project version).
 std::string kiln_version();

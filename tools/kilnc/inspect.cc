@@ -27,7 +27,9 @@ int inspect_command(const Args& a) {
     for (const ir::BufferDesc& b : p.buffers)
       if (b.kind != ir::BufferKind::kIntermediate) io += b.bytes();
     absl::StrAppend(&out, "  ", t.label(), "\n    key: ", t.target_key, "\n    section: ", t.bytes, " bytes; binaries: ",
-                    p.module.empty() ? "one per kernel" : absl::StrCat(p.module.size(), " bytes in one module"), "\n",
+                    p.module.empty() ? "one per kernel" : absl::StrCat(p.module.size(), " bytes in one module"),
+                    p.portable_module.empty() ? "" : absl::StrCat(" + ", p.portable_module.size(), " bytes of PTX for newer GPUs"),
+                    "\n",
                     "    memory plan: peak ", p.arena_bytes, " bytes of intermediates (one arena), ", io, " bytes of inputs and outputs\n",
                     "    kernels: ", p.kernels.size(), " (", p.steps.size(), " steps)\n");
     for (const runtime::CompiledKernel& k : p.kernels) {

@@ -21,7 +21,7 @@ usage:
       TARGETS: comma-separated; a backend alone is this machine's device of that backend, a
       backend:profile is a named target (several profiles of one backend with |):
         cpu[:x86-64|x86-64-v2|x86-64-v3|x86-64-v4]
-        cuda:sm_75|sm_80|sm_86|sm_89|sm_90
+        cuda:sm_75|sm_80|sm_86|sm_89|sm_90|sm_100|sm_120 (cubin + PTX for newer GPUs)
         vulkan[:lavapipe|nvidia-sm90]
       e.g. --target cpu:x86-64-v3,cuda:sm_80|sm_90,vulkan:lavapipe
   kilnc inspect model.kiln
