@@ -18,7 +18,9 @@ int inspect_command(const Args& a) {
     absl::StrAppend(&out, "  input  ", t.name, " : ", ir::type_str(t.dtype, t.shape), t.used ? "" : " (unused)", "\n");
   for (const ir::TensorSpec& t : art->graph.signature.outputs)
     absl::StrAppend(&out, "  output ", t.name, " : ", ir::type_str(t.dtype, t.shape), "\n");
-  absl::StrAppend(&out, "constants: ", art->graph.constants.size(), " (", art->constants_bytes, " bytes, stored in the artifact)\n");
+  absl::StrAppend(&out, "constants: ", art->graph.constants.size(), " (", art->constants_bytes, " bytes, ",
+                  art->weights_file.empty() ? "stored in the artifact" : "in the weights file " + art->weights_file + " beside it",
+                  ")\n");
   for (const ir::ConstantData& c : art->graph.constants) absl::StrAppend(&out, "  ", ir::type_str(c.dtype, c.shape), "\n");
   absl::StrAppend(&out, "graph: ", art->graph.graph.size(), " nodes\ntargets: ", art->targets.size(), "\n");
   for (const artifact::TargetSection& t : art->targets) {

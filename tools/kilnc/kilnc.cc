@@ -15,9 +15,11 @@ namespace {
 constexpr const char* kHelp = R"(kilnc: kiln's ahead-of-time compiler
 
 usage:
-  kilnc compile in.ir -o model.kiln --target TARGETS [--no-fusion]
+  kilnc compile in.ir -o model.kiln --target TARGETS [--no-fusion] [--weights NAME]
       Runs the JIT's passes and each target's compiler; writes one .kiln artifact holding the
-      signature, the constants and one section per target. Needs no GPU.
+      signature, the constants and one section per target. Needs no GPU. With --weights NAME the
+      constants go to the file NAME beside the artifact instead (left untouched when it already
+      holds the same weights, so recompiling code does not rewrite them).
       TARGETS: comma-separated; a backend alone is this machine's device of that backend, a
       backend:profile is a named target (several profiles of one backend with |):
         cpu[:x86-64|x86-64-v2|x86-64-v3|x86-64-v4]
