@@ -67,6 +67,13 @@ std::string Kernel::finalize() {
   return "";
 }
 
+bool share_bytes(const Program& p, int a, int b) {
+  if (a == b) return false;
+  const BufferDesc &x = p.buffers[size_t(a)], &y = p.buffers[size_t(b)];
+  if (x.kind != BufferKind::kIntermediate || y.kind != BufferKind::kIntermediate) return false;
+  return x.bytes() > 0 && y.bytes() > 0 && x.offset < y.offset + y.bytes() && y.offset < x.offset + x.bytes();
+}
+
 std::string kernel_to_string(const Kernel& k) {
   std::string r = absl::StrCat("kernel ", k.name, " shape=", shape_str(k.shape), " reduce=[");
   bool first = true;

@@ -112,6 +112,13 @@ struct Program {
   std::string to_string() const;
 };
 
+// Whether buffers a and b (different) share arena bytes: two intermediates whose planned ranges
+// intersect. Within one kernel only an in-place pair does (plan_memory: the same range, an
+// elementwise kernel reading each element where it writes it), and code generation must not
+// declare such a pair non-aliasing (__restrict__, LLVM noalias); the Program verifier refuses
+// any other overlap inside a kernel.
+bool share_bytes(const Program& p, int a, int b);
+
 // Text form of one kernel (used in dumps and error reports).
 std::string kernel_to_string(const Kernel& k);
 

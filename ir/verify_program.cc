@@ -1,5 +1,7 @@
 #include "ir/verify_program.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace kiln::ir {
@@ -72,6 +74,26 @@ absl::Status verify(const Program& p) {
         return in_kernel(absl::StrCat("node ", i, " indexes an axis out of range"));
       if (is_reduce(n.op) && n.inputs.empty()) return in_kernel(absl::StrCat("reduce node ", i, " has no operand"));
     }
+    // Two buffers of one kernel that share arena bytes must be an in-place pair: the same range,
+    // one read and one written (codegen then declares just those two as possibly aliasing).
+    std::vector<int> touched, written;
+    for (const KNode& n : k.nodes)
+      if (n.op == Op::kLoad) touched.push_back(n.buffer);
+    for (const Store& s : k.stores) {
+      touched.push_back(s.buffer);
+      written.push_back(s.buffer);
+    }
+    for (int w : written)
+      for (int t : touched) {
+        if (!share_bytes(p, w, t)) continue;
+        const BufferDesc &a = p.buffers[size_t(w)], &b = p.buffers[size_t(t)];
+        const bool in_place = a.offset == b.offset && a.bytes() == b.bytes() &&
+                              std::find(written.begin(), written.end(), t) == written.end();
+        if (!in_place)
+          return in_kernel(absl::StrCat("writes buffer ", w, " [", a.offset, ", ", a.offset + a.bytes(),
+                                        ") and touches buffer ", t, " [", b.offset, ", ", b.offset + b.bytes(),
+                                        "): they share arena bytes without being an in-place pair"));
+      }
     Kernel copy = k;  // finalize() recomputes KNode::inner; the Program itself is not touched
     if (std::string e = copy.finalize(); !e.empty()) return in_kernel(e);
     const Contraction& c = k.contraction;

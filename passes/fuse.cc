@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "passes/lower.h"
@@ -40,6 +42,8 @@ bool cheap_operand(const Graph& g, NodeId id, const std::vector<bool>& mat, Node
   return false;
 }
 
+constexpr int kMaxInlineDepth = 256;
+
 class Fuser {
  public:
   Fuser(const Graph& g, const ir::TargetInfo& t, bool enable) : g_(g), t_(t), enable_(enable) {}
@@ -71,14 +75,30 @@ class Fuser {
         }
       }
     }
+    // Inlined expressions stay at most kMaxInlineDepth deep: lowering and code generation walk
+    // them recursively, and a 10,000-op chain in one kernel would overflow the stack.
+    std::vector<int> depth(g_.size(), 0);
+    for (size_t i = 0; i < g_.size(); ++i) {
+      const Node& n = g_.node(NodeId(i));
+      if (mat[i] || n.op == Op::kInput) continue;
+      for (NodeId x : n.inputs) depth[i] = std::max(depth[i], depth[x] + 1);
+      if (depth[i] >= kMaxInlineDepth) {
+        mat[i] = true;
+        depth[i] = 0;
+        depth_split_.insert(NodeId(i));
+        plan_.decisions.push_back(absl::StrCat("materialize %", i, ": ", kMaxInlineDepth, " ops deep"));
+      }
+    }
     buffer_of_.assign(g_.size(), -1);
     for (size_t i = 0; i < g_.size(); ++i)
       if (mat[i] || g_.node(NodeId(i)).op == Op::kInput) buffer_of_[i] = int(i);
     for (size_t i = 0; i < g_.size(); ++i)
       if (mat[i]) groups_.push_back(Group{{NodeId(i)}, space_of(g_, NodeId(i))});
+    alive_.assign(groups_.size(), true);
+    dirty_.assign(groups_.size(), true);
+    version_.assign(groups_.size(), 0);
     if (enable_) {
-      while (merge_vertical()) {
-      }
+      merge_vertical();
       merge_horizontal();
     } else {
       analyze();
@@ -94,20 +114,44 @@ class Fuser {
   }
 
  private:
-  // Recomputes which materialized nodes each group loads, and at which maps.
+  // Recomputes, for the groups changed since the last call, which materialized nodes they load
+  // and at which maps; then who computes each node and who reads each group. Only changed groups
+  // are lowered again, so a merge costs one lowering, not one per group.
   void analyze() {
-    reads_.assign(groups_.size(), {});
+    reads_.resize(groups_.size());
+    dirty_.resize(groups_.size(), true);
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      if (!alive_[gi] || !dirty_[gi]) continue;
+      if (!reads_in(groups_[gi], groups_[gi].space, &reads_[gi]) && plan_.status.ok())
+        plan_.status = absl::InternalError(absl::StrCat("fuse: the kernel of %", groups_[gi].computed.back(),
+                                                        " does not lower over its own space"));
+      dirty_[gi] = false;
+    }
     group_of_.assign(g_.size(), -1);
     for (size_t gi = 0; gi < groups_.size(); ++gi)
-      for (NodeId n : groups_[gi].computed) group_of_[n] = int(gi);
-    for (size_t gi = 0; gi < groups_.size(); ++gi) {
-      bool ok = reads_in(groups_[gi], groups_[gi].space, &reads_[gi]);
-      (void)ok;  // groups are formed so that lowering succeeds
+      if (alive_[gi])
+        for (NodeId n : groups_[gi].computed) group_of_[n] = int(gi);
+    succ_.assign(groups_.size(), {});
+    pred_.assign(groups_.size(), {});
+    for (size_t k = 0; k < groups_.size(); ++k) {
+      if (!alive_[k]) continue;
+      for (const Read& r : reads_[k]) {
+        int p = group_of_[r.node];
+        if (p >= 0 && p != int(k)) {
+          succ_[size_t(p)].push_back(int(k));
+          pred_[k].push_back(p);
+        }
+      }
     }
+    for (auto* lists : {&succ_, &pred_})
+      for (std::vector<int>& s : *lists) {
+        std::sort(s.begin(), s.end());
+        s.erase(std::unique(s.begin(), s.end()), s.end());
+      }
   }
 
-  // The loads that lowering `group` over the loops of `space` makes (the group's own space, or
-  // the space a merge would give it), and whether that lowering succeeds at all.
+  // The lowering of `group` over the loops of `space` (its own space, or the space a merge
+  // would give it): the loads of materialized nodes it makes, and whether it succeeds at all.
   bool reads_in(const Group& group, const Space& space, std::vector<Read>* out) const {
     out->clear();
     LowerRequest req;
@@ -121,44 +165,27 @@ class Fuser {
     return lower_group(req).ok();
   }
 
-  std::set<int> successors(int gi) const {
-    std::set<int> s;
-    for (size_t k = 0; k < groups_.size(); ++k)
-      for (const Read& r : reads_[k])
-        if (group_of_[r.node] == gi && int(k) != gi) s.insert(int(k));
-    return s;
-  }
+  const std::vector<int>& successors(int gi) const { return succ_[size_t(gi)]; }
 
-  // Whether `to` is reachable from `from` through at least one intermediate group.
-  bool indirect_path(int from, int to) const {
-    std::vector<bool> seen(groups_.size(), false);
+  // Whether a path of reads leads from any group in `from` to `to`, through at least one other
+  // group when `indirect` (a direct read is what a vertical merge absorbs).
+  bool path(const std::vector<int>& from, int to, bool indirect) const {
+    std::vector<char> seen(groups_.size(), 0);
     std::vector<int> stack;
-    for (int s : successors(from))
-      if (s != to) stack.push_back(s);
+    for (int f : from)
+      for (int s : successors(f))
+        if (!(indirect && s == to)) stack.push_back(s);
     while (!stack.empty()) {
       int x = stack.back();
       stack.pop_back();
       if (x == to) return true;
-      if (seen[x]) continue;
-      seen[x] = true;
+      if (seen[size_t(x)]) continue;
+      seen[size_t(x)] = 1;
       for (int s : successors(x)) stack.push_back(s);
     }
     return false;
   }
-
-  bool any_path(int from, int to) const {
-    std::vector<bool> seen(groups_.size(), false);
-    std::vector<int> stack = {from};
-    while (!stack.empty()) {
-      int x = stack.back();
-      stack.pop_back();
-      if (x == to) return true;
-      if (seen[x]) continue;
-      seen[x] = true;
-      for (int s : successors(x)) stack.push_back(s);
-    }
-    return false;
-  }
+  bool indirect_path(int from, int to) const { return path({from}, to, true); }
 
   // The space the merged kernel would have, or false when H cannot merge into G.
   //
@@ -168,6 +195,11 @@ class Fuser {
   // G's own loops: a read that is the identity in G's own space goes through the same movement
   // ops from a different root map in the merged one, and only lowering says which map that is.
   bool merged_space(int h, int gidx, Space* out, std::string* why) const {
+    for (NodeId n : groups_[size_t(h)].computed)
+      if (depth_split_.count(n)) {
+        *why = absl::StrCat("expressions stay under ", kMaxInlineDepth, " ops deep");
+        return false;
+      }
     const Space& SH = groups_[h].space;
     const Space& SG = groups_[gidx].space;
     auto all_natural = [&](const Space& s) {
@@ -234,95 +266,191 @@ class Fuser {
     return false;
   }
 
-  bool merge_vertical() {
+  // Vertical merging to a fixed point. A worklist replaces restarting the scan after each merge:
+  // producers are taken latest first, as the scan took them, and a merge puts back only the
+  // groups whose pairs it changed (the merged group and its producers); a pair refused before is
+  // refused again until one of its groups changes. So each merge costs work near the size of
+  // the groups it touches, not of the whole graph.
+  void merge_vertical() {
     analyze();
-    // Producers latest first, so that chains collapse from the consumer end.
-    std::vector<int> cand(groups_.size());
-    for (size_t i = 0; i < cand.size(); ++i) cand[i] = int(i);
-    auto last = [&](int gi) { return *std::max_element(groups_[gi].computed.begin(), groups_[gi].computed.end()); };
-    std::sort(cand.begin(), cand.end(), [&](int a, int b) { return last(a) > last(b); });
-    for (int h : cand) {
-      std::set<int> readers = successors(h);
+    last_.assign(groups_.size(), -1);
+    std::set<std::pair<int, int>, std::greater<>> queue;  // (last node, group), latest first
+    for (size_t i = 0; i < groups_.size(); ++i)
+      if (alive_[i]) {
+        last_[i] = *std::max_element(groups_[i].computed.begin(), groups_[i].computed.end());
+        queue.insert({last_[i], int(i)});
+      }
+    while (!queue.empty()) {
+      const int h = queue.begin()->second;
+      queue.erase(queue.begin());
+      if (!alive_[size_t(h)]) continue;
+      const std::vector<int> readers = successors(h);
       for (int gidx : readers) {
+        auto memo = refused_.find({h, gidx});
+        if (memo != refused_.end() && memo->second == std::make_pair(version_[size_t(h)], version_[size_t(gidx)])) continue;
         Space s;
         std::string why;
-        if (!merged_space(h, gidx, &s, &why)) {
-          note(absl::StrCat("keep %", last(h), " apart from %", last(gidx), ": ", why));
+        bool ok = merged_space(h, gidx, &s, &why);
+        if (ok && indirect_path(h, gidx)) {
+          ok = false;
+          why = "merging would create a cycle";
+        }
+        if (!ok) {
+          note(absl::StrCat("keep %", last_[size_t(h)], " apart from %", last_[size_t(gidx)], ": ", why));
+          refused_[{h, gidx}] = {version_[size_t(h)], version_[size_t(gidx)]};
           continue;
         }
-        if (indirect_path(h, gidx)) {
-          note(absl::StrCat("keep %", last(h), " apart from %", last(gidx), ": merging would create a cycle"));
-          continue;
-        }
-        note(absl::StrCat("fuse %", last(h), " (", groups_[h].space.has_reduce() ? "reduction" : "elementwise",
-                          ") into the kernel of %", last(gidx)));
-        Group& G = groups_[gidx];
-        G.space = s;
-        for (NodeId n : groups_[h].computed) G.computed.push_back(n);
-        std::sort(G.computed.begin(), G.computed.end());
-        groups_.erase(groups_.begin() + h);
-        return true;
+        note(absl::StrCat("fuse %", last_[size_t(h)], " (", groups_[size_t(h)].space.has_reduce() ? "reduction" : "elementwise",
+                          ") into the kernel of %", last_[size_t(gidx)]));
+        queue.erase({last_[size_t(gidx)], gidx});
+        absorb(gidx, h, s);
+        relink(gidx, h);
+        last_[size_t(gidx)] = std::max(last_[size_t(gidx)], last_[size_t(h)]);
+        queue.insert({last_[size_t(gidx)], gidx});
+        for (int p : pred_[size_t(gidx)]) queue.insert({last_[size_t(p)], p});
+        break;
       }
     }
-    return false;
   }
 
+  // After group `g` absorbed `h`: g's reads lowered again, h's nodes now g's, and the reader /
+  // producer lists of every group next to either updated (nothing else changes).
+  void relink(int g, int h) {
+    auto drop = [](std::vector<int>& v, int x) {
+      auto it = std::lower_bound(v.begin(), v.end(), x);
+      if (it != v.end() && *it == x) v.erase(it);
+    };
+    auto add = [](std::vector<int>& v, int x) {
+      auto it = std::lower_bound(v.begin(), v.end(), x);
+      if (it == v.end() || *it != x) v.insert(it, x);
+    };
+    for (NodeId n : groups_[size_t(g)].computed) group_of_[n] = g;
+    for (int x : {g, h}) {
+      for (int p : pred_[size_t(x)]) drop(succ_[size_t(p)], x);
+      for (int r : succ_[size_t(x)]) drop(pred_[size_t(r)], x);
+    }
+    std::vector<int> readers = succ_[size_t(g)];
+    for (int r : succ_[size_t(h)]) add(readers, r);
+    drop(readers, g);
+    drop(readers, h);
+    if (!reads_in(groups_[size_t(g)], groups_[size_t(g)].space, &reads_[size_t(g)]) && plan_.status.ok())
+      plan_.status = absl::InternalError(absl::StrCat("fuse: the kernel of %", groups_[size_t(g)].computed.back(),
+                                                      " does not lower over its own space"));
+    dirty_[size_t(g)] = false;
+    std::vector<int> producers;
+    for (const Read& r : reads_[size_t(g)]) {
+      int p = group_of_[r.node];
+      if (p >= 0 && p != g) add(producers, p);
+    }
+    succ_[size_t(h)].clear();
+    pred_[size_t(h)].clear();
+    succ_[size_t(g)] = readers;
+    pred_[size_t(g)] = producers;
+    for (int p : producers) add(succ_[size_t(p)], g);
+    for (int r : readers) add(pred_[size_t(r)], g);
+  }
+
+  // Group `into` takes over group `from`'s nodes and gets space `s`.
+  void absorb(int into, int from, const Space& s) {
+    Group& G = groups_[size_t(into)];
+    G.space = s;
+    for (NodeId n : groups_[size_t(from)].computed) G.computed.push_back(n);
+    std::sort(G.computed.begin(), G.computed.end());
+    groups_[size_t(from)].computed.clear();
+    alive_[size_t(from)] = false;
+    dirty_[size_t(into)] = true;
+    ++version_[size_t(into)];
+  }
+
+  // Independent kernels over the same space join: each group absorbs, in index order, the later
+  // groups it has no path to or from (counting the groups it absorbed already).
   void merge_horizontal() {
     analyze();
     for (size_t a = 0; a < groups_.size(); ++a) {
+      if (!alive_[a]) continue;
+      std::vector<int> joined = {int(a)};
+      std::vector<char> in_joined(groups_.size(), 0);
+      in_joined[a] = 1;
       for (size_t b = a + 1; b < groups_.size(); ++b) {
+        if (!alive_[b]) continue;
         const Space &sa = groups_[a].space, &sb = groups_[b].space;
         if (sa.dot || sb.dot || sa.attention || sb.attention || sa.full != sb.full) continue;
         // Same space, or an elementwise kernel joining a reduction over its full shape (its values
         // become inner-level stores of the reduction kernel).
         if (!(sa == sb) && sa.has_reduce() && sb.has_reduce()) continue;
         Space merged = sa.has_reduce() ? sa : sb;
-        if (any_path(int(a), int(b)) || any_path(int(b), int(a))) continue;
         if (merged.has_reduce() && merged.reduce_count() > t_.max_fused_row && !(sa == sb)) continue;
+        if (path(joined, int(b), false) || reaches(int(b), in_joined)) continue;
         note(absl::StrCat("fuse independent kernels of %", groups_[a].computed.back(), " and %",
                           groups_[b].computed.back(), " horizontally (same iteration space ",
                           shape_str(groups_[a].space.full), ")"));
-        groups_[a].space = merged;
-        for (NodeId n : groups_[b].computed) groups_[a].computed.push_back(n);
-        std::sort(groups_[a].computed.begin(), groups_[a].computed.end());
-        groups_.erase(groups_.begin() + b);
-        analyze();
-        --b;
+        absorb(int(a), int(b), merged);
+        joined.push_back(int(b));
+        in_joined[b] = 1;
       }
+      if (joined.size() > 1) analyze();
     }
   }
 
-  // Topological order of groups (producers first).
+  // Whether group `from` reaches, through reads, a group marked in `to`.
+  bool reaches(int from, const std::vector<char>& to) const {
+    std::vector<char> seen(groups_.size(), 0);
+    std::vector<int> stack(successors(from).begin(), successors(from).end());
+    while (!stack.empty()) {
+      int x = stack.back();
+      stack.pop_back();
+      if (to[size_t(x)]) return true;
+      if (seen[size_t(x)]) continue;
+      seen[size_t(x)] = 1;
+      for (int s : successors(x)) stack.push_back(s);
+    }
+    return false;
+  }
+
+  // Topological order of the live groups (producers first); a cycle is an internal error.
   void order() {
     analyze();
     size_t n = groups_.size();
     std::vector<int> indeg(n, 0);
-    std::vector<std::set<int>> succ(n);
+    size_t live = 0;
     for (size_t k = 0; k < n; ++k) {
-      succ[k] = successors(int(k));
+      if (!alive_[k]) continue;
+      ++live;
+      for (int s : succ_[k]) indeg[size_t(s)]++;
     }
-    for (size_t k = 0; k < n; ++k)
-      for (int s : succ[k]) indeg[s]++;
     std::vector<int> ready, out;
     for (size_t k = 0; k < n; ++k)
-      if (!indeg[k]) ready.push_back(int(k));
+      if (alive_[k] && !indeg[k]) ready.push_back(int(k));
     while (!ready.empty()) {
       std::sort(ready.begin(), ready.end(), std::greater<int>());
       int x = ready.back();
       ready.pop_back();
       out.push_back(x);
-      for (int s : succ[x])
-        if (--indeg[s] == 0) ready.push_back(s);
+      for (int s : succ_[size_t(x)])
+        if (--indeg[size_t(s)] == 0) ready.push_back(s);
     }
+    if (out.size() != live && plan_.status.ok())
+      plan_.status = absl::InternalError(absl::StrCat("fuse: the kernels' reads form a cycle (", live - out.size(),
+                                                      " of ", live, " kernels cannot be ordered)"));
     std::vector<Group> sorted;
-    for (int x : out) sorted.push_back(groups_[x]);
-    groups_ = sorted;
-    analyze();
+    std::vector<std::vector<Read>> reads;
+    for (int x : out) {
+      sorted.push_back(groups_[size_t(x)]);
+      reads.push_back(reads_[size_t(x)]);
+    }
+    groups_ = std::move(sorted);
+    reads_ = std::move(reads);
+    alive_.assign(groups_.size(), true);
+    dirty_.assign(groups_.size(), false);
+    version_.assign(groups_.size(), 0);
+    refused_.clear();
+    group_of_.assign(g_.size(), -1);
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      for (NodeId nd : groups_[gi].computed) group_of_[nd] = int(gi);
   }
 
   void note(std::string s) {
-    if (std::find(plan_.decisions.begin(), plan_.decisions.end(), s) == plan_.decisions.end())
-      plan_.decisions.push_back(std::move(s));
+    if (noted_.insert(s).second) plan_.decisions.push_back(std::move(s));
   }
 
   const Graph& g_;
@@ -330,8 +458,15 @@ class Fuser {
   bool enable_;
   std::vector<int> buffer_of_;
   std::vector<Group> groups_;
+  std::vector<bool> alive_, dirty_;  // merged-away groups stay in place, empty (stable indices)
+  std::vector<int> version_;         // bumped when a group changes (invalidates refused_)
   std::vector<std::vector<Read>> reads_;
   std::vector<int> group_of_;
+  std::vector<std::vector<int>> succ_, pred_;  // readers / producers of each group, sorted
+  std::vector<int> last_;                      // latest node of each group (merge order)
+  std::map<std::pair<int, int>, std::pair<int, int>> refused_;  // (h, g) -> versions when refused
+  std::unordered_set<std::string> noted_;
+  std::set<NodeId> depth_split_;  // materialized to bound expression depth: never inlined again
   FusionPlan plan_;
 };
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "ir/graph.h"
 #include "passes/space.h"
 #include "ir/target_info.h"
@@ -26,6 +27,7 @@ struct FusionPlan {
   std::vector<Group> groups;          // in a valid execution order
   std::vector<bool> stored;           // per graph node: written to a buffer
   std::vector<std::string> decisions; // why groups merged or did not (KILN_DEBUG=2)
+  absl::Status status;                // an internal inconsistency the fuser found (never silent)
 };
 
 FusionPlan fuse(const ir::Graph& g, const ir::TargetInfo& target, bool enable_fusion);

@@ -110,6 +110,7 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   after("split_reduce", ir::print(g));
   if (absl::Status s = ir::verify(g); !s.ok()) return absl::InternalError(absl::StrCat("passes broke the graph: ", s.message()));
   FusionPlan plan = fuse(g, target, opts.fusion);
+  if (!plan.status.ok()) return plan.status;
   plan.decisions.insert(plan.decisions.begin(), attention_decisions.begin(), attention_decisions.end());
   std::string decisions;
   for (const std::string& d : plan.decisions) absl::StrAppend(&decisions, d, "\n");

@@ -336,7 +336,7 @@ absl::StatusOr<int> Renderer::attention(KernelSource* out) {
 std::string Renderer::attention_kernel_open(const std::string& name) const {
   std::string p;
   for (const BufferParam& b : w_.params())
-    absl::StrAppend(&p, p.empty() ? "" : ", ", b.written ? "" : "const ", d_.storage_type(b.dtype), "* __restrict__ ",
+    absl::StrAppend(&p, p.empty() ? "" : ", ", b.written ? "" : "const ", d_.storage_type(b.dtype), b.aliased ? "* " : "* __restrict__ ",
                     DialectOps::buffer_name(b.id));
   return absl::StrCat(attn_helpers_, "extern \"C\" __global__ void __launch_bounds__(", attn_threads_, ") ", name, "(", p,
                       ") {\n  extern __shared__ __align__(128) unsigned char kiln_dsmem[];\n");

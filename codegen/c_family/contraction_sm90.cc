@@ -223,7 +223,7 @@ bool Renderer::sm90_applies(std::string* why) const {
 std::string Renderer::sm90_kernel_open(const std::string& name) const {
   std::vector<std::string> params;
   for (const BufferParam& b : w_.params())
-    params.push_back(absl::StrCat(b.written ? "" : "const ", d_.storage_type(b.dtype), "* __restrict__ ",
+    params.push_back(absl::StrCat(b.written ? "" : "const ", d_.storage_type(b.dtype), b.aliased ? "* " : "* __restrict__ ",
                                   DialectOps::buffer_name(b.id)));
   for (int i = 0; i < sm90_maps_; ++i) params.push_back(absl::StrCat("const __grid_constant__ KilnTensorMap tm", i));
   std::string p;

@@ -49,6 +49,7 @@ struct BufferParam {
   int id;        // ir::Program buffer id
   DType dtype;   // element dtype (storage follows from it)
   bool written;  // the kernel stores into it
+  bool aliased = false;  // shares bytes with another buffer of the kernel (in place): no __restrict__
 };
 
 // Storage element kinds that need declarations (GLSL buffer_reference block types, ...).

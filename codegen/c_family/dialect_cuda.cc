@@ -87,7 +87,8 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
                           const std::string& shared_decls) const override {
     std::vector<std::string> params;
     for (const BufferParam& b : bufs)
-      params.push_back(absl::StrCat(b.written ? "" : "const ", storage_type(b.dtype), "* __restrict__ ", buffer_name(b.id)));
+      params.push_back(absl::StrCat(b.written ? "" : "const ", storage_type(b.dtype), b.aliased ? "* " : "* __restrict__ ",
+                                    buffer_name(b.id)));
     return absl::StrCat("extern \"C\" __global__ void __launch_bounds__(", block, ") ", name, "(",
                         absl::StrJoin(params, ", "), ") {\n", shared_decls);
   }

@@ -294,6 +294,8 @@ std::vector<BufferParam> KernelWriter::params() const {
   }
   std::vector<BufferParam> r;
   for (auto& [id, b] : m) r.push_back(b);
+  for (BufferParam& b : r)
+    for (const BufferParam& o : r) b.aliased = b.aliased || ir::share_bytes(p_, b.id, o.id);
   return r;
 }
 

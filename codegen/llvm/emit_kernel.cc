@@ -42,9 +42,9 @@ class Emitter {
       Value* slot = b_.CreateGEP(ptr, bufs, b_.getInt64(int64_t(i)));
       buf_.push_back(b_.CreateLoad(ptr, slot, absl::StrCat("buf", i)));
     }
-    // Buffers of one kernel never overlap (plan_memory keeps live intermediates apart and a
-    // kernel never reads what it writes): one alias scope per buffer lets LLVM vectorize
-    // without runtime overlap checks.
+    // Buffers of one kernel do not overlap (plan_memory keeps live intermediates apart) except
+    // an in-place pair (ir::share_bytes): one alias scope per buffer, each declared not to alias
+    // the others but its in-place partner, lets LLVM vectorize without runtime overlap checks.
     llvm::MDBuilder mdb(ctx_);
     llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain("kiln");
     std::vector<llvm::Metadata*> scopes;
@@ -52,7 +52,7 @@ class Emitter {
     for (size_t i = 0; i < p_.buffers.size(); ++i) {
       std::vector<llvm::Metadata*> others;
       for (size_t j = 0; j < scopes.size(); ++j)
-        if (j != i) others.push_back(scopes[j]);
+        if (j != i && !ir::share_bytes(p_, int(i), int(j))) others.push_back(scopes[j]);
       scope_.push_back(llvm::MDNode::get(ctx_, {scopes[i]}));
       noalias_.push_back(llvm::MDNode::get(ctx_, others));
     }

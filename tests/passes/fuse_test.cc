@@ -41,6 +41,19 @@ TEST(Fuse, SixtyFourDependentOpsAreOneKernel) {
   EXPECT_EQ(kernels_run({w6(x)}), 1);
 }
 
+// A 1,500-op chain: kernels hold expressions at most a few hundred ops deep (lowering and code
+// generation recurse over them), so it runs as a handful of kernels instead of overflowing the
+// stack, with the interpreter's values.
+TEST(Fuse, VeryLongChainsSplitIntoBoundedKernels) {
+  Tensor x = random_tensor({256}, float32, 4);
+  Tensor y = x;
+  for (int i = 0; i < 1000; ++i) y = i % 2 == 0 ? y * 1.0001 + 0.001 : tanh(y);
+  const size_t kernels = program_of({y}).kernels.size();
+  EXPECT_GE(kernels, 2u);
+  EXPECT_LE(kernels, 1500u / 256 + 1);
+  EXPECT_MATCHES_REFERENCE({y});
+}
+
 TEST(Fuse, RowNormalizationsAreOneKernelEach) {
   for (int64_t cols : {7, 33, 1000, 4096}) {
     SCOPED_TRACE(cols);

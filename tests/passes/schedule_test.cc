@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "codegen/c_family/gpu_program.h"
+#include "ir/verify_program.h"
 #include "passes/helpers.h"
 #include "testing/reference.h"
 
@@ -81,6 +83,48 @@ TEST(PlanMemory, ElementwiseChainsWriteInPlaceWhenUnfused) {
   setenv("KILN_FUSION", "0", 1);
   EXPECT_MATCHES_REFERENCE({y});
   unsetenv("KILN_FUSION");
+}
+
+// An in-place pair shares bytes inside one kernel, so code generation must not declare it
+// non-aliasing; any other overlap inside a kernel is refused by the Program verifier.
+TEST(PlanMemory, InPlacePairsAreNotDeclaredNonAliasing) {
+  Tensor y = random_tensor({1000}, float32, 10);
+  for (int i = 0; i < 4; ++i) y = i % 2 ? (y * 1.5).exp() : (y - 0.25).tanh();
+  ir::Program p = program_of({y}, testing::cpu_target(), /*fusion=*/false);
+  int pairs = 0;
+  for (const ir::Kernel& k : p.kernels)
+    for (const ir::KNode& n : k.nodes)
+      for (const ir::Store& s : k.stores)
+        if (n.op == ir::Op::kLoad && ir::share_bytes(p, n.buffer, s.buffer)) ++pairs;
+  ASSERT_GE(pairs, 1);
+  auto r = codegen::gpu::render(p, codegen::gpu::Dialect::kCuda, testing::gpu_target());
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const ir::Kernel& k : p.kernels)
+    for (const ir::KNode& n : k.nodes)
+      for (const ir::Store& s : k.stores)
+        if (n.op == ir::Op::kLoad && ir::share_bytes(p, n.buffer, s.buffer)) {
+          const size_t at = r->module_source.find(" kiln_" + k.name + "(");
+          ASSERT_NE(at, std::string::npos);
+          const std::string params = r->module_source.substr(at, r->module_source.find(')', at) - at);
+          for (int b : {n.buffer, s.buffer}) {
+            EXPECT_NE(params.find("float* b" + std::to_string(b)), std::string::npos) << params;
+            EXPECT_EQ(params.find("__restrict__ b" + std::to_string(b)), std::string::npos) << params;
+          }
+        }
+  EXPECT_TRUE(ir::verify(p).ok());
+  // Shift the written buffer by 4 bytes: a partial overlap.
+  for (const ir::Kernel& k : p.kernels)
+    for (const ir::KNode& n : k.nodes)
+      for (const ir::Store& s : k.stores)
+        if (n.op == ir::Op::kLoad && ir::share_bytes(p, n.buffer, s.buffer)) {
+          ir::Program bad = p;
+          bad.arena_bytes += 256;
+          bad.buffers[size_t(s.buffer)].offset += 4;
+          absl::Status v = ir::verify(bad);
+          ASSERT_FALSE(v.ok());
+          EXPECT_NE(std::string(v.message()).find("share arena bytes without being an in-place pair"), std::string::npos) << v;
+          return;
+        }
 }
 
 TEST(PlanMemory, LiveIntermediatesNeverShareBytes) {
