@@ -61,11 +61,17 @@ Runner device_runner(runtime::Device* device);
 // The value of every node of `c` (index = node id), from the interpreter.
 absl::StatusOr<std::vector<ir::HostTensor>> interpret_all(const Case& c);
 
-// Absolute error bound of every node, given the values of all nodes (infinity = unbounded:
-// e.g. floor of a value that carries rounding error, an infinity times a value whose allowed
-// error reaches zero, a result whose allowed error reaches the dtype's largest value).
+// Absolute error bound of every node, given the values of all nodes (infinity = unbounded).
+// The documented reasons a bound may be infinite, for which an output is reported but not
+// compared: a discontinuous op (comparison, floor, ceil, argmax/argmin, not/and/or, a float to
+// integer cast) or a `where` condition over inexact operands; an integer result that rounding may
+// move; a singularity within the allowed error (a divisor, log or sqrt argument, pow base whose
+// interval reaches zero); an infinity times a factor whose interval straddles zero; a result
+// whose allowed error reaches the dtype's largest value. Any other infinite bound is a hole in
+// the error model: `unmodeled` (when given) marks the nodes that depend on an op the model does
+// not know, and check_case fails such an output instead of skipping it.
 std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostTensor>& values,
-                                 const DevicePrecision& prec);
+                                 const DevicePrecision& prec, std::vector<char>* unmodeled = nullptr);
 
 CheckResult check_case(const Case& c, const Runner& run, const DevicePrecision& prec);
 
