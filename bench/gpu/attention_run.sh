@@ -5,7 +5,9 @@
 #           KILN_DEBUG=2), a first short run that stops the call if a kernel hangs
 #   bench   anchor_bench W9 and W8, then torch (SDPA, torch.compile) on the same shapes
 #   sanit   compute-sanitizer memcheck and racecheck over the attention suite's smaller cases
-#   regress the whole op and fusion suites on cuda
+#   regress the whole op and fusion suites on cuda, cuda_test, the AOT suites on cuda
+#   aot     aot_load_bench on cuda (load vs JIT cold/warm; an older GPU's section through PTX)
+#   w16     anchor_bench W1-W6 and the host overhead (kiln only: a regression check)
 # Output under $OUT (default <bundle>/out).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -67,8 +69,17 @@ for s in ${*:-tests bench sanit}; do
         KILN_DEVICE=cuda timeout 300 "$BIN/ops_test" --gtest_brief=1; echo "ops_test exit $?"
         KILN_DEVICE=cuda timeout 200 "$BIN/passes_test" --gtest_brief=1; echo "passes_test exit $?"
         timeout 200 "$BIN/cuda_test" --gtest_brief=1 --gtest_filter='-CudaKernels.OpAndFusionSuitesCompileForSm90'; echo "cuda_test exit $?"
+        KILN_DEVICE=cuda KILN_DEBUG=1 timeout 200 "$BIN/aot_test" --gtest_brief=1; echo "aot_test exit $?"
+        KILN_DEVICE=cuda timeout 120 "$BIN/aot_errors_test" --gtest_brief=1; echo "aot_errors_test exit $?"
       } > "$OUT/regress.log" 2>&1
-      grep -E "exit [0-9]|^\[  FAILED  \]|PASSED" "$OUT/regress.log" | sort | uniq -c | head -30
+      grep -E "exit [0-9]|^\[  FAILED  \]|PASSED|driver JIT-compiles" "$OUT/regress.log" | sort | uniq -c | head -30
+      ;;
+    aot)
+      timeout 200 "$BIN/aot_load_bench" --device cuda --repeats 5 2>&1 | tee "$OUT/aot_load.log" | grep -v '^{'
+      ;;
+    w16)
+      timeout 200 "$BIN/anchor_bench" --device cuda --results "$OUT/results_w16.jsonl" 2>&1 | tee "$OUT/w16.log" |
+        grep -E "^(W|H)[0-9a-z]* " | cut -c1-200
       ;;
   esac
 done
