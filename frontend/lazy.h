@@ -59,6 +59,9 @@ int64_t normalize_axis(const std::string& label, int64_t axis, int64_t rank);
 // Common device of `ts`; throws when they differ.
 runtime::Device* common_device(const std::string& label, const std::vector<Tensor>& ts);
 
+// Starts the whole-run profile KILN_PROFILE names, once (frontend/profile.cc).
+void start_env_profile();
+
 // Elementwise helpers used across the op files.
 Tensor cast_to(const Tensor& t, DType dtype);
 Tensor broadcast_to_shape(const std::string& label, const Tensor& t, const Shape& shape);

@@ -7,6 +7,7 @@
 #include "frontend/lazy.h"
 #include "ir/graph.h"
 #include "replay/compile_or_replay.h"
+#include "support/trace.h"
 
 namespace kiln::detail {
 namespace {
@@ -76,8 +77,11 @@ Collected collect(const std::vector<NodePtr>& roots) {
 }  // namespace
 
 void realize_nodes(const std::vector<NodePtr>& nodes) {
+  start_env_profile();
+  support::TraceSpan span("realize");
   Collected c;
   {
+    support::TraceSpan capture("record: collect the graph");
     std::lock_guard<std::mutex> lock(realize_mutex());
     std::vector<NodePtr> todo;
     for (const NodePtr& n : nodes) {

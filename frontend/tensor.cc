@@ -5,6 +5,7 @@
 #include "frontend/lazy.h"
 #include "ir/half.h"
 #include "runtime/device.h"
+#include "support/trace.h"
 
 namespace kiln {
 namespace detail {
@@ -64,6 +65,7 @@ std::vector<uint8_t> read_bytes(const Tensor& t) {
   const auto& buf = detail::node_of(t)->buffer;
   std::vector<uint8_t> bytes(size_t(t.numel() * dtype_size(t.dtype())));
   if (!bytes.empty()) {
+    support::TraceSpan span("download (waits for the device)");
     absl::Status s = buf->device()->download(buf.get(), bytes.data(), int64_t(bytes.size()));
     if (!s.ok()) throw Error(s);
   }

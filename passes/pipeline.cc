@@ -16,6 +16,7 @@
 #include "passes/simplify.h"
 #include "passes/split_reduce.h"
 #include "support/dump.h"
+#include "support/trace.h"
 
 namespace kiln::passes {
 
@@ -80,7 +81,16 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
     out.dump_prefix = absl::StrFormat("%s/g%03d_", opts.dump_dir, counter.fetch_add(1));
   }
   int stage = 0;
+  int64_t stage_start = support::tracing() ? support::trace_now_us() : 0;
+  // Each stage's span runs from the end of the one before (the graph passes print cheaply).
+  auto traced = [&](const char* pass) {
+    if (!support::tracing()) return;
+    const int64_t now = support::trace_now_us();
+    support::trace_event(pass, "pass", stage_start, now - stage_start);
+    stage_start = now;
+  };
   auto after = [&](const std::string& pass, const std::string& text) {
+    traced(pass.c_str());
     if (opts.debug >= 3) std::fprintf(stderr, "kiln: --- after %s ---\n%s", pass.c_str(), text.c_str());
     if (dump) support::write_dump(absl::StrFormat("%s%02d_%s.txt", out.dump_prefix, stage, pass), text);
     if (opts.on_stage) opts.on_stage(pass, text);
@@ -110,6 +120,7 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   after("split_reduce", ir::print(g));
   if (absl::Status s = ir::verify(g); !s.ok()) return absl::InternalError(absl::StrCat("passes broke the graph: ", s.message()));
   FusionPlan plan = fuse(g, target, opts.fusion);
+  traced("fuse");
   if (!plan.status.ok()) return plan.status;
   plan.decisions.insert(plan.decisions.begin(), attention_decisions.begin(), attention_decisions.end());
   std::string decisions;
@@ -127,11 +138,15 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
     }
   }
   auto p = schedule(g, plan);
+  traced("schedule (lowering)");
   if (!p.ok()) return p.status();
   plan_memory(&*p);
+  traced("plan_memory");
   insert_barriers(&*p);
+  traced("insert_barriers");
   // Backends rely on a well-formed Program and do not check it again.
   if (absl::Status s = ir::verify(*p); !s.ok()) return absl::InternalError(absl::StrCat("passes produced a bad program: ", s.message()));
+  traced("verify");
   after("program", p->to_string());
   out.program = *std::move(p);
   return out;

@@ -10,6 +10,7 @@
 #include "runtime/stats.h"
 #include "support/dump.h"
 #include "support/options.h"
+#include "support/trace.h"
 
 namespace kiln::replay {
 namespace {
@@ -33,20 +34,35 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Devi
   if (!device) return absl::FailedPreconditionError("no device");
   auto t0 = std::chrono::steady_clock::now();
   // A hit reads only KILN_FUSION (the one option in the cache key): a replay stays cheap.
-  if (auto e = cache_lookup(device, graph, support::fusion_enabled())) {
-    runtime::counters().executable_cache_hits++;
-    return e;
+  {
+    support::TraceSpan span("hash + executable cache lookup");
+    if (auto e = cache_lookup(device, graph, support::fusion_enabled())) {
+      runtime::counters().executable_cache_hits++;
+      return e;
+    }
   }
   const support::Options env = support::options();
   const passes::Options opts = passes::Options::from(env);
   auto compiler = runtime::compiler_for(device);
   if (!compiler.ok()) return compiler.status();
-  auto planned = passes::compile_graph(graph, (*compiler)->target(), opts);
+  absl::StatusOr<passes::Compiled> planned;
+  {
+    support::TraceSpan span("passes", "compile");
+    planned = passes::compile_graph(graph, (*compiler)->target(), opts);
+  }
   if (!planned.ok()) return planned.status();
-  auto compiled = (*compiler)->compile(planned->program);
+  absl::StatusOr<runtime::CompiledProgram> compiled;
+  {
+    support::TraceSpan span("codegen + compiler", "compile");
+    compiled = (*compiler)->compile(planned->program);
+  }
   if (!compiled.ok()) return compiled.status();
   dump_sources(*compiled, planned->dump_prefix, opts.debug, device->name());
-  auto exe = device->load(*compiled);
+  absl::StatusOr<std::unique_ptr<runtime::Executable>> exe;
+  {
+    support::TraceSpan span("load", "compile");
+    exe = device->load(*compiled);
+  }
   if (!exe.ok()) return exe.status();
   auto e = std::make_shared<CompiledGraph>();
   e->device = device;
@@ -78,7 +94,10 @@ absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_compiled(
   }
   in_raw.reserve(inputs.size());
   for (const auto& b : inputs) in_raw.push_back(b.get());
-  if (absl::Status s = g.exe->run(in_raw, out_raw); !s.ok()) return s;
+  {
+    support::TraceSpan span("run (bind + launch)");
+    if (absl::Status s = g.exe->run(in_raw, out_raw); !s.ok()) return s;
+  }
   runtime::counters().graphs_realized++;
   runtime::counters().kernels_launched += g.exe->kernels_per_run();
   if (support::debug_level() >= 1)

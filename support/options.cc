@@ -75,6 +75,7 @@ bool fusion_enabled() {
 Options options() {
   Options o;
   read_int(o, "KILN_DEBUG", &o.debug);
+  if (const char* v = env("KILN_PROFILE")) o.profile = v;
   if (const char* v = env("KILN_CACHE_BYTES")) {
     std::string s = v;
     int shift = 0;

@@ -28,6 +28,7 @@ struct Options {
   // KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln; "" when KILN_DISK_CACHE=0
   // or no location is known.
   std::string cache_dir;
+  std::string profile;  // KILN_PROFILE: a Chrome trace of the whole run is written there at exit
   // KILN_CACHE_BYTES: device bytes (arenas) the in-memory executable cache may hold; beyond it the
   // least recently used executables are dropped (suffixes K, M, G accepted).
   int64_t cache_bytes = int64_t(4) << 30;

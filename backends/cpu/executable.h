@@ -28,6 +28,7 @@ class CpuExecutable : public Executable {
   struct Kernel {
     KernelFn fn = nullptr;
     int64_t tiles = 0, work = 0;
+    std::string name;  // for profiles
   };
   CpuExecutable(const CompiledProgram& c, std::unique_ptr<LinkedObject> code, std::vector<Kernel> kernels,
                 Device* device, ThreadPool* pool);

@@ -7,5 +7,6 @@
 #include "kiln/export.h"
 #include "kiln/jit.h"
 #include "kiln/model.h"
+#include "kiln/profile.h"
 #include "kiln/stats.h"
 #include "kiln/tensor.h"
