@@ -1,0 +1,22 @@
+// Parsing an ONNX model file: protobuf bytes -> onnx::Graph (graph.h), checked. A file that is
+// not a model, names used but never defined, a value produced twice, a cycle, an element type
+// kiln lacks: each an error naming the node (name and op type) or the value involved, never a
+// crash (the parser is fuzzed: tests/fuzz/onnx). Nothing here knows which ops kiln supports;
+// that is the op table's business (ops.h), checked when the graph is built.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "frontend/onnx/graph.h"
+
+namespace kiln::onnx {
+
+// The opsets of the default domain kiln imports.
+inline constexpr int64_t kMinOpset = 13;
+inline constexpr int64_t kMaxOpset = 17;
+
+// `origin` (the file name, or "<bytes>") prefixes every message.
+absl::StatusOr<Graph> parse_model(const std::string& bytes, const std::string& origin);
+
+}  // namespace kiln::onnx
