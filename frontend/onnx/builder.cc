@@ -10,6 +10,19 @@
 
 namespace kiln::onnx {
 
+namespace {
+
+// Ops whose inputs or defaults meant something else before an opset, with no attribute to tell:
+// Concat's axis was optional (default 1) before 4, Cast's `to` a string before 6, Tile took
+// (tiles, axis) before 6, Dropout trained by default before 7, Split took `split` as an input in 1.
+int64_t min_opset(const std::string& op) {
+  static const std::map<std::string, int64_t> m = {{"Concat", 4}, {"Cast", 6}, {"Tile", 6}, {"Dropout", 7}, {"Split", 2}};
+  auto it = m.find(op);
+  return it == m.end() ? 1 : it->second;
+}
+
+}  // namespace
+
 absl::Status check_supported(const Graph& g) {
   for (const Node& n : g.nodes) {
     if (!n.domain.empty())
@@ -20,6 +33,9 @@ absl::Status check_supported(const Graph& g) {
       return absl::UnimplementedError(absl::StrCat(node_label(n), ": ", n.op_type, " is not supported yet",
                                                    why.empty() ? "" : absl::StrCat(" (", why, ")")));
     }
+    if (g.opset < min_opset(n.op_type))
+      return absl::UnimplementedError(absl::StrCat(node_label(n), ": ", n.op_type, " as of opset ", g.opset, " is not supported (kiln imports it from opset ",
+                                                   min_opset(n.op_type), ")"));
     for (const auto& [name, a] : n.attributes) {
       bool known = false;
       for (const std::string& k : def->attributes) known = known || k == name;

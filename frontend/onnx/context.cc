@@ -129,4 +129,15 @@ void NodeContext::require_dtype(size_t i, std::initializer_list<DType> allowed) 
   unsupported(absl::StrCat("input ", i, " has dtype ", dtype_name(t), "; kiln supports ", names, " here"));
 }
 
+std::optional<std::vector<int64_t>> NodeContext::moved_operand(size_t i, const std::string& attr, int64_t since) const {
+  if (opset_ < since) {
+    if (has_input(i)) invalid(absl::StrCat("input ", i, " is an attribute ('", attr, "') before opset ", since));
+    if (!has_attr(attr)) return std::nullopt;
+    return attr_ints(attr);
+  }
+  if (has_attr(attr)) invalid(absl::StrCat("'", attr, "' is an input from opset ", since, ", not an attribute"));
+  if (!has_input(i)) return std::nullopt;
+  return host_ints(i, attr);
+}
+
 }  // namespace kiln::onnx

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,9 @@ class NodeContext {
   int64_t axis(int64_t a, int64_t rank, const std::string& what = "axis") const;
   // Fails with Unimplemented unless input i's dtype is one of `allowed`.
   void require_dtype(size_t i, std::initializer_list<DType> allowed) const;
+  // An ints operand that moved from attribute `attr` to input i in opset `since` (Squeeze's and
+  // Unsqueeze's axes, ReduceSum's axes, Split's split: 13): nullopt when absent.
+  std::optional<std::vector<int64_t>> moved_operand(size_t i, const std::string& attr, int64_t since = 13) const;
 
  private:
   const Attribute* find(const std::string& name, Attribute::Kind kind) const;

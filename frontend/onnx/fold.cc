@@ -360,11 +360,12 @@ const std::map<std::string, Folder>& folders() {
     (*f)["Squeeze"] = [](NodeContext& c) {
       const Shape& s = c.shape(0);
       Shape out;
+      std::optional<std::vector<int64_t>> given = c.moved_operand(1, "axes");
       std::vector<int64_t> axes;
-      if (c.has_input(1)) axes = axes_of(c, c.host_ints(1, "axes"), int64_t(s.size()));
+      if (given) axes = axes_of(c, *given, int64_t(s.size()));
       for (size_t d = 0; d < s.size(); ++d) {
         bool listed = std::find(axes.begin(), axes.end(), int64_t(d)) != axes.end();
-        bool drop = c.has_input(1) ? listed : s[d] == 1;
+        bool drop = given ? listed : s[d] == 1;
         if (drop && s[d] != 1) c.invalid(absl::StrCat("cannot squeeze axis ", d, " of size ", s[d]));
         if (!drop) out.push_back(s[d]);
       }
@@ -373,7 +374,9 @@ const std::map<std::string, Folder>& folders() {
     };
     (*f)["Unsqueeze"] = [](NodeContext& c) {
       const Shape& s = c.shape(0);
-      std::vector<int64_t> given = c.host_ints(1, "axes");
+      std::optional<std::vector<int64_t>> operand = c.moved_operand(1, "axes");
+      if (!operand) c.invalid("axes are required");
+      std::vector<int64_t> given = *operand;
       int64_t r = int64_t(s.size() + given.size());
       std::vector<int64_t> axes = axes_of(c, given, r);
       Shape out;

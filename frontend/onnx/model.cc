@@ -75,7 +75,8 @@ Model load_bytes(const std::string& bytes, const Device& device, const std::stri
   std::vector<bool> value = value_inputs(m->graph);
   for (size_t i = 0; i < m->graph.inputs.size(); ++i) {
     const ValueInfo& v = m->graph.inputs[i];
-    if (!v.has_shape) m->fail(absl::StrCat("input '", v.name, "' has no shape (kiln needs at least its rank)"));
+    if (!v.has_shape)
+      throw Error(absl::UnimplementedError(absl::StrCat(origin, ": input '", v.name, "' has no shape (kiln needs at least its rank)")));
     m->inputs.push_back({v.name, v.dtype, v.shape, bool(value[i])});
   }
   for (const ValueInfo& v : m->graph.outputs) m->outputs.push_back({v.name, v.dtype, v.shape, false});

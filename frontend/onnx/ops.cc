@@ -12,6 +12,7 @@ const OpTable& table() {
     register_shape_ops(*m);
     register_nn_ops(*m);
     register_generator_ops(*m);
+    register_loss_ops(*m);
     return m;
   }();
   return *t;

@@ -35,5 +35,6 @@ void register_reduce_ops(OpTable& t);
 void register_shape_ops(OpTable& t);
 void register_nn_ops(OpTable& t);
 void register_generator_ops(OpTable& t);
+void register_loss_ops(OpTable& t);
 
 }  // namespace kiln::onnx

@@ -268,7 +268,7 @@ void register_elementwise_ops(OpTable& t) {
                     c.set(0, x);
                     if (c.wants_output(1)) c.set(1, ones(x.shape(), DType::kBool, x.device()));
                   },
-                  {"seed"}, {2}};
+                  {"seed", "ratio"}, {2}};
 }
 
 }  // namespace kiln::onnx

@@ -52,6 +52,19 @@ void gemm_op(NodeContext& c) {
 void softmax_op(NodeContext& c, int kind) {
   require_float(c, 0);
   Tensor x = c.in(0);
+  if (c.opset() < 13) {
+    // Before opset 13 the input is coerced to 2-D at `axis` (default 1) and normalized per row.
+    Shape s = x.shape();
+    int64_t axis = c.attr_int("axis", 1);
+    if (axis < -x.ndim() || axis > x.ndim()) c.invalid(absl::StrCat("axis ", axis, " is out of range for rank ", x.ndim()));
+    if (axis < 0) axis += x.ndim();
+    int64_t rows = 1, cols = 1;
+    for (int64_t d = 0; d < x.ndim(); ++d) (d < axis ? rows : cols) *= s[size_t(d)];
+    Tensor flat = reshape(x, {rows, cols});
+    Tensor y = kind == 0 ? softmax(flat, 1) : kind == 1 ? log_softmax(flat, 1) : cast(equal(reshape(arange(cols, DType::kInt64, x.device()), {1, cols}), argmax(flat, 1, true)), x.dtype());
+    c.set(0, reshape(y, s));
+    return;
+  }
   int64_t axis = c.axis(c.attr_int("axis", -1), x.ndim());
   if (kind == 0) c.set(0, softmax(x, axis));
   else if (kind == 1) c.set(0, log_softmax(x, axis));

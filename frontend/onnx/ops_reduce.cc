@@ -17,12 +17,11 @@ struct Axes {
 Axes reduce_axes(NodeContext& c) {
   Axes r;
   std::vector<int64_t> given;
-  bool from_input = c.node().op_type == "ReduceSum";  // the only one with axes as an input in opsets 13-17
-  if (from_input) {
-    if (c.has_input(1)) given = c.host_ints(1, "axes");
-  } else {
-    given = c.attr_ints("axes");
-  }
+  // ReduceSum is the only one with axes as an input in opsets 13-17.
+  bool from_input = c.node().op_type == "ReduceSum" && c.opset() >= 13;
+  if (c.node().op_type == "ReduceSum") given = c.moved_operand(1, "axes").value_or(std::vector<int64_t>{});
+  else given = c.attr_ints("axes");
+  if (!from_input && c.has_attr("noop_with_empty_axes")) c.unsupported("noop_with_empty_axes before opset 18");
   int64_t rank = c.rank(0);
   if (given.empty()) {
     if (from_input && c.attr_int("noop_with_empty_axes", 0)) {
@@ -45,8 +44,7 @@ using Reducer = std::function<Tensor(NodeContext&, const Tensor&, const std::vec
 
 void reduction(OpTable& t, const char* name, Reducer fn) {
   bool axes_input = std::string(name) == "ReduceSum";
-  std::vector<std::string> attrs = {"keepdims"};
-  attrs.push_back(axes_input ? "noop_with_empty_axes" : "axes");
+  std::vector<std::string> attrs = {"keepdims", "axes", "noop_with_empty_axes"};
   t[name] = {[fn](NodeContext& c) {
                Axes a = reduce_axes(c);
                Tensor x = c.in(0);

@@ -56,11 +56,12 @@ void flatten_op(NodeContext& c) {
 void squeeze_op(NodeContext& c) {
   Tensor x = c.in(0);
   Shape out;
-  if (!c.has_input(1)) {
+  std::optional<std::vector<int64_t>> given = c.moved_operand(1, "axes");
+  if (!given) {
     for (int64_t d : x.shape())
       if (d != 1) out.push_back(d);
   } else {
-    std::vector<int64_t> axes = normalized_axes(c, c.host_ints(1, "axes"), x.ndim());
+    std::vector<int64_t> axes = normalized_axes(c, *given, x.ndim());
     for (int64_t d = 0; d < x.ndim(); ++d) {
       bool drop = std::find(axes.begin(), axes.end(), d) != axes.end();
       if (drop && x.shape()[size_t(d)] != 1) c.invalid(absl::StrCat("cannot squeeze axis ", d, " of size ", x.shape()[size_t(d)]));
@@ -72,7 +73,9 @@ void squeeze_op(NodeContext& c) {
 
 void unsqueeze_op(NodeContext& c) {
   Tensor x = c.in(0);
-  std::vector<int64_t> given = c.host_ints(1, "axes");
+  std::optional<std::vector<int64_t>> operand = c.moved_operand(1, "axes");
+  if (!operand) c.invalid("axes are required");
+  std::vector<int64_t> given = *operand;
   int64_t out_rank = x.ndim() + int64_t(given.size());
   std::vector<int64_t> axes = normalized_axes(c, given, out_rank);
   Shape out;
@@ -207,8 +210,8 @@ void split_op(NodeContext& c) {
   int64_t n = x.shape()[size_t(axis)];
   size_t outs = c.num_outputs();
   std::vector<int64_t> sizes;
-  if (c.has_input(1)) {
-    sizes = c.host_ints(1, "split");
+  if (std::optional<std::vector<int64_t>> split = c.moved_operand(1, "split")) {
+    sizes = *split;
     if (sizes.size() != outs) c.invalid(absl::StrCat("split has ", sizes.size(), " sizes for ", outs, " outputs"));
   } else {
     if (outs == 0 || n % int64_t(outs) != 0) c.invalid(absl::StrCat("axis of size ", n, " does not split evenly into ", outs, " outputs"));
@@ -306,13 +309,13 @@ void register_shape_ops(OpTable& t) {
   t["Reshape"] = {reshape_op, {"allowzero"}, {1}};
   t["Transpose"] = {transpose_op, {"perm"}, {}};
   t["Flatten"] = {flatten_op, {"axis"}, {}};
-  t["Squeeze"] = {squeeze_op, {}, {1}};
-  t["Unsqueeze"] = {unsqueeze_op, {}, {1}};
+  t["Squeeze"] = {squeeze_op, {"axes"}, {1}};
+  t["Unsqueeze"] = {unsqueeze_op, {"axes"}, {1}};
   t["Expand"] = {expand_op, {}, {1}};
   t["Slice"] = {slice_op, {}, {1, 2, 3, 4}};
   t["Pad"] = {pad_op, {"mode"}, {1}};
   t["Concat"] = {concat_op, {"axis"}, {}};
-  t["Split"] = {split_op, {"axis"}, {1}};
+  t["Split"] = {split_op, {"axis", "split"}, {1}};
   t["Tile"] = {tile_op, {}, {1}};
   t["Gather"] = {gather_op, {"axis"}, {}};
   t["DepthToSpace"] = {[](NodeContext& c) { depth_to_space(c, true); }, {"blocksize", "mode"}, {}};

@@ -101,8 +101,13 @@ Attribute attribute(const AttributeProto& a, const std::string& label) {
 
 absl::Status read(const ModelProto& m, Graph* g) {
   bool found = false;
-  for (const OperatorSetIdProto& o : m.opset_import())
+  std::string others;
+  for (const OperatorSetIdProto& o : m.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") g->opset = o.version(), found = true;
+    else absl::StrAppend(&others, others.empty() ? "" : ", ", "'", o.domain(), "'");
+  }
+  if (!found && !others.empty())
+    return absl::UnimplementedError(absl::StrCat("the model uses only ops of domain ", others, ", which kiln does not support"));
   if (!found) return absl::InvalidArgumentError("the model imports no opset of the default ONNX domain (is it an ONNX model?)");
   if (g->opset < kMinOpset || g->opset > kMaxOpset)
     return absl::UnimplementedError(absl::StrCat("opset ", g->opset, " of the default ONNX domain is not supported (kiln imports opsets ",

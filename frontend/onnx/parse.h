@@ -12,8 +12,12 @@
 
 namespace kiln::onnx {
 
-// The opsets of the default domain kiln imports.
-inline constexpr int64_t kMinOpset = 13;
+// The opsets of the default domain kiln imports. The handlers implement each op as of opset 17;
+// older models are accepted because an op whose older version differs is told apart by its
+// attributes (Squeeze's `axes` attribute, Clip's `min`, `consumed_inputs`, `broadcast`: an
+// attribute a handler does not list is refused), checked by the handler (Softmax's 2-D coercion
+// before opset 13), or refused below the opset where its meaning last changed (builder.cc).
+inline constexpr int64_t kMinOpset = 1;
 inline constexpr int64_t kMaxOpset = 17;
 
 // `origin` (the file name, or "<bytes>") prefixes every message.
