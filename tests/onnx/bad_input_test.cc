@@ -1,0 +1,209 @@
+// What a user sees when an ONNX model is malformed or uses what kiln lacks: a kiln::Error with
+// a status code (InvalidArgument for a broken model, Unimplemented for a missing feature) whose
+// message names the node (name and op type), the value, the attribute or the dtype. Never a
+// crash (the parser is also fuzzed: tests/fuzz/onnx).
+#include <gtest/gtest.h>
+
+#include "kiln/kiln.h"
+#include "kiln/onnx.h"
+#include "onnx/model_builder.h"
+
+namespace kiln::testing {
+namespace {
+
+using onnx_pb::TensorProto;
+
+struct Failure {
+  absl::StatusCode code = absl::StatusCode::kOk;
+  std::string message = "no error";
+};
+
+Failure load_error(const std::string& bytes) {
+  try {
+    onnx::load_bytes(bytes, default_device(), "m.onnx");
+  } catch (const Error& e) {
+    return {e.status().code(), e.what()};
+  }
+  return {};
+}
+
+#define EXPECT_FAILS(bytes, code_, text)                                                            \
+  do {                                                                                              \
+    Failure f_ = load_error(bytes);                                                                 \
+    EXPECT_EQ(f_.code, absl::StatusCode::code_) << f_.message;                                      \
+    EXPECT_NE(f_.message.find(text), std::string::npos) << "message: " << f_.message;               \
+  } while (0)
+
+ModelBuilder unary_model(const std::string& op, const std::string& name = "n1") {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2, 3});
+  b.node(op, {"x"}, {"y"}, name);
+  b.output("y", TensorProto::FLOAT, {2, 3});
+  return b;
+}
+
+TEST(OnnxBadInput, NotAModel) {
+  EXPECT_FAILS(std::string("\xff\xff\xff\xff\xff", 5), kInvalidArgument, "m.onnx: not an ONNX model (the protobuf does not parse)");
+  EXPECT_FAILS("", kInvalidArgument, "m.onnx: the model imports no opset of the default ONNX domain");
+  ModelBuilder b(17);
+  b.proto().clear_graph();
+  EXPECT_FAILS(b.bytes(), kInvalidArgument, "the model has no graph");
+}
+
+TEST(OnnxBadInput, TruncatedFilesNeverCrash) {
+  std::string good = unary_model("Relu").bytes();
+  for (size_t n = 0; n < good.size(); ++n) {
+    Failure f = load_error(good.substr(0, n));
+    EXPECT_NE(f.code, absl::StatusCode::kOk) << "prefix of " << n << " bytes loaded";
+  }
+}
+
+TEST(OnnxBadInput, MissingInitializerNamesTheNode) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2});
+  b.node("Add", {"x", "bias"}, {"y"}, "add_bias");
+  b.output("y", TensorProto::FLOAT, {2});
+  EXPECT_FAILS(b.bytes(), kInvalidArgument,
+               "node 'add_bias' (Add): input 'bias' is not defined (no graph input, initializer or node output has that name)");
+}
+
+TEST(OnnxBadInput, UnnamedNodesAreNamedByPositionAndOutput) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2});
+  b.node("Relu", {"x"}, {"a"});
+  b.node("Add", {"a", "nowhere"}, {"y"});
+  b.output("y", TensorProto::FLOAT, {2});
+  EXPECT_FAILS(b.bytes(), kInvalidArgument, "node #1 (Add) producing 'y': input 'nowhere' is not defined");
+}
+
+TEST(OnnxBadInput, UnsupportedOpNamesTheNodeAndTheReason) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {1, 1, 4, 4});
+  b.initializer("w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+  b.node("Conv", {"x", "w"}, {"y"}, "conv1");
+  b.output("y", TensorProto::FLOAT, {1, 1, 2, 2});
+  EXPECT_FAILS(b.bytes(), kUnimplemented, "m.onnx: node 'conv1' (Conv): Conv is not supported yet (kiln has no convolution primitive yet)");
+  EXPECT_FAILS(unary_model("FancyNewOp", "f").bytes(), kUnimplemented, "node 'f' (FancyNewOp): FancyNewOp is not supported yet");
+}
+
+TEST(OnnxBadInput, UnsupportedAttributeIsRefusedNotIgnored) {
+  ModelBuilder b = unary_model("Relu", "r");
+  ModelBuilder::attr_int(b.proto().mutable_graph()->mutable_node(0), "alpha", 2);
+  EXPECT_FAILS(b.bytes(), kUnimplemented, "node 'r' (Relu): attribute 'alpha' is not supported");
+  ModelBuilder p;
+  p.input("x", TensorProto::FLOAT, {4});
+  p.initializer_i64("pads", {2}, {1, 1});
+  auto* pad = p.node("Pad", {"x", "pads"}, {"y"}, "pad");
+  auto* mode = pad->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx_pb::AttributeProto::STRING);
+  mode->set_s("wrap");
+  p.output("y", TensorProto::FLOAT, {6});
+  EXPECT_FAILS(p.bytes(), kUnimplemented, "node 'pad' (Pad): mode 'wrap'");
+}
+
+TEST(OnnxBadInput, UnsupportedDtypeNamesTheValue) {
+  ModelBuilder b;
+  b.input("x", TensorProto::UINT16, {2});
+  b.node("Identity", {"x"}, {"y"}, "id");
+  b.output("y", TensorProto::UINT16, {2});
+  EXPECT_FAILS(b.bytes(), kUnimplemented, "input 'x': element type UINT16 is not supported");
+  ModelBuilder c = unary_model("Cast", "to_string");
+  ModelBuilder::attr_int(c.proto().mutable_graph()->mutable_node(0), "to", TensorProto::STRING);
+  c.proto().mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  EXPECT_FAILS(c.bytes(), kUnimplemented, "node 'to_string' (Cast): attribute 'to': element type STRING is not supported");
+}
+
+TEST(OnnxBadInput, CycleNamesANodeOnIt) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2});
+  b.node("Add", {"x", "b"}, {"a"}, "first");
+  b.node("Relu", {"a"}, {"b"}, "second");
+  b.output("b", TensorProto::FLOAT, {2});
+  EXPECT_FAILS(b.bytes(), kInvalidArgument, "node 'first' (Add) is part of a cycle");
+}
+
+TEST(OnnxBadInput, ValueDefinedTwiceAndOutputNeverProduced) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2});
+  b.node("Relu", {"x"}, {"y"}, "one");
+  b.node("Neg", {"x"}, {"y"}, "two");
+  b.output("y", TensorProto::FLOAT, {2});
+  EXPECT_FAILS(b.bytes(), kInvalidArgument, "node 'two' (Neg): value 'y' is already defined by node 'one' (Relu)");
+  ModelBuilder c = unary_model("Relu");
+  c.output("z", TensorProto::FLOAT, {2, 3});
+  EXPECT_FAILS(c.bytes(), kInvalidArgument, "output 'z' is not produced by any node");
+}
+
+TEST(OnnxBadInput, InitializerDataMustMatchItsShape) {
+  ModelBuilder b = unary_model("Relu");
+  b.initializer("w", {4}, {1, 2, 3});
+  EXPECT_FAILS(b.bytes(), kInvalidArgument, "initializer 'w': float_data holds 3 values for 4 elements");
+  ModelBuilder huge = unary_model("Relu");
+  huge.initializer("big", {int64_t(1) << 40, int64_t(1) << 40}, {});
+  EXPECT_FAILS(huge.bytes(), kInvalidArgument, "initializer 'big': shape [1099511627776,1099511627776] is too large");
+  ModelBuilder raw = unary_model("Relu");
+  auto* t = raw.proto().mutable_graph()->add_initializer();
+  t->set_name("r");
+  t->set_data_type(TensorProto::FLOAT);
+  t->add_dims(3);
+  t->set_raw_data(std::string(5, '\0'));
+  EXPECT_FAILS(raw.bytes(), kInvalidArgument, "initializer 'r': raw_data holds 5 bytes for 3 elements of FLOAT");
+}
+
+TEST(OnnxBadInput, OtherDomainsAreRefused) {
+  ModelBuilder b = unary_model("FusedGelu", "g");
+  b.proto().mutable_graph()->mutable_node(0)->set_domain("com.microsoft");
+  EXPECT_FAILS(b.bytes(), kUnimplemented, "node 'g' (FusedGelu): ops of domain 'com.microsoft' are not supported");
+}
+
+// kiln's shapes are static: a shape operand must be known when the graph is built.
+TEST(OnnxBadInput, GatherWithRunTimeIndicesIsUnsupportedAtLoad) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {4, 2});
+  b.input("idx", TensorProto::INT64, {3});
+  b.node("Gather", {"x", "idx"}, {"y"}, "lookup");
+  b.output("y", TensorProto::FLOAT, {3, 2});
+  EXPECT_FAILS(b.bytes(), kUnimplemented, "node 'lookup' (Gather): Gather with indices computed at run time (kiln has no gather primitive yet)");
+}
+
+TEST(OnnxBadInput, ShapeComputedOnTheDeviceIsReportedAtTheCall) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {6});
+  b.input("s", TensorProto::FLOAT, {2});
+  b.node("Relu", {"s"}, {"r"}, "relu");
+  ModelBuilder::attr_int(b.node("Cast", {"r"}, {"shape"}, "cast"), "to", TensorProto::INT64);
+  b.node("Reshape", {"x", "shape"}, {"y"}, "reshape");
+  b.output("y", TensorProto::FLOAT, {-1, -1});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device(), "m.onnx");
+  EXPECT_TRUE(m.inputs()[1].value_input);
+  try {
+    m(std::vector<Tensor>{from_vector<float>({1, 2, 3, 4, 5, 6}, {6}), from_vector<float>({2, 3}, {2})});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_NE(std::string(e.what()).find("m.onnx: node 'reshape' (Reshape): shape (input 1 'shape') must be known when the model is imported"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(OnnxBadInput, ShapeErrorsOfAValidLookingModelNameTheNode) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2, 3});
+  b.input("y", TensorProto::FLOAT, {4, 5});
+  b.node("MatMul", {"x", "y"}, {"z"}, "mm");
+  b.output("z", TensorProto::FLOAT, {2, 5});
+  EXPECT_FAILS(b.bytes(), kInvalidArgument, "m.onnx: node 'mm' (MatMul): matmul: shapes [2,3] and [4,5] are not aligned (3 != 4)");
+}
+
+TEST(OnnxBadInput, OpsetsOutOfRange) {
+  ModelBuilder b(99);
+  b.input("x", TensorProto::FLOAT, {2});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", TensorProto::FLOAT, {2});
+  EXPECT_FAILS(b.bytes(), kUnimplemented, "opset 99 of the default ONNX domain is not supported (kiln imports opsets 1 to 17)");
+}
+
+}  // namespace
+}  // namespace kiln::testing

@@ -1,0 +1,161 @@
+// kiln::onnx::load on small models written in C++ (model_builder.h): values against the same
+// computation through kiln's own ops, shape subgraphs folded at import, value inputs, the
+// signature, calls by name, and replays that compile nothing.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "kiln/kiln.h"
+#include "kiln/onnx.h"
+#include "onnx/model_builder.h"
+#include "testing/error_of.h"
+
+namespace kiln::testing {
+namespace {
+
+using onnx_pb::TensorProto;
+
+void expect_near(const std::vector<float>& got, const std::vector<float>& want, float tol = 1e-5f) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+// x[2,3] -> softmax(relu(x @ w + b)), w and b initializers.
+std::string mlp_model() {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2, 3});
+  b.initializer("w", {3, 4}, {0.1f, -0.2f, 0.3f, 0.4f, 0.5f, -0.6f, 0.7f, 0.8f, -0.9f, 1.0f, 1.1f, -1.2f});
+  b.initializer("b", {4}, {0.01f, 0.02f, -0.03f, 0.04f});
+  b.node("MatMul", {"x", "w"}, {"xw"}, "mm");
+  b.node("Add", {"xw", "b"}, {"h"}, "bias");
+  b.node("Relu", {"h"}, {"r"}, "relu");
+  ModelBuilder::attr_int(b.node("Softmax", {"r"}, {"probs"}, "softmax"), "axis", -1);
+  b.output("probs", TensorProto::FLOAT, {2, 4});
+  return b.bytes();
+}
+
+TEST(OnnxImport, MlpMatchesTheSameOpsInKiln) {
+  onnx::Model m = onnx::load_bytes(mlp_model(), default_device());
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_EQ(m.inputs()[0].name, "x");
+  EXPECT_EQ(m.inputs()[0].dtype, float32);
+  EXPECT_EQ(m.inputs()[0].shape, (Shape{2, 3}));
+  EXPECT_FALSE(m.inputs()[0].value_input);
+  ASSERT_EQ(m.outputs().size(), 1u);
+  EXPECT_EQ(m.outputs()[0].name, "probs");
+  EXPECT_EQ(m.opset(), 17);
+
+  Tensor x = from_vector<float>({1, 2, 3, -1, 0.5f, 2}, {2, 3});
+  Tensor w = from_vector<float>({0.1f, -0.2f, 0.3f, 0.4f, 0.5f, -0.6f, 0.7f, 0.8f, -0.9f, 1.0f, 1.1f, -1.2f}, {3, 4});
+  Tensor bias = from_vector<float>({0.01f, 0.02f, -0.03f, 0.04f}, {4});
+  std::vector<float> want = softmax(relu(matmul(x, w) + bias), -1).to_vector<float>();
+  std::vector<Tensor> y = m({x});
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].shape(), (Shape{2, 4}));
+  expect_near(y[0].to_vector<float>(), want);
+}
+
+TEST(OnnxImport, SecondCallWithTheSameShapesCompilesNothing) {
+  onnx::Model m = onnx::load_bytes(mlp_model(), default_device());
+  Tensor x1 = from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}), x2 = from_vector<float>({6, 5, 4, 3, 2, 1}, {2, 3});
+  std::vector<float> first = m({x1})[0].to_vector<float>();
+  int64_t built = stats().executables_built;
+  std::vector<float> second = m({x2})[0].to_vector<float>();
+  EXPECT_EQ(stats().executables_built, built);
+  EXPECT_NE(first, second);
+  // The replay computed the new input's answer: the first input again gives the first answer.
+  expect_near(m({x1})[0].to_vector<float>(), first, 0);
+}
+
+// Reshape(x, Concat(Gather(Shape(x), [0]), [-1])): the shape is folded at import.
+TEST(OnnxImport, ShapeSubgraphsFoldAtImport) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2, 3, 4});
+  b.initializer_i64("first", {1}, {0});
+  b.node("Shape", {"x"}, {"s"});
+  b.node("Gather", {"s", "first"}, {"n"});
+  auto* c = b.node("Constant", {}, {"minus1"});
+  ModelBuilder::attr_ints(c, "value_ints", {-1});
+  ModelBuilder::attr_int(b.node("Concat", {"n", "minus1"}, {"shape"}), "axis", 0);
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.node("Size", {"x"}, {"count"});
+  b.output("y", TensorProto::FLOAT, {-1, -1});
+  b.output("count", TensorProto::INT64, {});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  EXPECT_FALSE(m.inputs()[0].value_input);
+  std::vector<float> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i);
+  std::vector<Tensor> y = m({from_vector(v, {2, 3, 4})});
+  EXPECT_EQ(y[0].shape(), (Shape{2, 12}));
+  expect_near(y[0].to_vector<float>(), v, 0);
+  EXPECT_EQ(y[1].to_vector<int64_t>(), std::vector<int64_t>{24});
+}
+
+// A graph input that decides a shape is read at each call; each value gets its own graph.
+TEST(OnnxImport, ValueInputsSpecializeTheGraphPerValue) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {6});
+  b.input("shape", TensorProto::INT64, {2});
+  b.node("Reshape", {"x", "shape"}, {"y"}, "reshape");
+  b.output("y", TensorProto::FLOAT, {-1, -1});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  EXPECT_FALSE(m.inputs()[0].value_input);
+  EXPECT_TRUE(m.inputs()[1].value_input);
+  Tensor x = from_vector<float>({1, 2, 3, 4, 5, 6}, {6});
+  EXPECT_EQ(m(std::vector<Tensor>{x, from_vector<int64_t>({2, 3}, {2})})[0].shape(), (Shape{2, 3}));
+  Tensor y = m(std::vector<Tensor>{x, from_vector<int64_t>({3, -1}, {2})})[0];
+  EXPECT_EQ(y.shape(), (Shape{3, 2}));
+  expect_near(y.to_vector<float>(), {1, 2, 3, 4, 5, 6}, 0);
+}
+
+TEST(OnnxImport, CallsByNameAndChecksTheInputs) {
+  onnx::Model m = onnx::load_bytes(mlp_model(), default_device(), "mlp.onnx");
+  Tensor x = from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  expect_near(m(std::map<std::string, Tensor>{{"x", x}})[0].to_vector<float>(), m({x})[0].to_vector<float>(), 0);
+  EXPECT_EQ(error_of([&] { m(std::map<std::string, Tensor>{{"y", x}}); }), "mlp.onnx: the model has no input named 'y' (its inputs: x)");
+  EXPECT_EQ(error_of([&] { m({from_vector<int32_t>({1, 2, 3, 4, 5, 6}, {2, 3})}); }),
+            "mlp.onnx: input 'x' is i32[2,3]; the model takes f32[2,3]");
+  EXPECT_EQ(error_of([&] { m(std::vector<Tensor>{x, x}); }), "mlp.onnx: the model takes 1 inputs, got 2");
+  EXPECT_EQ(error_of([] { onnx::Model()(std::vector<Tensor>{}); }), "kiln::onnx::Model: not loaded (use kiln::onnx::load)");
+}
+
+TEST(OnnxImport, LoadsFromAFile) {
+  std::string path = ::testing::TempDir() + "/kiln_onnx_mlp.onnx";
+  std::ofstream(path, std::ios::binary) << mlp_model();
+  onnx::Model m = onnx::load(path);
+  EXPECT_EQ(m.device(), default_device());
+  EXPECT_EQ(m({from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3})})[0].shape(), (Shape{2, 4}));
+  std::remove(path.c_str());
+  EXPECT_EQ(error_of([&] { onnx::load(path); }), path + ": cannot open");
+}
+
+// The folder and the device agree on integer arithmetic of shapes, including ONNX's Div
+// truncation toward zero and Mod's sign rules.
+TEST(OnnxImport, FoldedIntegerArithmetic) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {1});
+  b.initializer_i64("a", {4}, {7, -7, 7, -7});
+  b.initializer_i64("d", {4}, {2, 2, -2, -2});
+  b.node("Div", {"a", "d"}, {"q"});
+  b.node("Mod", {"a", "d"}, {"r"});
+  ModelBuilder::attr_int(b.node("Mod", {"a", "d"}, {"f"}), "fmod", 1);
+  b.output("q", TensorProto::INT64, {4});
+  b.output("r", TensorProto::INT64, {4});
+  b.output("f", TensorProto::INT64, {4});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  std::vector<Tensor> y = m({from_vector<float>({0}, {1})});
+  EXPECT_EQ(y[0].to_vector<int64_t>(), (std::vector<int64_t>{3, -3, -3, 3}));
+  EXPECT_EQ(y[1].to_vector<int64_t>(), (std::vector<int64_t>{1, 1, -1, -1}));
+  EXPECT_EQ(y[2].to_vector<int64_t>(), (std::vector<int64_t>{1, -1, 1, -1}));
+}
+
+TEST(OnnxImport, SupportedOpsAreListed) {
+  std::vector<std::string> ops = onnx::supported_ops();
+  for (const char* op : {"Add", "MatMul", "Gemm", "Softmax", "LayerNormalization", "Reshape", "Slice", "ReduceMean", "Where"})
+    EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "Conv"), ops.end());
+}
+
+}  // namespace
+}  // namespace kiln::testing
