@@ -13,6 +13,7 @@ const OpTable& table() {
     register_nn_ops(*m);
     register_generator_ops(*m);
     register_loss_ops(*m);
+    register_einsum_ops(*m);
     return m;
   }();
   return *t;
@@ -81,7 +82,6 @@ std::string missing_reason(const std::string& op) {
       {"QLinearMatMul", "quantization ops are not supported yet"},
       {"StringNormalizer", "kiln has no string tensors"},
       {"TfIdfVectorizer", "kiln has no string tensors"},
-      {"Einsum", "Einsum is not supported yet"},
       {"Det", "kiln has no linear-algebra decompositions"},
       {"Asin", "kiln has no inverse trigonometric primitive yet"},
       {"Acos", "kiln has no inverse trigonometric primitive yet"},

@@ -36,5 +36,6 @@ void register_shape_ops(OpTable& t);
 void register_nn_ops(OpTable& t);
 void register_generator_ops(OpTable& t);
 void register_loss_ops(OpTable& t);
+void register_einsum_ops(OpTable& t);
 
 }  // namespace kiln::onnx

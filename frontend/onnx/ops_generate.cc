@@ -128,9 +128,30 @@ void one_hot_op(NodeContext& c) {
   c.set(0, where(equal(i, iota), slice(flat, 0, 1, 2).reshape({}), slice(flat, 0, 0, 1).reshape({})));
 }
 
+// Hann, Hamming and Blackman windows: sums of cosines of the sample index, built at import.
+void window_op(NodeContext& c, std::vector<double> a) {
+  const HostTensor& sh = c.host(0, "size");
+  if (sh.numel() != 1) c.invalid("size must be a scalar");
+  int64_t n = sh.int_at(0);
+  if (n < 0 || n > kFoldLimit) c.unsupported(absl::StrCat("a window of ", n, " samples (windows are built at import, up to ", kFoldLimit, ")"));
+  auto dt = dtype_from_onnx(c.attr_int("output_datatype", 1), absl::StrCat(c.label(), ": attribute 'output_datatype'"));
+  if (!dt.ok()) throw ImportError{dt.status()};
+  double period = c.attr_int("periodic", 1) ? double(n) : double(n - 1);
+  HostTensor out = HostTensor::zeros(*dt, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    double v = 0, sign = 1;
+    for (size_t k = 0; k < a.size(); ++k, sign = -sign) v += sign * a[k] * std::cos(2.0 * M_PI * double(k) * double(i) / period);
+    out.set_double(i, v);
+  }
+  c.set_host(0, out);
+}
+
 }  // namespace
 
 void register_generator_ops(OpTable& t) {
+  t["HannWindow"] = {[](NodeContext& c) { window_op(c, {0.5, 0.5}); }, {"periodic", "output_datatype"}, {0}};
+  t["HammingWindow"] = {[](NodeContext& c) { window_op(c, {25.0 / 46.0, 1.0 - 25.0 / 46.0}); }, {"periodic", "output_datatype"}, {0}};
+  t["BlackmanWindow"] = {[](NodeContext& c) { window_op(c, {0.42, 0.5, 0.08}); }, {"periodic", "output_datatype"}, {0}};
   t["Constant"] = {constant_op, {"value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings", "sparse_value"}, {}};
   t["ConstantOfShape"] = {constant_of_shape_op, {"value"}, {0}};
   t["Range"] = {range_op, {}, {0, 1, 2}};

@@ -98,9 +98,6 @@ void layer_norm_op(NodeContext& c) {
 
 void batch_norm_op(NodeContext& c) {
   require_float(c, 0);
-  if (c.attr_int("training_mode", 0) != 0) c.unsupported("training_mode = 1 (batch statistics)");
-  for (size_t i = 1; i < c.num_outputs(); ++i)
-    if (c.wants_output(i)) c.unsupported("running mean and variance outputs (training mode)");
   Tensor x = c.in(0);
   if (x.ndim() < 2) c.invalid("input must have at least 2 dimensions");
   int64_t C = x.shape()[1], r = x.ndim();
@@ -108,8 +105,44 @@ void batch_norm_op(NodeContext& c) {
   DType t = w.dtype();
   Tensor scale = per_channel(c, cast(c.in(1), t), r, C), bias = per_channel(c, cast(c.in(2), t), r, C);
   Tensor m = per_channel(c, cast(c.in(3), t), r, C), var = per_channel(c, cast(c.in(4), t), r, C);
-  Tensor y = (w - m) * rsqrt(var + c.attr_float("epsilon", 1e-5)) * scale + bias;
-  c.set(0, cast(y, x.dtype()));
+  double eps = c.attr_float("epsilon", 1e-5);
+  bool training = c.attr_int("training_mode", 0) != 0;
+  if (!training) {
+    for (size_t i = 1; i < c.num_outputs(); ++i)
+      if (c.wants_output(i)) c.invalid("running mean and variance are outputs in training mode only");
+    c.set(0, cast((w - m) * rsqrt(var + eps) * scale + bias, x.dtype()));
+    return;
+  }
+  // Training mode: normalize with the batch's statistics (population variance) and output the
+  // updated running statistics.
+  std::vector<int64_t> axes = {0};
+  for (int64_t d = 2; d < r; ++d) axes.push_back(d);
+  Tensor bm = mean(w, axes, true);
+  Tensor d = w - bm;
+  Tensor bv = mean(d * d, axes, true);
+  c.set(0, cast(d * rsqrt(bv + eps) * scale + bias, x.dtype()));
+  double momentum = c.attr_float("momentum", 0.9);
+  if (c.wants_output(1)) c.set(1, cast(reshape(m * momentum + bm * (1.0 - momentum), {C}), c.dtype(3)));
+  if (c.wants_output(2)) c.set(2, cast(reshape(var * momentum + bv * (1.0 - momentum), {C}), c.dtype(4)));
+}
+
+// Local response normalization across channels: each channel divided by a power of the sum of
+// squares of its `size` neighbours (a sum of shifted slices of the zero-padded squares).
+void lrn_op(NodeContext& c) {
+  require_float(c, 0);
+  Tensor x = c.in(0);
+  if (x.ndim() < 3) c.invalid("input must have at least 3 dimensions");
+  int64_t size = c.attr_int("size", 0);
+  if (size <= 0) c.invalid("size must be positive");
+  double alpha = c.attr_float("alpha", 1e-4), beta = c.attr_float("beta", 0.75), bias = c.attr_float("bias", 1.0);
+  Tensor w = x.dtype() == DType::kFloat64 ? x : cast(x, DType::kFloat64);
+  int64_t C = x.shape()[1], lo = (size - 1) / 2, hi = size - 1 - lo;
+  std::vector<std::pair<int64_t, int64_t>> widths(size_t(x.ndim()), {0, 0});
+  widths[1] = {lo, hi};
+  Tensor sq = pad(w * w, widths, 0.0);
+  Tensor total = slice(sq, 1, 0, C);
+  for (int64_t k = 1; k < size; ++k) total = total + slice(sq, 1, k, k + C);
+  c.set(0, cast(w / pow(total * (alpha / double(size)) + bias, beta), x.dtype()));
 }
 
 void instance_norm_op(NodeContext& c) {
@@ -191,6 +224,7 @@ void register_nn_ops(OpTable& t) {
   t["Hardmax"] = {[](NodeContext& c) { softmax_op(c, 2); }, {"axis"}, {}};
   t["LayerNormalization"] = {layer_norm_op, {"axis", "epsilon", "stash_type"}, {}};
   t["BatchNormalization"] = {batch_norm_op, {"epsilon", "momentum", "training_mode"}, {}};
+  t["LRN"] = {lrn_op, {"size", "alpha", "beta", "bias"}, {}};
   t["InstanceNormalization"] = {instance_norm_op, {"epsilon"}, {}};
   t["LpNormalization"] = {lp_norm_op, {"axis", "p"}, {}};
   t["MeanVarianceNormalization"] = {mvn_op, {"axes"}, {}};
