@@ -273,6 +273,61 @@ bool fold_concat(NodeContext& c) {
   return true;
 }
 
+// ReduceSum/Prod/Max/Min of host values (the element count of a shape, its largest entry).
+bool fold_reduce(NodeContext& c, const std::string& op) {
+  const HostTensor& x = c.host(0, "");
+  int64_t rank = int64_t(x.shape.size());
+  std::vector<int64_t> axes;
+  if (op == "ReduceSum") {
+    std::optional<std::vector<int64_t>> given = c.moved_operand(1, "axes");
+    if (given) axes = *given;
+    if (axes.empty() && c.attr_int("noop_with_empty_axes", 0)) {
+      c.set_host(0, x);
+      return true;
+    }
+  } else {
+    axes = c.attr_ints("axes");
+  }
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  axes = axes_of(c, axes, rank);
+  bool keep = c.attr_int("keepdims", 1) != 0;
+  Shape kept = x.shape, out;
+  for (int64_t a : axes) {
+    if (x.shape[size_t(a)] == 0) return false;  // the handler reports it
+    kept[size_t(a)] = 1;
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    if (kept[size_t(d)] != 1 || std::find(axes.begin(), axes.end(), d) == axes.end() || keep) out.push_back(kept[size_t(d)]);
+  HostTensor r = HostTensor::zeros(x.dtype, kept);
+  std::vector<bool> seen(size_t(r.numel()), false);
+  std::vector<int64_t> idx(size_t(rank), 0);
+  for (int64_t k = 0; k < x.numel(); ++k) {
+    int64_t o = 0;
+    for (int64_t d = 0; d < rank; ++d) o = o * kept[size_t(d)] + (kept[size_t(d)] == 1 ? 0 : idx[size_t(d)]);
+    Scalar v = x.at(k);
+    if (!seen[size_t(o)]) {
+      r.set(o, v);
+      seen[size_t(o)] = true;
+    } else {
+      Scalar acc = r.at(o);
+      bool ints = acc.is_int && v.is_int;
+      if (op == "ReduceSum") acc = ints ? Scalar::from_int(int64_t(uint64_t(acc.i) + uint64_t(v.i))) : Scalar::from_double(acc.as_double() + v.as_double());
+      else if (op == "ReduceProd") acc = ints ? Scalar::from_int(int64_t(uint64_t(acc.i) * uint64_t(v.i))) : Scalar::from_double(acc.as_double() * v.as_double());
+      else acc = arith(c, op == "ReduceMax" ? "Max" : "Min", acc, v);
+      r.set(o, acc);
+    }
+    for (int64_t d = rank; d-- > 0;) {
+      if (++idx[size_t(d)] < x.shape[size_t(d)]) break;
+      idx[size_t(d)] = 0;
+    }
+  }
+  if (x.numel() == 0) return false;
+  r.shape = out;
+  c.set_host(0, r);
+  return true;
+}
+
 using Folder = std::function<bool(NodeContext&)>;
 
 const std::map<std::string, Folder>& folders() {
@@ -388,6 +443,8 @@ const std::map<std::string, Folder>& folders() {
       reshape_like(c, out);
       return true;
     };
+    for (const char* op : {"ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin"})
+      (*f)[op] = [op = std::string(op)](NodeContext& c) { return fold_reduce(c, op); };
     (*f)["Slice"] = fold_slice;
     (*f)["Gather"] = fold_gather;
     (*f)["Concat"] = fold_concat;

@@ -150,6 +150,26 @@ TEST(OnnxImport, FoldedIntegerArithmetic) {
   EXPECT_EQ(y[2].to_vector<int64_t>(), (std::vector<int64_t>{1, -1, 1, -1}));
 }
 
+// Reductions of shapes fold too: Reshape(x, ReduceProd(Shape(x))) flattens, ReduceMax gives the
+// largest dimension.
+TEST(OnnxImport, ReductionsOfShapesFold) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2, 3, 4});
+  b.node("Shape", {"x"}, {"s"});
+  b.node("ReduceProd", {"s"}, {"n"});  // keepdims defaults to 1: [24]
+  b.node("Reshape", {"x", "n"}, {"flat"});
+  ModelBuilder::attr_int(b.node("ReduceMax", {"s"}, {"largest"}), "keepdims", 0);
+  b.output("flat", TensorProto::FLOAT, {24});
+  b.output("largest", TensorProto::INT64, {});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  std::vector<float> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i) * 0.5f;
+  std::vector<Tensor> y = m({from_vector(v, {2, 3, 4})});
+  EXPECT_EQ(y[0].shape(), (Shape{24}));
+  expect_near(y[0].to_vector<float>(), v, 0);
+  EXPECT_EQ(y[1].to_vector<int64_t>(), std::vector<int64_t>{4});
+}
+
 TEST(OnnxImport, SupportedOpsAreListed) {
   std::vector<std::string> ops = onnx::supported_ops();
   for (const char* op : {"Add", "MatMul", "Gemm", "Softmax", "LayerNormalization", "Reshape", "Slice", "ReduceMean", "Where"})
