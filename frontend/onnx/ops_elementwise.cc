@@ -69,11 +69,24 @@ void variadic(OpTable& t, const char* name, Tensor (*fn)(const Tensor&, const Te
              {}, {}};
 }
 
-// Pow in float64 for every dtype: f32 pow through exp/log loses ~1e-3 on some devices (lavapipe
-// gives 728.x for 3^6), and integer results are rounded, not truncated, before the cast back.
+// Pow. A float base with an exponent known at import that is a small integer is repeated
+// multiplication in its own dtype (x^2 of a variance is the common case); everything else is
+// computed in float64: f32 pow through exp/log loses ~1e-3 on some devices (lavapipe gives 728.x
+// for 3^6), and integer results are rounded, not truncated, before the cast back.
 Tensor pow_op(NodeContext& c) {
-  Tensor a = c.in(0), b = c.in(1);
-  if (a.dtype() == DType::kBool || b.dtype() == DType::kBool) c.unsupported("Pow of bool");
+  Tensor a = c.in(0);
+  if (a.dtype() == DType::kBool || c.dtype(1) == DType::kBool) c.unsupported("Pow of bool");
+  if (is_float(a.dtype()) && c.is_host(1) && c.value(1).host->numel() == 1 && c.rank(1) <= a.ndim()) {
+    double e = c.value(1).host->double_at(0);
+    if (e == std::floor(e) && std::fabs(e) <= 8) {
+      Tensor r = ones({}, a.dtype(), a.device());
+      for (int k = 0; k < int(std::fabs(e)); ++k) r = r * a;
+      if (e < 0) r = reciprocal(r);
+      return broadcast_to(cast(r, a.dtype()), a.shape());
+    }
+    if (e == 0.5) return sqrt(a);
+  }
+  Tensor b = c.in(1);
   Tensor r = pow(widen(a), widen(b));
   if (!is_float(a.dtype())) r = where(abs(r) < 4503599627370496.0, floor(r + 0.5), r);  // 2^52: already integral
   return cast(r, a.dtype());

@@ -3,6 +3,7 @@
 // signature, calls by name, and replays that compile nothing.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -168,6 +169,22 @@ TEST(OnnxImport, ReductionsOfShapesFold) {
   EXPECT_EQ(y[0].shape(), (Shape{24}));
   expect_near(y[0].to_vector<float>(), v, 0);
   EXPECT_EQ(y[1].to_vector<int64_t>(), std::vector<int64_t>{4});
+}
+
+// Pow with an exponent known at import: small integers multiply, 0.5 is a square root, anything
+// else goes through float64; all agree with std::pow.
+TEST(OnnxImport, PowWithConstantExponents) {
+  for (float e : {2.0f, 3.0f, -2.0f, 0.0f, 0.5f, 1.7f}) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {4});
+    b.initializer("e", {}, {e});
+    b.node("Pow", {"x", "e"}, {"y"}, "pow");
+    b.output("y", TensorProto::FLOAT, {4});
+    onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+    std::vector<float> x = {0.5f, 1.25f, 2.0f, 3.5f};
+    std::vector<float> y = m({from_vector(x, {4})})[0].to_vector<float>();
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], std::pow(x[i], e), 1e-5 * std::pow(x[i], e)) << "x=" << x[i] << " e=" << e;
+  }
 }
 
 TEST(OnnxImport, SupportedOpsAreListed) {
