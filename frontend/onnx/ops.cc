@@ -14,6 +14,7 @@ const OpTable& table() {
     register_generator_ops(*m);
     register_loss_ops(*m);
     register_einsum_ops(*m);
+    register_quantize_ops(*m);
     return m;
   }();
   return *t;
@@ -75,11 +76,6 @@ std::string missing_reason(const std::string& op) {
       {"BitwiseOr", "kiln has no bitwise integer ops yet"},
       {"BitwiseXor", "kiln has no bitwise integer ops yet"},
       {"BitwiseNot", "kiln has no bitwise integer ops yet"},
-      {"QuantizeLinear", "quantization ops are not supported yet"},
-      {"DequantizeLinear", "quantization ops are not supported yet"},
-      {"DynamicQuantizeLinear", "quantization ops are not supported yet"},
-      {"MatMulInteger", "quantization ops are not supported yet"},
-      {"QLinearMatMul", "quantization ops are not supported yet"},
       {"StringNormalizer", "kiln has no string tensors"},
       {"TfIdfVectorizer", "kiln has no string tensors"},
       {"Det", "kiln has no linear-algebra decompositions"},

@@ -296,13 +296,14 @@ void register_elementwise_ops(OpTable& t) {
                     if (c.has_input(2)) {
                       const HostTensor& training = c.host(2, "training_mode");
                       if (training.numel() != 1) c.invalid("training_mode must be a scalar");
-                      if (training.int_at(0) != 0) c.unsupported("training_mode = true (random dropout)");
+                      bool zero_ratio = c.is_host(1) && c.value(1).host->numel() == 1 && c.value(1).host->double_at(0) == 0.0;
+                      if (training.int_at(0) != 0 && !zero_ratio) c.unsupported("training_mode = true with a ratio above 0 (random dropout)");
                     }
                     Tensor x = c.in(0);
                     c.set(0, x);
                     if (c.wants_output(1)) c.set(1, ones(x.shape(), DType::kBool, x.device()));
                   },
-                  {"seed", "ratio"}, {2}};
+                  {"seed", "ratio"}, {1, 2}};
 }
 
 }  // namespace kiln::onnx
