@@ -20,6 +20,7 @@
 // built once at load, so every error a call could raise for them is raised by load.
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,6 +48,8 @@ class Model {
   // dimensions, and must be on the model's device.
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
   std::vector<Tensor> operator()(const std::map<std::string, Tensor>& inputs) const;
+  // m({x, y}): a braced list of tensors is positional (it would otherwise also match the map).
+  std::vector<Tensor> operator()(std::initializer_list<Tensor> inputs) const { return (*this)(std::vector<Tensor>(inputs)); }
 
   const std::vector<ValueSpec>& inputs() const;
   const std::vector<ValueSpec>& outputs() const;

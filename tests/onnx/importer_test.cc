@@ -104,7 +104,7 @@ TEST(OnnxImport, ValueInputsSpecializeTheGraphPerValue) {
   EXPECT_FALSE(m.inputs()[0].value_input);
   EXPECT_TRUE(m.inputs()[1].value_input);
   Tensor x = from_vector<float>({1, 2, 3, 4, 5, 6}, {6});
-  EXPECT_EQ(m(std::vector<Tensor>{x, from_vector<int64_t>({2, 3}, {2})})[0].shape(), (Shape{2, 3}));
+  EXPECT_EQ(m({x, from_vector<int64_t>({2, 3}, {2})})[0].shape(), (Shape{2, 3}));
   Tensor y = m(std::vector<Tensor>{x, from_vector<int64_t>({3, -1}, {2})})[0];
   EXPECT_EQ(y.shape(), (Shape{3, 2}));
   expect_near(y.to_vector<float>(), {1, 2, 3, 4, 5, 6}, 0);
@@ -113,7 +113,7 @@ TEST(OnnxImport, ValueInputsSpecializeTheGraphPerValue) {
 TEST(OnnxImport, CallsByNameAndChecksTheInputs) {
   onnx::Model m = onnx::load_bytes(mlp_model(), default_device(), "mlp.onnx");
   Tensor x = from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
-  expect_near(m(std::map<std::string, Tensor>{{"x", x}})[0].to_vector<float>(), m({x})[0].to_vector<float>(), 0);
+  expect_near(m({{"x", x}})[0].to_vector<float>(), m({x})[0].to_vector<float>(), 0);
   EXPECT_EQ(error_of([&] { m(std::map<std::string, Tensor>{{"y", x}}); }), "mlp.onnx: the model has no input named 'y' (its inputs: x)");
   EXPECT_EQ(error_of([&] { m({from_vector<int32_t>({1, 2, 3, 4, 5, 6}, {2, 3})}); }),
             "mlp.onnx: input 'x' is i32[2,3]; the model takes f32[2,3]");
