@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """kiln's ONNX importer against onnxruntime (an independent reference) on small real-world graphs.
 
-Builds, with onnx.helper and random weights, an MLP (Gemm, Relu, Softmax) and a transformer
+Builds, with onnx.helper and random weights, an MLP (Gemm, Relu, Softmax), a transformer
 encoder layer (LayerNormalization, multi-head attention with the head split done by
-Shape/Gather/Concat/Reshape/Transpose as exporters write it, erf-GELU MLP, residuals), runs each
+Shape/Gather/Concat/Reshape/Transpose as exporters write it, erf-GELU MLP, residuals) and a stack
+of --layers of them (default 12, ~500 nodes: import and compile time), runs each
 through onnxruntime's CPU provider and through `kilnc run model.onnx` (kiln::onnx::load, compiled
 for the device), and compares the outputs (rtol 1e-3, atol 1e-4). Prints one line per model with
 the largest difference and the wall times (kilnc: one process, import + compile + run).
@@ -54,56 +55,74 @@ def mlp():
     return g, {"x": rng.standard_normal((batch, d_in)).astype(np.float32)}
 
 
-def encoder_layer():
-    B, S, D, H, F = 2, 16, 64, 4, 256
+B, S, D, H, F = 2, 16, 64, 4, 256
+
+
+def encoder_nodes(p, x, y):
+    """One encoder layer reading `x` and writing `y`; names prefixed by `p`."""
     Dh = D // H
     n = []
-    inits = [init("ln1_s", (D,), 1.0), init("ln1_b", (D,)), init("ln2_s", (D,), 1.0), init("ln2_b", (D,))]
+    inits = [init(p + "ln1_s", (D,), 1.0), init(p + "ln1_b", (D,)), init(p + "ln2_s", (D,), 1.0), init(p + "ln2_b", (D,))]
     for w in ["q", "k", "v", "o"]:
-        inits += [init(f"w{w}", (D, D)), init(f"b{w}", (D,))]
-    inits += [init("wf1", (D, F)), init("bf1", (F,)), init("wf2", (F, D)), init("bf2", (D,))]
-    inits += [i64("i0", [0]), i64("i1", [1]), i64("heads", [H, Dh]), i64("flat", [D])]
-    inits += [numpy_helper.from_array(np.array(1.0 / np.sqrt(Dh), dtype=np.float32), "scale"),
-              numpy_helper.from_array(np.array(1.0 / np.sqrt(2.0), dtype=np.float32), "inv_sqrt2"),
-              numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half"),
-              numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one")]
-    n.append(helper.make_node("LayerNormalization", ["x", "ln1_s", "ln1_b"], ["ln1"], name="ln1", axis=-1, epsilon=1e-5))
+        inits += [init(f"{p}w{w}", (D, D)), init(f"{p}b{w}", (D,))]
+    inits += [init(p + "wf1", (D, F)), init(p + "bf1", (F,)), init(p + "wf2", (F, D)), init(p + "bf2", (D,))]
+    inits += [i64(p + "i0", [0]), i64(p + "i1", [1]), i64(p + "heads", [H, Dh]), i64(p + "flat", [D])]
+    inits += [numpy_helper.from_array(np.array(1.0 / np.sqrt(Dh), dtype=np.float32), p + "scale"),
+              numpy_helper.from_array(np.array(1.0 / np.sqrt(2.0), dtype=np.float32), p + "inv_sqrt2"),
+              numpy_helper.from_array(np.array(0.5, dtype=np.float32), p + "half"),
+              numpy_helper.from_array(np.array(1.0, dtype=np.float32), p + "one")]
+
+    def node(op, ins, outs, name, **kw):
+        n.append(helper.make_node(op, [i if i == x else p + i for i in ins], [o if o == y else p + o for o in outs],
+                                  name=p + name, **kw))
+
+    node("LayerNormalization", [x, "ln1_s", "ln1_b"], ["ln1"], "ln1", axis=-1, epsilon=1e-5)
     # [B, S] from the input's shape, as exporters compute it: Shape -> Gather -> Concat.
-    n.append(helper.make_node("Shape", ["x"], ["xs"], name="shape"))
-    n.append(helper.make_node("Gather", ["xs", "i0"], ["b"], name="batch", axis=0))
-    n.append(helper.make_node("Gather", ["xs", "i1"], ["s"], name="seq", axis=0))
-    n.append(helper.make_node("Concat", ["b", "s", "heads"], ["split_shape"], name="split_shape", axis=0))
-    n.append(helper.make_node("Concat", ["b", "s", "flat"], ["merge_shape"], name="merge_shape", axis=0))
+    node("Shape", [x], ["xs"], "shape")
+    node("Gather", ["xs", "i0"], ["b"], "batch", axis=0)
+    node("Gather", ["xs", "i1"], ["s"], "seq", axis=0)
+    node("Concat", ["b", "s", "heads"], ["split_shape"], "split_shape", axis=0)
+    node("Concat", ["b", "s", "flat"], ["merge_shape"], "merge_shape", axis=0)
     for w in ["q", "k", "v"]:
-        n.append(helper.make_node("MatMul", ["ln1", f"w{w}"], [f"{w}0"], name=f"{w}_proj"))
-        n.append(helper.make_node("Add", [f"{w}0", f"b{w}"], [f"{w}1"], name=f"{w}_bias"))
-        n.append(helper.make_node("Reshape", [f"{w}1", "split_shape"], [f"{w}2"], name=f"{w}_split"))
-        perm = [0, 2, 3, 1] if w == "k" else [0, 2, 1, 3]
-        n.append(helper.make_node("Transpose", [f"{w}2"], [f"{w}h"], name=f"{w}_heads", perm=perm))
-    n.append(helper.make_node("MatMul", ["qh", "kh"], ["scores0"], name="qk"))
-    n.append(helper.make_node("Mul", ["scores0", "scale"], ["scores"], name="scale"))
-    n.append(helper.make_node("Softmax", ["scores"], ["attn"], name="attn", axis=-1))
-    n.append(helper.make_node("MatMul", ["attn", "vh"], ["ctx0"], name="av"))
-    n.append(helper.make_node("Transpose", ["ctx0"], ["ctx1"], name="ctx_t", perm=[0, 2, 1, 3]))
-    n.append(helper.make_node("Reshape", ["ctx1", "merge_shape"], ["ctx"], name="ctx_merge"))
-    n.append(helper.make_node("MatMul", ["ctx", "wo"], ["o0"], name="o_proj"))
-    n.append(helper.make_node("Add", ["o0", "bo"], ["o1"], name="o_bias"))
-    n.append(helper.make_node("Add", ["x", "o1"], ["r1"], name="residual1"))
-    n.append(helper.make_node("LayerNormalization", ["r1", "ln2_s", "ln2_b"], ["ln2"], name="ln2", axis=-1, epsilon=1e-5))
-    n.append(helper.make_node("MatMul", ["ln2", "wf1"], ["f0"], name="ff1"))
-    n.append(helper.make_node("Add", ["f0", "bf1"], ["f1"], name="ff1_bias"))
+        node("MatMul", ["ln1", f"w{w}"], [f"{w}0"], f"{w}_proj")
+        node("Add", [f"{w}0", f"b{w}"], [f"{w}1"], f"{w}_bias")
+        node("Reshape", [f"{w}1", "split_shape"], [f"{w}2"], f"{w}_split")
+        node("Transpose", [f"{w}2"], [f"{w}h"], f"{w}_heads", perm=[0, 2, 3, 1] if w == "k" else [0, 2, 1, 3])
+    node("MatMul", ["qh", "kh"], ["scores0"], "qk")
+    node("Mul", ["scores0", "scale"], ["scores"], "scale")
+    node("Softmax", ["scores"], ["attn"], "attn", axis=-1)
+    node("MatMul", ["attn", "vh"], ["ctx0"], "av")
+    node("Transpose", ["ctx0"], ["ctx1"], "ctx_t", perm=[0, 2, 1, 3])
+    node("Reshape", ["ctx1", "merge_shape"], ["ctx"], "ctx_merge")
+    node("MatMul", ["ctx", "wo"], ["o0"], "o_proj")
+    node("Add", ["o0", "bo"], ["o1"], "o_bias")
+    node("Add", [x, "o1"], ["r1"], "residual1")
+    node("LayerNormalization", ["r1", "ln2_s", "ln2_b"], ["ln2"], "ln2", axis=-1, epsilon=1e-5)
+    node("MatMul", ["ln2", "wf1"], ["f0"], "ff1")
+    node("Add", ["f0", "bf1"], ["f1"], "ff1_bias")
     # GELU as exporters write it: 0.5 * x * (1 + erf(x / sqrt(2)))
-    n.append(helper.make_node("Mul", ["f1", "inv_sqrt2"], ["g0"], name="gelu_scale"))
-    n.append(helper.make_node("Erf", ["g0"], ["g1"], name="gelu_erf"))
-    n.append(helper.make_node("Add", ["g1", "one"], ["g2"], name="gelu_add"))
-    n.append(helper.make_node("Mul", ["f1", "g2"], ["g3"], name="gelu_mul"))
-    n.append(helper.make_node("Mul", ["g3", "half"], ["g4"], name="gelu_half"))
-    n.append(helper.make_node("MatMul", ["g4", "wf2"], ["f2"], name="ff2"))
-    n.append(helper.make_node("Add", ["f2", "bf2"], ["f3"], name="ff2_bias"))
-    n.append(helper.make_node("Add", ["r1", "f3"], ["y"], name="residual2"))
-    g = helper.make_graph(n, "encoder_layer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, S, D])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, S, D])], inits)
-    return g, {"x": rng.standard_normal((B, S, D)).astype(np.float32)}
+    node("Mul", ["f1", "inv_sqrt2"], ["g0"], "gelu_scale")
+    node("Erf", ["g0"], ["g1"], "gelu_erf")
+    node("Add", ["g1", "one"], ["g2"], "gelu_add")
+    node("Mul", ["f1", "g2"], ["g3"], "gelu_mul")
+    node("Mul", ["g3", "half"], ["g4"], "gelu_half")
+    node("MatMul", ["g4", "wf2"], ["f2"], "ff2")
+    node("Add", ["f2", "bf2"], ["f3"], "ff2_bias")
+    node("Add", ["r1", "f3"], [y], "residual2")
+    return n, inits
+
+
+def encoder(layers):
+    def build():
+        nodes, inits = [], []
+        for k in range(layers):
+            n, i = encoder_nodes(f"l{k}_", "x" if k == 0 else f"h{k}", "y" if k == layers - 1 else f"h{k + 1}")
+            nodes += n
+            inits += i
+        g = helper.make_graph(nodes, f"encoder_x{layers}", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, S, D])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, S, D])], inits)
+        return g, {"x": rng.standard_normal((B, S, D)).astype(np.float32)}
+    return build
 
 
 def main():
@@ -111,11 +130,15 @@ def main():
     ap.add_argument("kilnc")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--keep", help="write the models, inputs and outputs here")
+    ap.add_argument("--layers", type=int, default=12, help="also a stack of this many encoder layers (import and compile time)")
     args = ap.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="kiln_ort_")
     os.makedirs(work, exist_ok=True)
     failed = False
-    for name, build in [("mlp", mlp), ("encoder_layer", encoder_layer)]:
+    models = [("mlp", mlp), ("encoder_layer", encoder(1))]
+    if args.layers > 1:
+        models.append((f"encoder_x{args.layers}", encoder(args.layers)))
+    for name, build in models:
         graph, inputs = build()
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="kiln ort_compare")
         onnx.checker.check_model(model)
@@ -143,7 +166,7 @@ def main():
             ok = ok and got.shape == ref.shape and np.allclose(got, ref, rtol=1e-3, atol=1e-4)
             worst = max(worst, float(np.max(np.abs(got.astype(np.float64) - ref))))
         failed = failed or not ok
-        print(f"{name:14s} {'match' if ok else 'DIFFER'}  largest difference {worst:.2e}  "
+        print(f"{name:14s} {len(graph.node):5d} nodes  {'match' if ok else 'DIFFER'}  largest difference {worst:.2e}  "
               f"onnxruntime {t_ort * 1e3:7.1f} ms (session + run)  kilnc run {t_kiln * 1e3:7.1f} ms (process, import, compile, run)")
     sys.exit(1 if failed else 0)
 
