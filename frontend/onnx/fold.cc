@@ -54,12 +54,15 @@ bool broadcast_shape(const Shape& a, const Shape& b, Shape* out) {
 
 using ScalarFn = std::function<Scalar(const std::vector<Scalar>&)>;
 
-// Elementwise over all inputs with broadcasting; the result has dtype `out_dtype`.
-void elementwise(NodeContext& c, DType out_dtype, const ScalarFn& fn) {
+// Elementwise over all inputs with broadcasting; the result has dtype `out_dtype`. False (the
+// device builds it) when broadcasting makes the result larger than kFoldLimit.
+bool elementwise(NodeContext& c, DType out_dtype, const ScalarFn& fn) {
   Shape out;
   for (size_t i = 0; i < c.num_inputs(); ++i)
     if (Shape prev = out; !broadcast_shape(prev, c.shape(i), &out))
       c.invalid(absl::StrCat("shapes ", shape_str(c.shape(0)), " and ", shape_str(c.shape(i)), " cannot be broadcast together"));
+  int64_t n = shape_numel(out);
+  if (n < 0 || n > kFoldLimit) return false;
   std::vector<std::vector<int64_t>> offs;
   for (size_t i = 0; i < c.num_inputs(); ++i) offs.push_back(broadcast_offsets(c.shape(i), out));
   HostTensor r = HostTensor::zeros(out_dtype, out);
@@ -69,6 +72,7 @@ void elementwise(NodeContext& c, DType out_dtype, const ScalarFn& fn) {
     r.set(k, fn(args));
   }
   c.set_host(0, r);
+  return true;
 }
 
 bool all_int(const std::vector<Scalar>& a) {
@@ -232,6 +236,7 @@ bool fold_gather(NodeContext& c) {
   Shape out(x.shape.begin(), x.shape.begin() + axis);
   out.insert(out.end(), idx.shape.begin(), idx.shape.end());
   out.insert(out.end(), x.shape.begin() + axis + 1, x.shape.end());
+  if (shape_numel(out) < 0 || shape_numel(out) > kFoldLimit) return false;
   HostTensor r = HostTensor::zeros(x.dtype, out);
   int64_t es = dtype_size(x.dtype), k = idx.numel();
   for (int64_t j = 0; j < k; ++j) {
@@ -342,57 +347,48 @@ const std::map<std::string, Folder>& folders() {
         for (size_t i = 1; i < c.num_inputs(); ++i)
           if (c.dtype(i) != c.dtype(0)) return false;  // let the handler report it
         if (c.num_inputs() != 2 && op != "Max" && op != "Min") return false;
-        elementwise(c, c.dtype(0), [&](const std::vector<Scalar>& a) {
+        return elementwise(c, c.dtype(0), [&](const std::vector<Scalar>& a) {
           Scalar r = a[0];
           for (size_t i = 1; i < a.size(); ++i) r = arith(c, op, r, a[i]);
           return r;
         });
-        return true;
       };
     for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
       (*f)[op] = [op = std::string(op)](NodeContext& c) {
-        elementwise(c, DType::kBool, [&](const std::vector<Scalar>& a) { return Scalar::from_int(compare(op, a[0], a[1])); });
-        return true;
+        return elementwise(c, DType::kBool, [&](const std::vector<Scalar>& a) { return Scalar::from_int(compare(op, a[0], a[1])); });
       };
     (*f)["And"] = [](NodeContext& c) {
-      elementwise(c, DType::kBool, [](const std::vector<Scalar>& a) { return Scalar::from_int(a[0].as_int() && a[1].as_int()); });
-      return true;
+      return elementwise(c, DType::kBool, [](const std::vector<Scalar>& a) { return Scalar::from_int(a[0].as_int() && a[1].as_int()); });
     };
     (*f)["Or"] = [](NodeContext& c) {
-      elementwise(c, DType::kBool, [](const std::vector<Scalar>& a) { return Scalar::from_int(a[0].as_int() || a[1].as_int()); });
-      return true;
+      return elementwise(c, DType::kBool, [](const std::vector<Scalar>& a) { return Scalar::from_int(a[0].as_int() || a[1].as_int()); });
     };
     (*f)["Not"] = [](NodeContext& c) {
-      elementwise(c, DType::kBool, [](const std::vector<Scalar>& a) { return Scalar::from_int(!a[0].as_int()); });
-      return true;
+      return elementwise(c, DType::kBool, [](const std::vector<Scalar>& a) { return Scalar::from_int(!a[0].as_int()); });
     };
     (*f)["Neg"] = [](NodeContext& c) {
-      elementwise(c, c.dtype(0), [](const std::vector<Scalar>& a) {
+      return elementwise(c, c.dtype(0), [](const std::vector<Scalar>& a) {
         return a[0].is_int ? Scalar::from_int(int64_t(0 - uint64_t(a[0].i))) : Scalar::from_double(-a[0].f);
       });
-      return true;
     };
     (*f)["Abs"] = [](NodeContext& c) {
-      elementwise(c, c.dtype(0), [](const std::vector<Scalar>& a) {
+      return elementwise(c, c.dtype(0), [](const std::vector<Scalar>& a) {
         return a[0].is_int ? Scalar::from_int(a[0].i < 0 ? int64_t(0 - uint64_t(a[0].i)) : a[0].i) : Scalar::from_double(std::fabs(a[0].f));
       });
-      return true;
     };
     (*f)["Where"] = [](NodeContext& c) {
       if (c.dtype(1) != c.dtype(2)) return false;
-      elementwise(c, c.dtype(1), [](const std::vector<Scalar>& a) { return a[0].as_int() ? a[1] : a[2]; });
-      return true;
+      return elementwise(c, c.dtype(1), [](const std::vector<Scalar>& a) { return a[0].as_int() ? a[1] : a[2]; });
     };
     (*f)["Cast"] = [](NodeContext& c) {
       auto t = dtype_from_onnx(c.attr_int("to", 0), absl::StrCat(c.label(), ": attribute 'to'"));
       if (!t.ok()) return false;  // the handler reports it
       DType to = *t;
       // Float -> integer truncates toward zero, saturating like the device cast.
-      elementwise(c, to, [to](const std::vector<Scalar>& a) {
+      return elementwise(c, to, [to](const std::vector<Scalar>& a) {
         if (!a[0].is_int && !is_float(to) && to != DType::kBool) return Scalar::from_double(std::trunc(a[0].f));
         return a[0];
       });
-      return true;
     };
     (*f)["Identity"] = [](NodeContext& c) {
       c.set_host(0, c.host(0, ""));

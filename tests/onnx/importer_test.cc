@@ -171,6 +171,24 @@ TEST(OnnxImport, ReductionsOfShapesFold) {
   EXPECT_EQ(y[1].to_vector<int64_t>(), std::vector<int64_t>{4});
 }
 
+// Constants whose broadcast result would be large are computed on the device, not folded.
+TEST(OnnxImport, LargeBroadcastOfConstantsRunsOnTheDevice) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {1});
+  std::vector<float> col(300), row(300);
+  for (int i = 0; i < 300; ++i) col[size_t(i)] = float(i), row[size_t(i)] = float(i) * 1000;
+  b.initializer("col", {300, 1}, col);
+  b.initializer("row", {1, 300}, row);
+  b.node("Add", {"col", "row"}, {"grid"});
+  b.node("Add", {"grid", "x"}, {"y"});
+  b.output("y", TensorProto::FLOAT, {300, 300});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  std::vector<float> y = m({from_vector<float>({0.5f}, {1})})[0].to_vector<float>();
+  ASSERT_EQ(y.size(), 90000u);
+  EXPECT_EQ(y[301], 1000.0f + 1.0f + 0.5f);
+  EXPECT_EQ(y[89999], 299000.0f + 299.0f + 0.5f);
+}
+
 // Pow with an exponent known at import: small integers multiply, 0.5 is a square root, anything
 // else goes through float64; all agree with std::pow.
 TEST(OnnxImport, PowWithConstantExponents) {
