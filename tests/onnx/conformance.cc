@@ -1,7 +1,8 @@
 // The ONNX backend node tests (libonnx-testdata's node/ folder) through kiln::onnx on one device.
 // Each test case is a model.onnx and test_data_set_*/{input,output}_*.pb; a case is
 //   PASS         every data set's outputs match within ONNX's tolerances (rtol 1e-3, atol 1e-7,
-//                same dtype and shape, NaN where the reference has NaN),
+//                same dtype and shape, NaN where the reference has NaN), on the first call (traced
+//                and compiled) and on a second one (replayed),
 //   UNSUPPORTED  the importer refused it with an Unimplemented error (op, attribute, dtype,
 //                opset), before running anything,
 //   FAILURE      anything else: a wrong value, a wrong shape or dtype, any other error.
@@ -150,22 +151,25 @@ Outcome run_case(const fs::path& dir, const Device& dev, std::string* detail) {
       *detail = e.what();
       return e.status().code() == absl::StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kFailure;
     }
-    std::vector<Tensor> outs;
-    try {
-      outs = model(inputs);
-    } catch (const Error& e) {
-      *detail = absl::StrCat(set.filename().string(), ": ", e.what());
-      return e.status().code() == absl::StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kFailure;
-    }
-    if (outs.size() != expected.size()) {
-      *detail = absl::StrCat(set.filename().string(), ": ", outs.size(), " outputs, expected ", expected.size());
-      return Outcome::kFailure;
-    }
-    for (size_t k = 0; k < outs.size(); ++k) {
-      std::string diff = compare(outs[k], expected[k], absl::StrCat(set.filename().string(), " output ", k, " '", model.outputs()[k].name, "'"));
-      if (!diff.empty()) {
-        *detail = diff;
+    // Twice: the first call traces and compiles, the second replays the compiled graph.
+    for (const char* call : {"", " (replayed)"}) {
+      std::vector<Tensor> outs;
+      try {
+        outs = model(inputs);
+      } catch (const Error& e) {
+        *detail = absl::StrCat(set.filename().string(), call, ": ", e.what());
+        return e.status().code() == absl::StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kFailure;
+      }
+      if (outs.size() != expected.size()) {
+        *detail = absl::StrCat(set.filename().string(), ": ", outs.size(), " outputs, expected ", expected.size());
         return Outcome::kFailure;
+      }
+      for (size_t k = 0; k < outs.size(); ++k) {
+        std::string diff = compare(outs[k], expected[k], absl::StrCat(set.filename().string(), call, " output ", k, " '", model.outputs()[k].name, "'"));
+        if (!diff.empty()) {
+          *detail = diff;
+          return Outcome::kFailure;
+        }
       }
     }
   }
