@@ -171,6 +171,23 @@ TEST(OnnxImport, ReductionsOfShapesFold) {
   EXPECT_EQ(y[1].to_vector<int64_t>(), std::vector<int64_t>{4});
 }
 
+// Before opset 13, Softmax normalizes the input coerced to 2-D at `axis` (all of [d1, d2] per
+// row); from 13 it normalizes along the one axis.
+TEST(OnnxImport, SoftmaxSemanticsFollowTheOpset) {
+  std::vector<float> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 7) * 0.3f - 1.0f;
+  Tensor x = from_vector(v, {2, 3, 4});
+  for (int64_t opset : {11, 13}) {
+    ModelBuilder b(opset);
+    b.input("x", TensorProto::FLOAT, {2, 3, 4});
+    ModelBuilder::attr_int(b.node("Softmax", {"x"}, {"y"}, "sm"), "axis", 1);
+    b.output("y", TensorProto::FLOAT, {2, 3, 4});
+    onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+    Tensor want = opset < 13 ? softmax(x.reshape({2, 12}), 1).reshape({2, 3, 4}) : softmax(x, 1);
+    expect_near(m({x})[0].to_vector<float>(), want.to_vector<float>());
+  }
+}
+
 // Constants whose broadcast result would be large are computed on the device, not folded.
 TEST(OnnxImport, LargeBroadcastOfConstantsRunsOnTheDevice) {
   ModelBuilder b;
