@@ -15,6 +15,7 @@ const OpTable& table() {
     register_loss_ops(*m);
     register_einsum_ops(*m);
     register_quantize_ops(*m);
+    register_signal_ops(*m);
     return m;
   }();
   return *t;
@@ -91,8 +92,6 @@ std::string missing_reason(const std::string& op) {
       {"Optional", "optional values are not supported"},
       {"OptionalHasElement", "optional values are not supported"},
       {"OptionalGetElement", "optional values are not supported"},
-      {"STFT", "signal ops are not supported yet"},
-      {"DFT", "signal ops are not supported yet"},
   };
   auto it = reasons.find(op);
   return it == reasons.end() ? "" : it->second;
