@@ -86,7 +86,7 @@ std::vector<double> NodeContext::attr_floats(const std::string& name, std::vecto
 const HostTensor& NodeContext::attr_tensor(const std::string& name) const {
   const Attribute* a = find(name, Attribute::Kind::kTensor);
   if (!a) invalid(absl::StrCat("attribute '", name, "' is required"));
-  if (!a->t) throw ImportError{absl::UnimplementedError(absl::StrCat(label(), ": ", a->tensor_error))};
+  if (!a->t) throw ImportError{a->tensor_error};  // its message names the node already
   return *a->t;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "frontend/onnx/host_tensor.h"
 #include "kiln/dtype.h"
 
@@ -26,7 +27,7 @@ struct Attribute {
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
   std::optional<HostTensor> t;
-  std::string tensor_error;  // set when kind is kTensor but the tensor is not one kiln can hold
+  absl::Status tensor_error;  // when kind is kTensor but the tensor is not one kiln can hold
 };
 
 struct Node {

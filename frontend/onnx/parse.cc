@@ -91,7 +91,7 @@ Attribute attribute(const AttributeProto& a, const std::string& label) {
       r.kind = Attribute::Kind::kTensor;
       auto t = from_tensor_proto(a.t(), absl::StrCat(label, ": attribute '", a.name(), "'"));
       if (t.ok()) r.t = *std::move(t);
-      else r.tensor_error = std::string(t.status().message());
+      else r.tensor_error = t.status();
       break;
     }
     default: r.kind = Attribute::Kind::kOther; break;

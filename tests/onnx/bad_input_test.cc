@@ -120,6 +120,24 @@ TEST(OnnxBadInput, UnsupportedDtypeNamesTheValue) {
   EXPECT_FAILS(c.bytes(), kUnimplemented, "node 'to_string' (Cast): attribute 'to': element type STRING is not supported");
 }
 
+TEST(OnnxBadInput, ConstantOfAnUnsupportedDtypeNamesTheNodeOnce) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2});
+  auto* c = b.node("Constant", {}, {"k"}, "konst");
+  auto* a = c->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx_pb::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(TensorProto::UINT32);
+  a->mutable_t()->add_dims(1);
+  a->mutable_t()->add_uint64_data(7);
+  b.node("Add", {"x", "k"}, {"y"}, "add");
+  b.output("y", TensorProto::FLOAT, {2});
+  Failure f = load_error(b.bytes());
+  EXPECT_EQ(f.code, absl::StatusCode::kUnimplemented) << f.message;
+  EXPECT_EQ(f.message, "m.onnx: node 'konst' (Constant): attribute 'value': element type UINT32 is not supported (kiln has bool, uint8, "
+                       "int8, int32, int64, float16, bfloat16, float32, float64)");
+}
+
 TEST(OnnxBadInput, CycleNamesANodeOnIt) {
   ModelBuilder b;
   b.input("x", TensorProto::FLOAT, {2});
