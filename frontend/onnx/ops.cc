@@ -56,6 +56,7 @@ std::string missing_reason(const std::string& op) {
       {"Upsample", "kiln has no gather (resampling) primitive yet"},
       {"GridSample", "kiln has no gather (resampling) primitive yet"},
       {"TopK", "kiln has no sort / top-k primitive yet"},
+      {"ReverseSequence", "kiln has no gather primitive yet (the reversal lengths are run-time values)"},
       {"NonZero", "its output shape depends on the values (kiln's shapes are static)"},
       {"Unique", "its output shape depends on the values (kiln's shapes are static)"},
       {"NonMaxSuppression", "its output shape depends on the values (kiln's shapes are static)"},
