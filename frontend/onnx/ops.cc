@@ -73,7 +73,6 @@ std::string missing_reason(const std::string& op) {
       {"RandomUniformLike", "random ops cannot reproduce ONNX's values"},
       {"Multinomial", "random ops cannot reproduce ONNX's values"},
       {"Bernoulli", "random ops cannot reproduce ONNX's values"},
-      {"BitShift", "kiln has no bitwise integer ops yet"},
       {"BitwiseAnd", "kiln has no bitwise integer ops yet"},
       {"BitwiseOr", "kiln has no bitwise integer ops yet"},
       {"BitwiseXor", "kiln has no bitwise integer ops yet"},

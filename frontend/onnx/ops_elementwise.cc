@@ -285,6 +285,20 @@ void register_elementwise_ops(OpTable& t) {
                  },
                  {"bias", "lambd"}, {}};
   t["Clip"] = {[](NodeContext& c) { c.set(0, clip(c)); }, {}, {}};
+  // uint8 shifts (kiln's only unsigned type) through exact float64 powers of two; a left shift
+  // wraps like the integer it is.
+  t["BitShift"] = {[](NodeContext& c) {
+                     same_dtypes(c, 0, 1);
+                     c.require_dtype(0, {DType::kUInt8});
+                     std::string dir = c.attr_string("direction", "");
+                     if (dir != "LEFT" && dir != "RIGHT") c.invalid("direction must be LEFT or RIGHT");
+                     Tensor x = widen(c.in(0)), y = widen(c.in(1));
+                     Tensor p = pow(full({}, 2.0, DType::kFloat64, x.device()), minimum(y, full({}, 8.0, DType::kFloat64, x.device())));
+                     p = floor(p + 0.5);  // exact: a device's float64 pow may give 7.99999 for 2^3
+                     Tensor r = dir == "LEFT" ? cast(cast(x * p, DType::kInt32), DType::kUInt8) : cast(floor(x / p), DType::kUInt8);
+                     c.set(0, r);
+                   },
+                   {"direction"}, {}};
   t["Where"] = {[](NodeContext& c) {
                   same_dtypes(c, 1, 2);
                   c.set(0, where(c.in(0), c.in(1), c.in(2)));
