@@ -2,6 +2,7 @@
 // with placeholder inputs when every input shape is static (so load reports every import
 // error), then one kiln::Jit per distinct set of value-input values.
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -64,8 +65,11 @@ std::vector<Tensor> Model::Impl::build(const std::vector<Tensor>& in, const std:
   }
 }
 
-Model load_bytes(const std::string& bytes, const Device& device, const std::string& origin) {
-  auto g = parse_model(bytes, origin);
+namespace {
+
+std::shared_ptr<const Model::Impl> make_model(const std::string& bytes, const Device& device, const std::string& origin,
+                                              const std::string& base_dir) {
+  auto g = parse_model(bytes, origin, base_dir);
   throw_if_error(g.status());
   if (absl::Status s = check_supported(*g); !s.ok()) throw Error(absl::Status(s.code(), absl::StrCat(origin, ": ", s.message())));
   auto m = std::make_shared<Model::Impl>();
@@ -100,7 +104,13 @@ Model load_bytes(const std::string& bytes, const Device& device, const std::stri
     for (const ValueSpec& s : m->inputs) placeholders.push_back(zeros(s.shape, s.dtype, device));
     m->build(placeholders, std::vector<std::shared_ptr<const HostTensor>>(placeholders.size()));
   }
-  return Model(std::move(m));
+  return m;
+}
+
+}  // namespace
+
+Model load_bytes(const std::string& bytes, const Device& device, const std::string& origin) {
+  return Model(make_model(bytes, device, origin, ""));
 }
 
 Model load(const std::string& path, const Device& device) {
@@ -108,7 +118,9 @@ Model load(const std::string& path, const Device& device) {
   if (!f) throw Error(absl::NotFoundError(absl::StrCat(path, ": cannot open")));
   std::stringstream ss;
   ss << f.rdbuf();
-  return load_bytes(ss.str(), device, path);
+  // External data is looked for beside the model file.
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return Model(make_model(ss.str(), device, path, dir.empty() ? "." : dir));
 }
 
 Model load(const std::string& path) { return onnx::load(path, default_device()); }

@@ -76,7 +76,7 @@ const char* attribute_type_name(int t) {
   }
 }
 
-Attribute attribute(const AttributeProto& a, const std::string& label) {
+Attribute attribute(const AttributeProto& a, const std::string& label, const std::string& base_dir) {
   Attribute r;
   r.type_name = attribute_type_name(a.type());
   switch (a.type()) {
@@ -89,7 +89,7 @@ Attribute attribute(const AttributeProto& a, const std::string& label) {
     case AttributeProto::GRAPH: r.kind = Attribute::Kind::kGraph; break;
     case AttributeProto::TENSOR: {
       r.kind = Attribute::Kind::kTensor;
-      auto t = from_tensor_proto(a.t(), absl::StrCat(label, ": attribute '", a.name(), "'"));
+      auto t = from_tensor_proto(a.t(), absl::StrCat(label, ": attribute '", a.name(), "'"), base_dir);
       if (t.ok()) r.t = *std::move(t);
       else r.tensor_error = t.status();
       break;
@@ -99,7 +99,7 @@ Attribute attribute(const AttributeProto& a, const std::string& label) {
   return r;
 }
 
-absl::Status read(const ModelProto& m, Graph* g) {
+absl::Status read(const ModelProto& m, const std::string& base_dir, Graph* g) {
   bool found = false;
   std::string others;
   for (const OperatorSetIdProto& o : m.opset_import()) {
@@ -118,7 +118,7 @@ absl::Status read(const ModelProto& m, Graph* g) {
     return absl::UnimplementedError(absl::StrCat("sparse initializer '", gp.sparse_initializer(0).values().name(), "' is not supported"));
   for (const TensorProto& t : gp.initializer()) {
     if (t.name().empty()) return absl::InvalidArgumentError("an initializer has no name");
-    auto h = from_tensor_proto(t, absl::StrCat("initializer '", t.name(), "'"));
+    auto h = from_tensor_proto(t, absl::StrCat("initializer '", t.name(), "'"), base_dir);
     if (!h.ok()) return h.status();
     if (!g->initializers.emplace(t.name(), *std::move(h)).second)
       return absl::InvalidArgumentError(absl::StrCat("initializer '", t.name(), "' is defined twice"));
@@ -146,7 +146,7 @@ absl::Status read(const ModelProto& m, Graph* g) {
     if (n.op_type.empty()) return absl::InvalidArgumentError(absl::StrCat(label, " has no op type"));
     for (const AttributeProto& a : np.attribute()) {
       if (a.name().empty()) return absl::InvalidArgumentError(absl::StrCat(label, ": an attribute has no name"));
-      if (!n.attributes.emplace(a.name(), attribute(a, label)).second)
+      if (!n.attributes.emplace(a.name(), attribute(a, label, base_dir)).second)
         return absl::InvalidArgumentError(absl::StrCat(label, ": attribute '", a.name(), "' is given twice"));
     }
     nodes.push_back(std::move(n));
@@ -202,11 +202,11 @@ absl::Status read(const ModelProto& m, Graph* g) {
 
 }  // namespace
 
-absl::StatusOr<Graph> parse_model(const std::string& bytes, const std::string& origin) {
+absl::StatusOr<Graph> parse_model(const std::string& bytes, const std::string& origin, const std::string& base_dir) {
   ModelProto m;
   if (!m.ParseFromString(bytes)) return absl::InvalidArgumentError(absl::StrCat(origin, ": not an ONNX model (the protobuf does not parse)"));
   Graph g;
-  if (absl::Status s = read(m, &g); !s.ok()) return prefixed(origin, s);
+  if (absl::Status s = read(m, base_dir, &g); !s.ok()) return prefixed(origin, s);
   return g;
 }
 

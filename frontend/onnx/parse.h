@@ -20,7 +20,9 @@ namespace kiln::onnx {
 inline constexpr int64_t kMinOpset = 1;
 inline constexpr int64_t kMaxOpset = 17;
 
-// `origin` (the file name, or "<bytes>") prefixes every message.
-absl::StatusOr<Graph> parse_model(const std::string& bytes, const std::string& origin);
+// `origin` (the file name, or "<bytes>") prefixes every message; `base_dir` is the model file's
+// folder, where external data is looked for ("" for a model from memory: external data is then
+// an error).
+absl::StatusOr<Graph> parse_model(const std::string& bytes, const std::string& origin, const std::string& base_dir = "");
 
 }  // namespace kiln::onnx

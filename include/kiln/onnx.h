@@ -62,13 +62,16 @@ class Model {
 
  private:
   friend Model load_bytes(const std::string& bytes, const Device& device, const std::string& origin);
+  friend Model load(const std::string& path, const Device& device);
   explicit Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
 };
 
+// Initializers stored as external data are read from files beside the model.
 Model load(const std::string& path, const Device& device);
 Model load(const std::string& path);  // on default_device()
-// From the bytes of a .onnx file; `origin` names it in errors.
+// From the bytes of a .onnx file; `origin` names it in errors. External data is an error here
+// (there is no folder to find it in).
 Model load_bytes(const std::string& bytes, const Device& device, const std::string& origin = "<bytes>");
 
 // The ONNX op types kiln imports, sorted.

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "kiln/kiln.h"
@@ -169,6 +170,52 @@ TEST(OnnxImport, ReductionsOfShapesFold) {
   EXPECT_EQ(y[0].shape(), (Shape{24}));
   expect_near(y[0].to_vector<float>(), v, 0);
   EXPECT_EQ(y[1].to_vector<int64_t>(), std::vector<int64_t>{4});
+}
+
+// Initializers stored as external data (how models over 2 GB are saved) are read from files
+// beside the model, at the offset and length the model names.
+TEST(OnnxImport, ExternalDataBesideTheModel) {
+  std::string dir = ::testing::TempDir() + "/kiln_onnx_external";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/weights");
+  std::vector<float> w = {1.5f, -2.0f, 0.25f, 4.0f};
+  std::string blob(8, 'x');  // 8 bytes of something else first: the tensor is at offset 8
+  blob.append(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
+  std::ofstream(dir + "/weights/w.bin", std::ios::binary) << blob;
+  auto model = [&](const std::string& location, const std::string& offset) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {4});
+    auto* t = b.proto().mutable_graph()->add_initializer();
+    t->set_name("w");
+    t->set_data_type(TensorProto::FLOAT);
+    t->add_dims(4);
+    t->set_data_location(TensorProto::EXTERNAL);
+    auto* loc = t->add_external_data();
+    loc->set_key("location");
+    loc->set_value(location);
+    auto* off = t->add_external_data();
+    off->set_key("offset");
+    off->set_value(offset);
+    b.node("Mul", {"x", "w"}, {"y"}, "scale");
+    b.output("y", TensorProto::FLOAT, {4});
+    std::string path = dir + "/m.onnx";
+    std::ofstream(path, std::ios::binary) << b.bytes();
+    return path;
+  };
+  std::string path = model("weights/w.bin", "8");
+  onnx::Model m = onnx::load(path);
+  expect_near(m({from_vector<float>({1, 1, 2, 2}, {4})})[0].to_vector<float>(), {1.5f, -2.0f, 0.5f, 8.0f}, 0);
+
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(error_of([&] { onnx::load_bytes(bytes, default_device(), "m.onnx"); }),
+            "m.onnx: initializer 'w': its data is stored outside the model (external data); load the model from its file so that the "
+            "data file can be found beside it");
+  EXPECT_NE(error_of([&] { onnx::load(model("weights/w.bin", "12")); }).find("initializer 'w': external data holds 12 bytes for 16 expected"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { onnx::load(model("../w.bin", "0")); }).find("external data location '../w.bin' leaves the model's folder"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { onnx::load(model("missing.bin", "0")); }).find("cannot open its external data file"), std::string::npos);
 }
 
 // Before opset 13, Softmax normalizes the input coerced to 2-D at `axis` (all of [d1, d2] per
