@@ -13,6 +13,8 @@ namespace kiln::artifact {
 namespace {
 
 constexpr char kMagic[8] = {'\x89', 'K', 'I', 'L', 'N', '\r', '\n', '\x1a'};
+constexpr char kWeightsMagic[8] = {'\x89', 'K', 'I', 'L', 'N', 'W', 'T', '\n'};
+enum ConstantStorage : uint32_t { kInArtifact = 0, kWeightsFile = 1 };
 enum SectionKind : uint32_t { kSignature = 1, kConstants = 2, kTarget = 3 };
 
 using support::ByteReader;
@@ -32,6 +34,22 @@ void put_section(ByteWriter& out, SectionKind kind, std::string_view name, std::
 
 std::string kiln_version() { return KILN_VERSION; }
 
+std::string constant_bytes(const Artifact& a) {
+  std::string constants;
+  for (const ir::ConstantData& c : a.graph.constants) constants += c.bytes;
+  return constants;
+}
+
+std::string write_weights(const Artifact& a) {
+  std::string data = constant_bytes(a);
+  ByteWriter w;
+  w.raw(std::string_view(kWeightsMagic, sizeof kWeightsMagic));
+  w.u64(data.size());
+  w.u64(runtime::stable_hash64(data));
+  w.raw(data);
+  return w.take();
+}
+
 std::string write(Artifact& a) {
   ByteWriter out;
   out.raw(std::string_view(kMagic, sizeof kMagic));
@@ -42,10 +60,19 @@ std::string write(Artifact& a) {
   std::string sig = ir::print(a.graph, /*with_data=*/false);
   a.signature_bytes = sig.size();
   put_section(out, kSignature, "signature", sig);
-  std::string constants;
-  for (const ir::ConstantData& c : a.graph.constants) constants += c.bytes;
-  a.constants_bytes = constants.size();
-  put_section(out, kConstants, "constants", constants);
+  std::string data = constant_bytes(a);
+  ByteWriter constants;
+  if (a.weights_file.empty()) {
+    constants.u32(kInArtifact);
+    constants.raw(data);
+  } else {
+    constants.u32(kWeightsFile);
+    constants.str(a.weights_file);
+    constants.u64(data.size());
+    constants.u64(runtime::stable_hash64(data));
+  }
+  a.constants_bytes = data.size();
+  put_section(out, kConstants, "constants", constants.bytes());
   for (TargetSection& t : a.targets) {
     ByteWriter payload;
     payload.str(t.backend);
@@ -58,7 +85,7 @@ std::string write(Artifact& a) {
   return out.take();
 }
 
-absl::StatusOr<Artifact> read(std::string_view bytes) {
+absl::StatusOr<Artifact> read(std::string_view bytes, const std::string* weights) {
   Artifact a;
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     return bad("not a .kiln file (no KILN magic at its start)");
@@ -92,8 +119,32 @@ absl::StatusOr<Artifact> read(std::string_view bytes) {
       a.graph = *std::move(g);
       a.signature_bytes = payload.size();
     } else if (kind == kConstants) {
-      constants = payload;
-      a.constants_bytes = payload.size();
+      ByteReader k(payload, "the constants section");
+      const uint32_t storage = k.num<uint32_t>();
+      if (storage == kInArtifact) {
+        constants = payload.substr(k.pos());
+        a.constants_bytes = constants.size();
+      } else if (storage == kWeightsFile) {
+        a.weights_file = k.str();
+        const uint64_t size = k.num<uint64_t>(), sum = k.num<uint64_t>();
+        if (!k.error().empty() || !k.at_end()) return bad("the constants section is malformed");
+        a.constants_bytes = size_t(size);
+        if (weights) {
+          ByteReader w(*weights, absl::StrCat("weights file ", a.weights_file));
+          std::string_view magic = w.bytes(sizeof kWeightsMagic);
+          const uint64_t wsize = w.num<uint64_t>(), wsum = w.num<uint64_t>();
+          if (!w.error().empty() || std::memcmp(magic.data(), kWeightsMagic, sizeof kWeightsMagic) != 0)
+            return bad(absl::StrCat("weights file ", a.weights_file, " is not a kiln weights file"));
+          if (wsize != size || wsum != sum)
+            return bad(absl::StrCat("weights file ", a.weights_file, " holds other weights (", wsize,
+                                    " bytes) than this artifact was compiled with (", size, " bytes): compile again"));
+          constants = std::string_view(*weights).substr(w.pos());
+          if (constants.size() != size || runtime::stable_hash64(constants) != sum)
+            return bad(absl::StrCat("weights file ", a.weights_file, " is corrupted (truncated or its checksum does not match)"));
+        }
+      } else {
+        return bad(absl::StrCat("the constants section has storage kind ", storage));
+      }
     } else {
       ByteReader t(payload, absl::StrCat("section '", name, "'"));
       TargetSection ts;
@@ -114,6 +165,7 @@ absl::StatusOr<Artifact> read(std::string_view bytes) {
     }
   }
   if (!c.at_end()) return bad(absl::StrCat(bytes.size() - c.pos(), " bytes after the last section"));
+  if (!a.weights_file.empty() && !weights) return a;  // constants left empty, as documented
   size_t at = 0;
   for (ir::ConstantData& k : a.graph.constants) {
     size_t n = size_t(shape_numel(k.shape) * dtype_size(k.dtype));
@@ -125,20 +177,63 @@ absl::StatusOr<Artifact> read(std::string_view bytes) {
   return a;
 }
 
-absl::Status write_file(const std::string& path, Artifact& a) {
-  std::string bytes = write(a);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f || !f.write(bytes.data(), std::streamsize(bytes.size())) || !f.flush())
-    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write the artifact"));
-  return absl::OkStatus();
+namespace {
+
+std::string beside(const std::string& artifact_path, const std::string& name) {
+  size_t slash = artifact_path.rfind('/');
+  return slash == std::string::npos ? name : artifact_path.substr(0, slash + 1) + name;
 }
 
-absl::StatusOr<Artifact> read_file(const std::string& path) {
+absl::StatusOr<std::string> slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   std::stringstream ss;
   ss << f.rdbuf();
-  auto a = read(ss.str());
+  return ss.str();
+}
+
+absl::Status spill(const std::string& path, const std::string& bytes, const char* what) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f || !f.write(bytes.data(), std::streamsize(bytes.size())) || !f.flush())
+    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write the ", what));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status write_file(const std::string& path, Artifact& a) {
+  if (!a.weights_file.empty()) {
+    if (a.weights_file.find('/') != std::string::npos)
+      return absl::InvalidArgumentError(absl::StrCat("weights file '", a.weights_file,
+                                                     "': give a file name; it is written beside the artifact"));
+    const std::string wpath = beside(path, a.weights_file);
+    std::string weights = write_weights(a);
+    // The same weights already there (recompiling the code): left untouched.
+    std::ifstream old(wpath, std::ios::binary | std::ios::ate);
+    bool same = old && size_t(old.tellg()) == weights.size();
+    if (same) {
+      old.seekg(0);
+      std::string head(sizeof kWeightsMagic + 16, '\0');
+      same = bool(old.read(head.data(), std::streamsize(head.size()))) && head == weights.substr(0, head.size());
+    }
+    if (!same) {
+      if (absl::Status s = spill(wpath, weights, "weights file"); !s.ok()) return s;
+    }
+  }
+  return spill(path, write(a), "artifact");
+}
+
+absl::StatusOr<Artifact> read_file(const std::string& path) {
+  auto bytes = slurp(path);
+  if (!bytes.ok()) return bytes.status();
+  auto a = read(*bytes);
+  if (a.ok() && !a->weights_file.empty()) {
+    auto weights = slurp(beside(path, a->weights_file));
+    if (!weights.ok())
+      return absl::NotFoundError(absl::StrCat(path, ": its weights file ", beside(path, a->weights_file),
+                                              " cannot be opened"));
+    a = read(*bytes, &*weights);
+  }
   if (!a.ok()) return absl::Status(a.status().code(), absl::StrCat(path, ": ", a.status().message()));
   return a;
 }

@@ -8,10 +8,14 @@
 //   section   u32 kind, str name, u64 length, u64 checksum (runtime::stable_hash64) of the
 //             payload, payload; in this order:
 //     signature   ir::print(ExportedGraph, with_data=false): the signature and the graph text
-//     constants   the constants' bytes, concatenated in signature order (captured weights: kept
-//                 in the artifact for now, so an artifact is as large as its weights)
+//     constants   u32 storage, then for 0 (in the artifact) the constants' bytes concatenated in
+//                 signature order, or for 1 (a weights file) str file name (beside the artifact),
+//                 u64 size, u64 checksum of those bytes; the weights file is magic
+//                 "\x89KILNWT\n", u64 size, u64 checksum, the bytes. Recompiling code with the
+//                 same weights leaves an identical weights file untouched.
 //     target...   one per target: str backend, str profile ("" = a device's own target), str
-//                 target_key, str runtime::serialize(CompiledProgram)
+//                 target_key, str runtime::serialize(CompiledProgram) (for CUDA: the cubin and,
+//                 unless the module is arch-specific, its PTX for newer GPUs)
 //   str is a u64 length and the bytes. The same inputs give the same bytes (no time stamps,
 //   no paths), so artifacts can be compared and cached by content.
 #pragma once
@@ -27,7 +31,7 @@
 
 namespace kiln::artifact {
 
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;  // 2: CUDA sections carry PTX
 
 // The kiln version this library writes into artifacts (the project version).
 std::string kiln_version();
@@ -48,16 +52,23 @@ struct Artifact {
   std::string kiln_version;
   ir::ExportedGraph graph;  // signature, constants (with their bytes) and graph
   std::vector<TargetSection> targets;
+  // "" = constants in the artifact; else the name of the weights file beside it that holds them.
+  std::string weights_file;
   size_t signature_bytes = 0, constants_bytes = 0;  // section sizes (set by read and write)
 };
 
-// The file's bytes; sets the sections' sizes in `a`.
+// The artifact file's bytes (with weights_file set, not the weights); sets the sections' sizes
+// in `a`.
 std::string write(Artifact& a);
+// The weights file's bytes for `a`'s constants.
+std::string write_weights(const Artifact& a);
 // InvalidArgument naming the problem (not an artifact, truncated, a section's checksum,
-// another format version with the kiln version that wrote it, a malformed section).
-absl::StatusOr<Artifact> read(std::string_view bytes);
+// another format version with the kiln version that wrote it, a malformed section). With a
+// weights file, its bytes come from `weights` (nullptr: the constants are left empty).
+absl::StatusOr<Artifact> read(std::string_view bytes, const std::string* weights = nullptr);
 
-// Whole files; errors name the path.
+// Whole files; errors name the path. write_file writes the weights file beside `path` too
+// (unless one with the same bytes is there), read_file reads it from there.
 absl::Status write_file(const std::string& path, Artifact& a);
 absl::StatusOr<Artifact> read_file(const std::string& path);
 

@@ -8,8 +8,18 @@ namespace kiln::artifact {
 
 absl::StatusOr<Loaded> load(const Artifact& a, runtime::Device* device) {
   std::string refusals;
-  for (const TargetSection& s : a.targets) {
-    if (s.backend != device->name()) continue;
+  // Sections made for exactly this device's target first (a cubin before another
+  // architecture's PTX that the driver would have to compile), then the others in file order.
+  auto compiler = runtime::compiler_for(device);
+  const std::string own = compiler.ok() ? (*compiler)->target_key() : "";
+  std::vector<const TargetSection*> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const TargetSection& s : a.targets) {
+      const bool exact = !own.empty() && s.target_key.compare(0, own.size(), own) == 0;
+      if (s.backend == device->name() && exact == (pass == 0)) order.push_back(&s);
+    }
+  for (const TargetSection* sp : order) {
+    const TargetSection& s = *sp;
     auto exe = device->load(s.program);
     if (exe.ok()) return Loaded{&s, *std::move(exe)};
     if (!absl::IsFailedPrecondition(exe.status()))
@@ -18,7 +28,6 @@ absl::StatusOr<Loaded> load(const Artifact& a, runtime::Device* device) {
   }
   std::string has;
   for (const TargetSection& s : a.targets) absl::StrAppend(&has, has.empty() ? "" : ", ", s.label(), " [", s.target_key, "]");
-  auto compiler = runtime::compiler_for(device);
   std::string needs = compiler.ok() ? (*compiler)->target_key() : std::string(compiler.status().message());
   return absl::FailedPreconditionError(absl::StrCat("no section of the artifact fits the ", device->name(), " device (",
                                                     device->description(), "): the artifact has ", has.empty() ? "no targets" : has,

@@ -1,6 +1,7 @@
 // Choosing and loading an artifact's section on a device: the first section of the device's
 // backend that the device accepts (Device::load checks the target key, runtime/device.h) is
-// loaded, and nothing is compiled. When none fits, a FailedPrecondition lists every section the
+// loaded, sections made for the device's own target key before others (a CUDA device also
+// accepts an older architecture's section through its PTX), and nothing is compiled. When none fits, a FailedPrecondition lists every section the
 // artifact has (label and target key) and what the device needs, with the device's own reason.
 #pragma once
 

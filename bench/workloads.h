@@ -20,6 +20,23 @@ inline Tensor w4b(const Tensor& x) { return x.mean({0}); }
 inline Tensor w5(const Tensor& x, const Tensor& W1, const Tensor& b1, const Tensor& W2, const Tensor& b2) {
   return matmul(gelu(matmul(x, W1) + b1, true), W2) + b2;
 }
+// W9: causal attention, q/k/v [B, H, S, D] in bf16.
+inline Tensor w9(const Tensor& q, const Tensor& k, const Tensor& v) {
+  AttentionOptions o;
+  o.causal = true;
+  return scaled_dot_product_attention(q, k, v, o);
+}
+// W8: a pre-LayerNorm causal transformer block in bf16: x [B, S, d], heads of 128, MLP 4x with
+// GELU (tanh). Weights: ln1 (w, b), Wqkv [d, 3d], Wo [d, d], ln2 (w, b), W1 [d, 4d], W2 [4d, d].
+inline Tensor w8(const Tensor& x, const Tensor& ln1w, const Tensor& ln1b, const Tensor& Wqkv, const Tensor& Wo,
+                 const Tensor& ln2w, const Tensor& ln2b, const Tensor& W1, const Tensor& W2) {
+  const int64_t B = x.shape()[0], S = x.shape()[1], d = x.shape()[2], H = d / 128;
+  Tensor qkv = matmul(layer_norm(x, ln1w, ln1b, 1e-5), Wqkv).reshape({B, S, 3, H, 128});
+  auto head = [&](int64_t i) { return qkv.slice(2, i, i + 1).reshape({B, S, H, 128}).permute({0, 2, 1, 3}); };
+  Tensor a = w9(head(0), head(1), head(2)).permute({0, 2, 1, 3}).reshape({B, S, d});
+  Tensor h = x + matmul(a, Wo);
+  return h + matmul(gelu(matmul(layer_norm(h, ln2w, ln2b, 1e-5), W1), true), W2);
+}
 // W6: 64 dependent elementwise ops on 4096 floats.
 inline Tensor w6(Tensor x) {
   for (int i = 0; i < 64; ++i) x = i % 2 == 0 ? x * 1.0001 + 0.001 : tanh(x);

@@ -9,6 +9,7 @@
 #include "kiln/stats.h"
 #include "frontend/lazy.h"
 #include "runtime/device.h"
+#include "replay/executable_cache.h"
 #include "runtime/registry.h"
 #include "runtime/stats.h"
 #include "support/options.h"
@@ -100,6 +101,8 @@ Stats stats() {
   s.kernel_disk_cache_hits = c.kernel_disk_cache_hits.load();
   s.kernels_launched = c.kernels_launched.load();
   s.bytes_allocated = c.bytes_allocated.load();
+  s.executables_evicted = c.executables_evicted.load();
+  s.executable_cache_bytes = replay::cache_bytes();
   return s;
 }
 
@@ -112,13 +115,22 @@ void reset_stats() {
   c.kernel_disk_cache_hits = 0;
   c.kernels_launched = 0;
   c.bytes_allocated = 0;
+  c.executables_evicted = 0;
 }
+
+void set_executable_cache_budget(int64_t bytes) {
+  if (bytes < 0) throw Error(absl::InvalidArgumentError(absl::StrCat("set_executable_cache_budget: ", bytes, " bytes")));
+  replay::cache_set_budget(bytes);
+}
+
+int64_t executable_cache_budget() { return replay::cache_budget(); }
 
 std::string Stats::to_string() const {
   return absl::StrCat("graphs_realized=", graphs_realized, " executables_built=", executables_built,
                       " executable_cache_hits=", executable_cache_hits, " kernels_compiled=", kernels_compiled,
                       " kernel_disk_cache_hits=", kernel_disk_cache_hits, " kernels_launched=", kernels_launched,
-                      " bytes_allocated=", bytes_allocated);
+                      " bytes_allocated=", bytes_allocated, " executables_evicted=", executables_evicted,
+                      " executable_cache_bytes=", executable_cache_bytes);
 }
 
 }  // namespace kiln

@@ -16,6 +16,13 @@
 //   pad          ints = {lo_0, hi_0, ..., lo_{r-1}, hi_{r-1}} (non-negative); scalar = value
 //   concat       ints = {axis}
 //   dot          [B..., M, K] x [B..., K, N] -> [B..., M, N] (batch dims equal)
+//   attention    q [B..., Sq, D], k [B..., Sk, D], v [B..., Sk, Dv], optional bias [B..., Sq, Sk]
+//                -> [B..., Sq, Dv]: softmax over j of (scale * q_i . k_j + bias_ij) weighting
+//                v_j, with s_ij = -inf where ints = {causal} is 1 and j > i (top-left aligned);
+//                scalar = scale. q, k, v share the float result dtype; bias is any float dtype.
+//                No intermediate rounding is part of the meaning: implementations accumulate in
+//                at least f32 (a fused kernel rounds the probabilities to the dtype before
+//                weighting v, as the written-out form does); a row with no finite score is NaN.
 #pragma once
 
 #include <cstdint>

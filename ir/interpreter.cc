@@ -1,5 +1,6 @@
 #include "ir/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -127,7 +128,7 @@ class Interp {
       case OpClass::kTernary: elementwise(n, &r); break;
       case OpClass::kReduce: reduce(n, &r); break;
       case OpClass::kMovement: movement(n, &r); break;
-      case OpClass::kContract: dot(n, &r); break;
+      case OpClass::kContract: n.op == Op::kDot ? dot(n, &r) : attention(n, &r); break;
       case OpClass::kKernel: return absl::InvalidArgumentError("kernel op in a graph");
     }
     (void)fl;
@@ -374,6 +375,37 @@ class Interp {
           if (fl) r->f[o] = round_to(n.dtype, acc);
           else r->i[o] = wrap_to(n.dtype, int64_t(iacc));
         }
+  }
+
+  void attention(const Node& n, HostTensor* r) {
+    const HostTensor& q = vals_[n.inputs[0]];
+    const HostTensor& k = vals_[n.inputs[1]];
+    const HostTensor& v = vals_[n.inputs[2]];
+    const HostTensor* bias = n.inputs.size() > 3 ? &vals_[n.inputs[3]] : nullptr;
+    size_t rank = q.shape.size();
+    int64_t Sq = q.shape[rank - 2], D = q.shape[rank - 1], Sk = k.shape[rank - 2], Dv = v.shape[rank - 1];
+    int64_t batch = 1;
+    for (size_t d = 0; d + 2 < rank; ++d) batch *= q.shape[d];
+    const bool causal = n.ints[0] != 0;
+    const double scale = n.scalar.as_double();
+    std::vector<double> s(static_cast<size_t>(Sk)), acc(static_cast<size_t>(Dv));
+    for (int64_t bt = 0; bt < batch; ++bt)
+      for (int64_t i = 0; i < Sq; ++i) {
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < Sk; ++j) {
+          double dotp = 0;
+          for (int64_t d = 0; d < D; ++d) dotp += q.f[(bt * Sq + i) * D + d] * k.f[(bt * Sk + j) * D + d];
+          s[j] = scale * dotp + (bias ? bias->f[(bt * Sq + i) * Sk + j] : 0.0);
+          if (causal && j > i) s[j] = -INFINITY;
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < Sk; ++j) sum += (s[j] = std::exp(s[j] - mx));  // NaN when mx = -inf
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < Sk; ++j)
+          for (int64_t d = 0; d < Dv; ++d) acc[d] += s[j] * v.f[(bt * Sk + j) * Dv + d];
+        for (int64_t d = 0; d < Dv; ++d) r->f[(bt * Sq + i) * Dv + d] = round_to(n.dtype, acc[d] / sum);
+      }
   }
 
   const Graph& g_;

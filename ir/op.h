@@ -13,11 +13,11 @@ enum class OpClass : uint8_t {
   kTernary,   // where
   kReduce,    // reduce over axes, keeps reduced dims as size 1
   kMovement,  // reshape, permute, expand, slice, pad, concat
-  kContract,  // dot
+  kContract,  // dot, attention
   kKernel,    // kernel-IR only: load, valid, axis index
 };
 
-// X(name, text, class, arity). Arity -1 = variadic (concat).
+// X(name, text, class, arity). Arity -1 = variadic (concat; attention takes 3 or 4).
 #define KILN_IR_OPS(X)                          \
   X(Input, "input", kSource, 0)                 \
   X(Const, "const", kSource, 0)                 \
@@ -67,6 +67,7 @@ enum class OpClass : uint8_t {
   X(Pad, "pad", kMovement, 1)                   \
   X(Concat, "concat", kMovement, -1)            \
   X(Dot, "dot", kContract, 2)                   \
+  X(Attention, "attention", kContract, -1)      \
   X(Load, "load", kKernel, 0)                   \
   X(Valid, "valid", kKernel, 0)                 \
   X(AxisIndex, "axis_index", kKernel, 0)

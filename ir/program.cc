@@ -49,6 +49,8 @@ std::string Kernel::finalize() {
       n.inner = map_depends_on_reduce(n.map, reduce);
     } else if (n.op == Op::kAxisIndex) {
       n.inner = reduce[n.ints[0]];
+    } else if (n.op == Op::kAttention) {
+      n.inner = false;  // folds over the Sk and D axes like a reduction
     } else if (is_reduce(n.op)) {
       if (!nodes[n.inputs[0]].inner && !has_reduce()) return absl::StrCat("reduce node ", i, " in a kernel without reduce axes");
       n.inner = false;

@@ -31,6 +31,10 @@ using KNodeId = int32_t;
 //   elementwise ops and cast: as in the graph IR
 //   reduce_* / argmax / argmin: fold the operand over the kernel's reduce axes (argmax/argmin
 //     return the position along the single reduce axis)
+//   attention  inputs q, k, v[, bias] over kernel axes [B..., Sq, Dv, Sk, D] (reduce: Sk, D),
+//     read at (b, sq, d), (b, sk, d), (b, sk, dv), (b, sq, sk); ints = {causal}, scalar = scale;
+//     the graph op's value at (b, sq, dv), an outer-level value (only a fused-attention kernel
+//     renders it: passes/attention.h decides where one exists)
 struct KNode {
   Op op = Op::kConst;
   DType dtype = DType::kFloat32;

@@ -22,6 +22,8 @@ struct TargetInfo {
   bool is_gpu = false;
   bool f32_denormals = true;  // f32 subnormals survive arithmetic (false: the device flushes them)
   int compute_capability = 0;  // CUDA: major*10+minor (90 = sm_90); 0 elsewhere
+  // A flash-attention kernel renders the attention op (CUDA sm_80+; passes/attention.h).
+  bool fused_attention = false;
 
   // CPU: the LLVM CPU name and feature string code is generated for ("" = the build machine's
   // host CPU, as LLVM detects it).

@@ -38,11 +38,14 @@ const char* ints_attr(Op op) {
     case Op::kSlice: return "start_step";
     case Op::kPad: return "widths";
     case Op::kConcat: return "axis";
+    case Op::kAttention: return "causal";
     default: return nullptr;
   }
 }
-bool ints_is_list(Op op) { return op != Op::kInput && op != Op::kRand && op != Op::kRandn && op != Op::kConcat; }
-bool has_scalar(Op op) { return op == Op::kConst || op == Op::kPad; }
+bool ints_is_list(Op op) {
+  return op != Op::kInput && op != Op::kRand && op != Op::kRandn && op != Op::kConcat && op != Op::kAttention;
+}
+bool has_scalar(Op op) { return op == Op::kConst || op == Op::kPad || op == Op::kAttention; }
 
 std::string format_scalar(const Scalar& s) {
   if (s.is_int) return std::to_string(s.i);
@@ -90,6 +93,7 @@ std::string print(const Graph& g) {
     }
     if (n.op == Op::kConst) absl::StrAppend(&out, " ", format_scalar(n.scalar));
     if (n.op == Op::kPad) absl::StrAppend(&out, " value=", format_scalar(n.scalar));
+    if (n.op == Op::kAttention) absl::StrAppend(&out, " scale=", format_scalar(n.scalar));
     absl::StrAppend(&out, " : ", dtype_name(n.dtype), shape_str(n.shape), "\n");
   }
   out += "  output";
@@ -193,6 +197,7 @@ class Parser {
     if (has_scalar(n.op)) {
       skip_blank();
       if (n.op == Op::kPad && !(keyword("value") && consume('='))) return fail("expected 'value='");
+      if (n.op == Op::kAttention && !(keyword("scale") && consume('='))) return fail("expected 'scale='");
       scalar_pos = pos_;
       scalar_text = number_token();
       if (scalar_text.empty()) return fail("expected a number");

@@ -161,6 +161,33 @@ absl::Status check_movement(const Graph& g, const Node& n) {
   }
 }
 
+absl::Status check_attention(const Graph& g, const Node& n) {
+  if (n.inputs.size() != 3 && n.inputs.size() != 4) return err(n, "takes q, k, v and an optional bias");
+  if (n.ints.size() != 1 || (n.ints[0] != 0 && n.ints[0] != 1)) return err(n, "causal must be 0 or 1");
+  if (n.scalar.is_int) return err(n, "scale must be a floating-point number");
+  const Shape &q = g.node(n.inputs[0]).shape, &k = g.node(n.inputs[1]).shape, &v = g.node(n.inputs[2]).shape;
+  size_t r = q.size();
+  if (r < 2 || k.size() != r || v.size() != r || n.shape.size() != r)
+    return err(n, absl::StrCat("q ", shape_str(q), ", k ", shape_str(k), ", v ", shape_str(v),
+                               " and the result must have one rank >= 2"));
+  if (!is_float(n.dtype)) return err(n, "needs a floating-point dtype");
+  for (int i = 0; i < 3; ++i)
+    if (g.node(n.inputs[i]).dtype != n.dtype) return err(n, "q, k and v must have the result dtype");
+  for (size_t d = 0; d + 2 < r; ++d)
+    if (k[d] != q[d] || v[d] != q[d] || n.shape[d] != q[d]) return err(n, "batch dims differ");
+  if (k[r - 1] != q[r - 1]) return err(n, absl::StrCat("q ", shape_str(q), " and k ", shape_str(k), " differ in head dim"));
+  if (v[r - 2] != k[r - 2]) return err(n, absl::StrCat("k ", shape_str(k), " and v ", shape_str(v), " differ in length"));
+  if (n.shape[r - 2] != q[r - 2] || n.shape[r - 1] != v[r - 1]) return err(n, "result shape is not [..., Sq, Dv]");
+  if (n.inputs.size() == 4) {
+    const Node& b = g.node(n.inputs[3]);
+    Shape want(q.begin(), q.end() - 1);
+    want.push_back(k[r - 2]);
+    if (!is_float(b.dtype)) return err(n, "bias must be floating-point");
+    if (b.shape != want) return err(n, absl::StrCat("bias ", shape_str(b.shape), " should be ", shape_str(want)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Shape> broadcast_shapes(const Shape& a, const Shape& b, const std::string& op_label) {
@@ -215,6 +242,7 @@ absl::Status check_node(const Graph& g, const Node& n) {
     }
     case OpClass::kMovement: return check_movement(g, n);
     case OpClass::kContract: {
+      if (n.op == Op::kAttention) return check_attention(g, n);
       const Node& a = g.node(n.inputs[0]);
       const Node& b = g.node(n.inputs[1]);
       size_t r = a.shape.size();

@@ -50,17 +50,24 @@ class Fuser {
       if (g_.node(o).op != Op::kInput) mat[o] = true;
     for (size_t i = 0; i < g_.size(); ++i) {
       const Node& n = g_.node(NodeId(i));
-      if (ir::is_reduce(n.op) || n.op == Op::kDot) mat[i] = true;
+      if (ir::is_reduce(n.op) || n.op == Op::kDot || n.op == Op::kAttention) mat[i] = true;
       if (!enable_ && (ir::is_elementwise(n.op))) mat[i] = true;
     }
     for (size_t i = 0; i < g_.size(); ++i) {
       const Node& n = g_.node(NodeId(i));
-      if (n.op != Op::kDot) continue;
-      for (NodeId x : n.inputs) {
+      if (n.op != Op::kDot && n.op != Op::kAttention) continue;
+      // An attention's bias is read once per score, so any elementwise form of it is inlined.
+      for (size_t j = 0; j < std::min<size_t>(n.inputs.size(), 3); ++j) {
+        NodeId x = n.inputs[j];
         NodeId costly = -1;
         if (!cheap_operand(g_, x, mat, &costly)) {
           mat[costly] = true;
           plan_.decisions.push_back(absl::StrCat("materialize %", costly, ": matmul operand too costly to recompute per tile"));
+        } else if (t_.is_gpu && ir::is_movement(g_.node(x).op) && !reads_as_one_view(g_, x)) {
+          // One copy kernel instead of index arithmetic per element in every tile.
+          mat[x] = true;
+          plan_.decisions.push_back(absl::StrCat("materialize %", x, ": ", n.op == Op::kDot ? "matmul" : "attention",
+                                                 " operand is not one strided view"));
         }
       }
     }
@@ -182,6 +189,10 @@ class Fuser {
       *why = absl::StrCat("reduced size ", s.reduce_count(), " exceeds the fused-row limit ", t_.max_fused_row);
       return false;
     };
+    if (SG.attention) {
+      *why = "an attention kernel only inlines cheap operands; this one must be stored";
+      return false;
+    }
     if (SG.dot) {
       // H's nodes are in memory for a reason (a graph output, or an operand too costly to
       // recompute per tile), and a contraction kernel stores only values of its result's space:
@@ -206,7 +217,7 @@ class Fuser {
         return true;
       }
       // The consumer iterates the reduction's input space (a normalization).
-      if (!SH.dot && SG.full == SH.full && all_natural(SH)) {
+      if (!SH.dot && !SH.attention && SG.full == SH.full && all_natural(SH)) {
         if (!row_ok(SH)) return false;
         *out = SH;
         return true;
@@ -214,7 +225,7 @@ class Fuser {
       *why = "the consumer reads the reduction at elements other than those its loop computes";
       return false;
     }
-    if (SG == SH && !SH.dot && all_natural(SG)) {
+    if (SG == SH && !SH.dot && !SH.attention && all_natural(SG)) {
       if (!row_ok(SG)) return false;
       *out = SG;
       return true;
@@ -261,7 +272,7 @@ class Fuser {
     for (size_t a = 0; a < groups_.size(); ++a) {
       for (size_t b = a + 1; b < groups_.size(); ++b) {
         const Space &sa = groups_[a].space, &sb = groups_[b].space;
-        if (sa.dot || sb.dot || sa.full != sb.full) continue;
+        if (sa.dot || sb.dot || sa.attention || sb.attention || sa.full != sb.full) continue;
         // Same space, or an elementwise kernel joining a reduction over its full shape (its values
         // become inner-level stores of the reduction kernel).
         if (!(sa == sb) && sa.has_reduce() && sb.has_reduce()) continue;

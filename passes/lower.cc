@@ -176,7 +176,7 @@ class Builder {
       }
       case ir::OpClass::kMovement: return lower_movement(n, m);
       case ir::OpClass::kReduce: return lower_reduce(id, n, m);
-      case ir::OpClass::kContract: return lower_dot(id, n, m);
+      case ir::OpClass::kContract: return n.op == Op::kDot ? lower_dot(id, n, m) : lower_attention(id, n, m);
       case ir::OpClass::kKernel: break;
     }
     return absl::InternalError("unexpected kernel op in a graph");
@@ -279,6 +279,42 @@ class Builder {
     return acc == n.dtype ? red : op(Op::kCast, n.dtype, {red});
   }
 
+  // Kernel axes [B..., Sq, Dv, Sk, D]; reduce axes Sk and D. Operands are read at maps that
+  // ignore the axes they do not have: q (b, sq, d), k (b, sk, d), v (b, sk, dv), bias (b, sq, sk).
+  absl::StatusOr<KNodeId> lower_attention(NodeId id, const Node& n, const IndexMap& m) {
+    if (absl::Status s = check_natural(id, m); !s.ok()) return s;
+    if (!r_.space.attention) return absl::InternalError("attention outside an attention kernel");
+    for (const KNode& kn : k_.nodes)
+      if (kn.op == Op::kAttention) return absl::InternalError("two attentions in one kernel");
+    const size_t nb = n.shape.size() - 2;
+    const int sq = int(nb), dv = int(nb + 1), sk = int(nb + 2), d = int(nb + 3);
+    // Strides of operand `x` along the kernel axes `axes` (one per operand dim, in order).
+    auto view_of = [&](NodeId x, std::vector<int> axes) {
+      View v;
+      v.shape = r_.space.full;
+      v.strides.assign(v.shape.size(), 0);
+      std::vector<int64_t> cs = ir::contiguous_strides(g_.node(x).shape);
+      for (size_t b = 0; b < nb; ++b) v.strides[b] = cs[b];
+      for (size_t j = 0; j < axes.size(); ++j) v.strides[axes[j]] = cs[nb + j];
+      v.canonicalize();
+      return IndexMap::of(v);
+    };
+    std::vector<KNodeId> in;
+    const std::vector<std::vector<int>> axes = {{sq, d}, {sk, d}, {sk, dv}, {sq, sk}};
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      auto x = lower(n.inputs[j], view_of(n.inputs[j], axes[j]));
+      if (!x.ok()) return x;
+      in.push_back(*x);
+    }
+    KNode a;
+    a.op = Op::kAttention;
+    a.dtype = n.dtype;
+    a.inputs = in;
+    a.ints = n.ints;
+    a.scalar = n.scalar;
+    return emit(a);
+  }
+
   const LowerRequest& r_;
   const ir::Graph& g_;
   std::vector<NodeId> computed_;
@@ -293,5 +329,22 @@ class Builder {
 }  // namespace
 
 absl::StatusOr<ir::Kernel> lower_group(const LowerRequest& req) { return Builder(req).build(); }
+
+bool reads_as_one_view(const ir::Graph& g, ir::NodeId id) {
+  IndexMap m = IndexMap::of(View::contiguous(g.node(id).shape));
+  for (NodeId x = id;;) {
+    const Node& n = g.node(x);
+    if (!ir::is_movement(n.op) || n.op == Op::kPad || n.op == Op::kConcat) break;
+    const Shape& in = g.node(n.inputs[0]).shape;
+    switch (n.op) {
+      case Op::kReshape: m = compose_merged(m, ir::reshape_view(n.shape)); break;
+      case Op::kPermute: m = compose_merged(m, ir::permute_view(in, n.ints)); break;
+      case Op::kExpand: m = compose_merged(m, ir::expand_view(in, n.shape)); break;
+      default: m = compose_merged(m, ir::slice_view(in, n.ints, n.shape)); break;
+    }
+    x = n.inputs[0];
+  }
+  return m.views.size() == 1;
+}
 
 }  // namespace kiln::passes

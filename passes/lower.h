@@ -29,4 +29,9 @@ struct LowerRequest {
 // the group is read at a map other than its natural one); the fuser never asks for that.
 absl::StatusOr<ir::Kernel> lower_group(const LowerRequest& req);
 
+// Whether the movement ops from `id` down to the first other node read it through ONE strided
+// view (what a tiled contraction stages without per-element index arithmetic); false for a
+// reshape of a permuted layout, which needs a stack of views.
+bool reads_as_one_view(const ir::Graph& g, ir::NodeId id);
+
 }  // namespace kiln::passes

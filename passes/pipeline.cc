@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ir/verify_program.h"
+#include "passes/attention.h"
 #include "passes/fuse.h"
 #include "passes/insert_barriers.h"
 #include "passes/plan_memory.h"
@@ -89,6 +90,12 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   after("input", ir::print(input));
   ir::Graph g = simplify(input);
   after("simplify", ir::print(g));
+  std::vector<std::string> attention_decisions;
+  g = place_attention(g, target, &attention_decisions);
+  if (!attention_decisions.empty()) {
+    g = simplify(g);
+    after("place_attention", ir::print(g));
+  }
   SplitPolicy split;
   if (target.is_gpu) {
     split.min_row_outputs = int64_t(target.parallelism) * 2;        // workgroups per multiprocessor
@@ -103,6 +110,7 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   after("split_reduce", ir::print(g));
   if (absl::Status s = ir::verify(g); !s.ok()) return absl::InternalError(absl::StrCat("passes broke the graph: ", s.message()));
   FusionPlan plan = fuse(g, target, opts.fusion);
+  plan.decisions.insert(plan.decisions.begin(), attention_decisions.begin(), attention_decisions.end());
   std::string decisions;
   for (const std::string& d : plan.decisions) absl::StrAppend(&decisions, d, "\n");
   if (opts.debug >= 2 && !decisions.empty()) std::fprintf(stderr, "kiln: fusion decisions:\n%s", decisions.c_str());

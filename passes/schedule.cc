@@ -39,7 +39,9 @@ void remap_contraction_axis(int* axis, size_t removed) {
 }  // namespace
 
 void merge_axes(ir::Kernel* k) {
-  if (k->contraction.reduce >= 0) {
+  bool attention = false;
+  for (const ir::KNode& n : k->nodes) attention = attention || n.op == ir::Op::kAttention;
+  if (k->contraction.reduce >= 0 || attention) {
     // Keep the m/n/k axes addressable; only batch axes could merge, and rarely matter.
     return;
   }

@@ -19,9 +19,9 @@ ir::View Space::outer_view() const {
   ir::View v;
   v.shape = full;
   std::vector<int64_t> cs = ir::contiguous_strides(outer);
-  if (dot) {
+  if (dot || attention) {
     v.strides = cs;
-    v.strides.push_back(0);
+    v.strides.resize(full.size(), 0);
   } else {
     v.strides = cs;
     for (size_t d = 0; d < full.size(); ++d)
@@ -67,6 +67,15 @@ Space space_of(const ir::Graph& g, ir::NodeId id) {
     s.full.push_back(a.back());
     s.reduce.assign(s.full.size(), false);
     s.reduce.back() = true;
+    s.outer = n.shape;
+  } else if (n.op == ir::Op::kAttention) {
+    s.attention = true;
+    s.full = n.shape;
+    const Shape& k = g.node(n.inputs[1]).shape;
+    s.full.push_back(k[k.size() - 2]);  // Sk
+    s.full.push_back(k.back());         // D
+    s.reduce.assign(s.full.size(), false);
+    s.reduce[s.full.size() - 1] = s.reduce[s.full.size() - 2] = true;
     s.outer = n.shape;
   } else {
     s.full = n.shape;

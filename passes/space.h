@@ -14,11 +14,12 @@ struct Space {
   std::vector<bool> reduce;  // per axis of `full`
   Shape outer;               // shape of a value computed once per outer index
   bool dot = false;          // a contraction: full = outer + [K], K is the last axis
+  bool attention = false;    // attention: full = outer + [Sk, D], outer = [B..., Sq, Dv]
 
   bool has_reduce() const;
   int64_t reduce_count() const;
   bool operator==(const Space& o) const {
-    return full == o.full && reduce == o.reduce && outer == o.outer && dot == o.dot;
+    return full == o.full && reduce == o.reduce && outer == o.outer && dot == o.dot && attention == o.attention;
   }
   // The view over `full` that addresses a row-major tensor of `outer` shape.
   ir::View outer_view() const;

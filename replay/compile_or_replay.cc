@@ -1,5 +1,6 @@
 #include "replay/compile_or_replay.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -54,6 +55,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Devi
   e->exe = std::move(*exe);
   e->buffers = compiled->buffers;
   e->outputs = compiled->outputs;
+  e->bytes = std::max<int64_t>(compiled->arena_bytes, kMinEntryBytes);
   runtime::counters().executables_built++;
   if (opts.debug >= 1)
     std::fprintf(stderr, "kiln: compiled %d kernel(s) for %s in %.3f ms\n", e->exe->kernels_per_run(),

@@ -1,14 +1,26 @@
 #include "replay/executable_cache.h"
 
+#include <cstdio>
 #include <mutex>
 #include <unordered_map>
+
+#include "runtime/stats.h"
+#include "support/options.h"
 
 namespace kiln::replay {
 namespace {
 
+struct Entry {
+  std::shared_ptr<const CompiledGraph> graph;
+  uint64_t last_used = 0;
+};
+
 struct Cache {
   std::mutex mu;
-  std::unordered_multimap<uint64_t, std::shared_ptr<const CompiledGraph>> entries;
+  std::unordered_multimap<uint64_t, Entry> entries;
+  uint64_t tick = 0;
+  int64_t bytes = 0;
+  int64_t budget = support::options().cache_bytes;
 };
 
 Cache& cache() {
@@ -18,11 +30,31 @@ Cache& cache() {
 
 uint64_t key(const ir::Graph& g, bool fusion) { return g.structural_hash() ^ (uint64_t(fusion) << 63); }
 
-std::shared_ptr<const CompiledGraph> find_locked(Cache& c, runtime::Device* d, const ir::Graph& g, bool fusion) {
+Entry* find_locked(Cache& c, runtime::Device* d, const ir::Graph& g, bool fusion) {
   auto range = c.entries.equal_range(key(g, fusion));
-  for (auto it = range.first; it != range.second; ++it)
-    if (it->second->device == d && it->second->fusion == fusion && it->second->graph == g) return it->second;
+  for (auto it = range.first; it != range.second; ++it) {
+    const CompiledGraph& e = *it->second.graph;
+    if (e.device == d && e.fusion == fusion && e.graph == g) return &it->second;
+  }
   return nullptr;
+}
+
+// Drops least recently used entries (never `keep`) until the cache fits its budget. A linear
+// scan per eviction: caches hold tens to thousands of entries and evictions are rare.
+void evict_locked(Cache& c, const CompiledGraph* keep) {
+  while (c.bytes > c.budget) {
+    auto victim = c.entries.end();
+    for (auto it = c.entries.begin(); it != c.entries.end(); ++it)
+      if (it->second.graph.get() != keep && (victim == c.entries.end() || it->second.last_used < victim->second.last_used))
+        victim = it;
+    if (victim == c.entries.end()) return;
+    c.bytes -= victim->second.graph->bytes;
+    if (support::debug_level() >= 1)
+      std::fprintf(stderr, "kiln: executable cache: evicted an executable of %lld bytes (%lld of %lld bytes in use)\n",
+                   (long long)victim->second.graph->bytes, (long long)c.bytes, (long long)c.budget);
+    c.entries.erase(victim);
+    runtime::counters().executables_evicted++;
+  }
 }
 
 }  // namespace
@@ -30,14 +62,28 @@ std::shared_ptr<const CompiledGraph> find_locked(Cache& c, runtime::Device* d, c
 std::shared_ptr<const CompiledGraph> cache_lookup(runtime::Device* device, const ir::Graph& graph, bool fusion) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  return find_locked(c, device, graph, fusion);
+  Entry* e = find_locked(c, device, graph, fusion);
+  if (!e) return nullptr;
+  e->last_used = ++c.tick;
+  return e->graph;
 }
 
 std::shared_ptr<const CompiledGraph> cache_insert(std::shared_ptr<const CompiledGraph> e) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  if (auto existing = find_locked(c, e->device, e->graph, e->fusion)) return existing;
-  c.entries.emplace(key(e->graph, e->fusion), e);
+  if (Entry* existing = find_locked(c, e->device, e->graph, e->fusion)) {
+    existing->last_used = ++c.tick;
+    return existing->graph;
+  }
+  if (e->bytes > c.budget) {
+    if (support::debug_level() >= 1)
+      std::fprintf(stderr, "kiln: executable cache: an executable of %lld bytes exceeds the budget of %lld bytes; it runs uncached\n",
+                   (long long)e->bytes, (long long)c.budget);
+    return e;
+  }
+  c.entries.emplace(key(e->graph, e->fusion), Entry{e, ++c.tick});
+  c.bytes += e->bytes;
+  evict_locked(c, e.get());
   return e;
 }
 
@@ -45,6 +91,26 @@ void cache_clear() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   c.entries.clear();
+  c.bytes = 0;
+}
+
+void cache_set_budget(int64_t bytes) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.budget = bytes;
+  evict_locked(c, nullptr);
+}
+
+int64_t cache_budget() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.budget;
+}
+
+int64_t cache_bytes() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.bytes;
 }
 
 }  // namespace kiln::replay

@@ -1,6 +1,8 @@
 // The in-memory cache of compiled graphs: one entry per (device, graph structure, pass options),
 // looked up by the graph's structural hash and confirmed by comparing the whole graph, so a hash
-// collision never runs the wrong code. Entries live for the process (clear() drops them).
+// collision never runs the wrong code. The cache holds at most a budget of device bytes (each
+// entry counts its arena, at least kMinEntryBytes): inserting beyond it drops the least recently
+// used entries (counters().executables_evicted); an entry larger than the budget is not cached.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +22,10 @@ struct CompiledGraph {
   std::shared_ptr<runtime::Executable> exe;
   std::vector<ir::BufferDesc> buffers;
   std::vector<int> outputs;  // buffer of each graph output
+  int64_t bytes = 0;         // what it counts against the cache's budget
 };
+
+inline constexpr int64_t kMinEntryBytes = 64 << 10;
 
 // The entry for `graph` on `device` compiled with `fusion`, or nullptr.
 std::shared_ptr<const CompiledGraph> cache_lookup(runtime::Device* device, const ir::Graph& graph, bool fusion);
@@ -29,5 +34,9 @@ std::shared_ptr<const CompiledGraph> cache_lookup(runtime::Device* device, const
 std::shared_ptr<const CompiledGraph> cache_insert(std::shared_ptr<const CompiledGraph> e);
 // Drops every entry (tests use it to force recompiles).
 void cache_clear();
+// The budget (initially support::options().cache_bytes); setting it evicts down to it.
+void cache_set_budget(int64_t bytes);
+int64_t cache_budget();
+int64_t cache_bytes();  // bytes the entries count now
 
 }  // namespace kiln::replay

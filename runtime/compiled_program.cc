@@ -11,7 +11,7 @@
 namespace kiln::runtime {
 namespace {
 
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '3'};  // 03: cuda tensor maps
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '4'};  // 03: cuda tensor maps; 04: PTX
 
 using support::ByteReader;
 using support::ByteWriter;
@@ -134,6 +134,7 @@ std::string serialize(const CompiledProgram& c) {
   w.list(c.outputs, [&](int o) { w.i64(o); });
   w.str(c.module);
   w.str(c.module_source);
+  w.str(c.portable_module);
   w.list(c.kernels, [&](const CompiledKernel& k) {
     w.str(k.name);
     w.list(k.buffers, [&](int b) { w.i64(b); });
@@ -190,6 +191,7 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
   c.outputs = read_ints(r);
   c.module = r.str();
   c.module_source = r.str();
+  c.portable_module = r.str();
   c.kernels.resize(r.count(64));
   for (CompiledKernel& k : c.kernels) {
     k.name = r.str();

@@ -67,6 +67,9 @@ struct CompiledProgram {
   std::vector<int> outputs;  // buffer of each graph output (ir::Program::outputs)
   std::string module;         // one binary for every kernel (cpu, cuda); empty for vulkan
   std::string module_source;  // the module's source and assembly (dumps; empty unless kept)
+  // cuda: the module as PTX, for GPUs newer than target_key that have no cubin of their own (the
+  // driver JIT-compiles it); empty when the module uses arch-specific instructions (sm_90a).
+  std::string portable_module;
   std::vector<CompiledKernel> kernels;  // parallel to ir::Program::kernels
 
   // Each kernel's text for dumps: its launch, strategy and source (the module's source and

@@ -75,6 +75,21 @@ bool fusion_enabled() {
 Options options() {
   Options o;
   read_int(o, "KILN_DEBUG", &o.debug);
+  if (const char* v = env("KILN_CACHE_BYTES")) {
+    std::string s = v;
+    int shift = 0;
+    if (!s.empty() && (s.back() == 'K' || s.back() == 'M' || s.back() == 'G')) {
+      shift = s.back() == 'K' ? 10 : s.back() == 'M' ? 20 : 30;
+      s.pop_back();
+    }
+    int64_t n = 0;
+    if (absl::SimpleAtoi(s, &n) && n >= 0 && n <= (INT64_MAX >> shift)) {
+      o.cache_bytes = n << shift;
+    } else {
+      o.invalid.emplace("KILN_CACHE_BYTES", v);
+      warn_invalid("KILN_CACHE_BYTES", v, int(o.cache_bytes >> 30));
+    }
+  }
   if (const char* d = env("KILN_DUMP_DIR")) o.dump_dir = d;
   read_switch("KILN_FUSION", &o.fusion);
   if (const char* d = env("KILN_DEVICE")) o.device = d;
@@ -90,6 +105,7 @@ Options options() {
   read_int(o, "KILN_CUDA_SM90_BK", &o.cuda_sm90_bk);
   read_int(o, "KILN_CUDA_SM90_WAIT", &o.cuda_sm90_wait);
   read_int(o, "KILN_CUDA_SM90_GROUP", &o.cuda_sm90_group);
+  read_int(o, "KILN_CUDA_ATTENTION_ROWS", &o.cuda_attention_rows);
   read_int(o, "KILN_VULKAN_DEVICE", &o.vulkan_device, /*strict=*/true);
   read_switch("KILN_VULKAN_VALIDATION", &o.vulkan_validation);
   read_switch("KILN_VULKAN_SPIRV_OPT", &o.vulkan_spirv_opt);

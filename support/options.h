@@ -28,6 +28,9 @@ struct Options {
   // KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln; "" when KILN_DISK_CACHE=0
   // or no location is known.
   std::string cache_dir;
+  // KILN_CACHE_BYTES: device bytes (arenas) the in-memory executable cache may hold; beyond it the
+  // least recently used executables are dropped (suffixes K, M, G accepted).
+  int64_t cache_bytes = int64_t(4) << 30;
 
   // --- GPU renderer knobs (codegen/c_family)
   bool gpu_shuffle = true;       // KILN_GPU_SHUFFLE=0: reductions through shared memory only
@@ -45,6 +48,7 @@ struct Options {
   int cuda_sm90_bk = 64;         // KILN_CUDA_SM90_BK=32: 32-deep stages (64B swizzle, twice as many)
   int cuda_sm90_wait = 1;        // KILN_CUDA_SM90_WAIT=0: wait for each k block's wgmma
   int cuda_sm90_group = 8;       // KILN_CUDA_SM90_GROUP: m-tiles per group of the tile order
+  int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block
 
   // --- Vulkan (backends/vulkan)
   int vulkan_device = -1;        // KILN_VULKAN_DEVICE (-1: discrete GPU, then integrated, then CPU)

@@ -72,7 +72,7 @@ absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) cons
   c.target_key = rendered->arch_specific ? target_key() + "a" : target_key();
   const bool keep = support::options().keep_sources();
   if (!rendered->kernels.empty()) {
-    auto bin = compile_module(rendered->module_source, cc, int(rendered->kernels.size()), keep,
+    auto bin = compile_module(rendered->module_source, cc, int(rendered->kernels.size()), /*keep_ptx=*/true,
                               CompileCache::for_backend("cuda"), rendered->arch_specific);
     if (!bin.ok()) return bin.status();
     c.module = std::move(bin->cubin);
@@ -80,6 +80,8 @@ absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) cons
       c.module_source = rendered->module_source;
       if (!bin->ptx.empty()) absl::StrAppend(&c.module_source, "\n// ---- PTX ----\n", bin->ptx);
     }
+    // PTX of arch-specific code (sm_90a) does not run on any other architecture.
+    if (!rendered->arch_specific) c.portable_module = std::move(bin->ptx);
   }
   if (rendered->kernels.size() != c.kernels.size())
     return absl::InternalError(absl::StrCat("cuda: ", rendered->kernels.size(), " rendered kernels for a program of ",

@@ -110,16 +110,26 @@ absl::Status CudaDevice::download(Buffer* src, void* dst, int64_t bytes) {
 absl::StatusOr<std::unique_ptr<Executable>> CudaDevice::load(const CompiledProgram& c) {
   if (absl::Status s = check_consistent(c); !s.ok()) return s;
   const std::string mine = target_key(target_);
-  if (c.backend != "cuda" || !accepts_key(target_, c.target_key))
-    return absl::FailedPreconditionError(absl::StrCat("cuda: the program was compiled for ", c.backend, " ",
-                                                      c.target_key, "; this device is cuda ", mine));
+  // No cubin for this GPU: a newer GPU JIT-compiles the module's PTX in the driver.
+  const bool jit_ptx = c.backend == "cuda" && !accepts_key(target_, c.target_key) && !c.portable_module.empty() &&
+                       runs_ptx_of(target_, c.target_key);
+  if (c.backend != "cuda" || (!accepts_key(target_, c.target_key) && !jit_ptx))
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cuda: the program was compiled for ", c.backend, " ", c.target_key, "; this device is cuda ", mine,
+        c.backend != "cuda"                ? ""
+        : c.portable_module.empty()        ? " (and the program has no PTX for the driver to compile)"
+        : !runs_ptx_of(target_, c.target_key) ? " (PTX runs only on its architecture and later ones)"
+                                              : ""));
   if (!c.kernels.empty() && c.module.empty())
     return absl::InvalidArgumentError(
         absl::StrCat("cuda: the compiled program has ", c.kernels.size(), " kernels and no module"));
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
   std::shared_ptr<Module> module;
   if (!c.kernels.empty()) {
-    auto m = Module::load(c.module);
+    if (jit_ptx && support::debug_level() >= 1)
+      std::fprintf(stderr, "kiln: cuda: no cubin for %s in a program compiled for %s: the driver JIT-compiles its PTX (%zu bytes)\n",
+                   mine.c_str(), c.target_key.c_str(), c.portable_module.size());
+    auto m = Module::load(jit_ptx ? c.portable_module : c.module);
     if (!m.ok()) return m.status();
     module = *std::move(m);
   }

@@ -8,6 +8,7 @@ namespace kiln::runtime::cuda {
 ir::TargetInfo cuda_target_info(int sm_count, int64_t shared_optin, int compute_capability) {
   ir::TargetInfo t;
   t.compute_capability = compute_capability;
+  t.fused_attention = compute_capability >= 80;  // mma.sync m16n8k16 bf16 (codegen/c_family/attention_cuda.cc)
   t.name = "cuda";
   t.parallelism = sm_count;
   t.subgroup_size = 32;
@@ -21,6 +22,16 @@ ir::TargetInfo cuda_target_info(int sm_count, int64_t shared_optin, int compute_
 }
 
 std::string target_key(const ir::TargetInfo& t) { return absl::StrCat("sm_", t.compute_capability); }
+
+bool runs_ptx_of(const ir::TargetInfo& t, const std::string& key) {
+  if (key.size() < 4 || key.compare(0, 3, "sm_") != 0) return false;
+  int cc = 0;
+  for (size_t i = 3; i < key.size(); ++i) {
+    if (key[i] < '0' || key[i] > '9' || cc > 10000) return false;  // "sm_90a": arch-specific
+    cc = cc * 10 + (key[i] - '0');
+  }
+  return cc > 0 && cc <= t.compute_capability;
+}
 
 bool accepts_key(const ir::TargetInfo& t, const std::string& key) {
   return key == target_key(t) || (t.compute_capability == 90 && key == "sm_90a");

@@ -29,4 +29,9 @@ std::string target_key(const ir::TargetInfo& t);
 // (sm_90a on compute capability 9.0 exactly).
 bool accepts_key(const ir::TargetInfo& t, const std::string& key);
 
+// Whether a device of `t` can run the PTX of a program stamped `key` through the driver's JIT:
+// PTX made for "sm_<cc>" runs on that architecture and every later one; arch-specific keys
+// ("sm_90a") have no portable PTX.
+bool runs_ptx_of(const ir::TargetInfo& t, const std::string& key);
+
 }  // namespace kiln::runtime::cuda

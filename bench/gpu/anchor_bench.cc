@@ -203,6 +203,75 @@ Workload make(const std::string& id, const Device& d) {
       }
       return rel_err(sampled, ref);
     };
+  } else if (id == "W9") {
+    // Causal attention, bf16, batch 8, 16 heads, seq 2048, head dim 128 (causal FLOPs: half).
+    const int64_t B = 8, H = 16, S = 2048, D = 128;
+    auto make_bf16 = [](std::vector<float> v) {
+      for (float& f : v) f = bf16_round(f);
+      return std::make_shared<std::vector<float>>(std::move(v));
+    };
+    const size_t n = size_t(B * H * S * D);
+    auto q = make_bf16(uniform(n, 30, -1, 1)), k = make_bf16(uniform(n, 31, -1, 1)), v = make_bf16(uniform(n, 32, -1, 1));
+    w.inputs = {upload(*q, {B, H, S, D}, d, bfloat16), upload(*k, {B, H, S, D}, d, bfloat16),
+                upload(*v, {B, H, S, D}, d, bfloat16)};
+    w.fn = [](const V& in) { return V{w9(in[0], in[1], in[2])}; };
+    w.flops = 4.0 * double(B * H) * double(S) * double(S) * double(D) / 2;
+    w.bytes = 2.0 * 4 * double(n);
+    w.check = [q, k, v, S, D](const Tensor& out) {
+      std::vector<float> got = out.to_vector<float>();
+      std::vector<float> sampled;
+      std::vector<double> ref;
+      // Rows of a few (batch, head) pairs, first, middle and last positions.
+      for (int64_t bh : {int64_t(0), int64_t(77), int64_t(127)})
+        for (int64_t i : {int64_t(0), int64_t(1), S / 2 + 3, S - 1}) {
+          const float* qi = q->data() + (bh * S + i) * D;
+          std::vector<double> s(size_t(i + 1));
+          double mx = -INFINITY;
+          for (int64_t j = 0; j <= i; ++j) {
+            const float* kj = k->data() + (bh * S + j) * D;
+            double dot = 0;
+            for (int64_t x = 0; x < D; ++x) dot += double(qi[x]) * kj[x];
+            s[size_t(j)] = dot / std::sqrt(double(D));
+            mx = std::max(mx, s[size_t(j)]);
+          }
+          double z = 0;
+          for (double& e : s) z += (e = std::exp(e - mx));
+          for (int64_t x = 0; x < D; ++x) {
+            double acc = 0;
+            for (int64_t j = 0; j <= i; ++j) acc += s[size_t(j)] * (*v)[size_t((bh * S + j) * D + x)];
+            ref.push_back(acc / z);
+            sampled.push_back(got[size_t((bh * S + i) * D + x)]);
+          }
+        }
+      return rel_err(sampled, ref);
+    };
+  } else if (id == "W8") {
+    // A causal transformer block, bf16: batch 8, seq 2048, d_model 2048, 16 heads of 128.
+    const int64_t B = 8, S = 2048, dm = 2048;
+    auto make_bf16 = [](std::vector<float> v) {
+      for (float& f : v) f = bf16_round(f);
+      return v;
+    };
+    const float s = 1.0f / 45.0f;  // ~1/sqrt(d): activations stay O(1)
+    w.inputs = {upload(make_bf16(uniform(size_t(B * S * dm), 40, -1, 1)), {B, S, dm}, d, bfloat16),
+                upload(make_bf16(uniform(size_t(dm), 41, 0.5f, 1.5f)), {dm}, d, bfloat16),
+                upload(make_bf16(uniform(size_t(dm), 42, -0.1f, 0.1f)), {dm}, d, bfloat16),
+                upload(make_bf16(uniform(size_t(dm * 3 * dm), 43, -s, s)), {dm, 3 * dm}, d, bfloat16),
+                upload(make_bf16(uniform(size_t(dm * dm), 44, -s, s)), {dm, dm}, d, bfloat16),
+                upload(make_bf16(uniform(size_t(dm), 45, 0.5f, 1.5f)), {dm}, d, bfloat16),
+                upload(make_bf16(uniform(size_t(dm), 46, -0.1f, 0.1f)), {dm}, d, bfloat16),
+                upload(make_bf16(uniform(size_t(dm * 4 * dm), 47, -s, s)), {dm, 4 * dm}, d, bfloat16),
+                upload(make_bf16(uniform(size_t(4 * dm * dm), 48, -s / 2, s / 2)), {4 * dm, dm}, d, bfloat16)};
+    w.fn = [](const V& in) { return V{w8(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8])}; };
+    w.flops = double(B * S) * 24.0 * double(dm) * double(dm) + 2.0 * double(B) * double(S) * double(S) * double(dm);
+    w.bytes = 2.0 * double(2 * B * S * dm + 12 * dm * dm);
+    // No host reference (a full block costs minutes on the host): the value is checked by the
+    // op and fusion suites; here only that it is finite.
+    w.check = [](const Tensor& out) {
+      for (float f : out.to_vector<float>())
+        if (!std::isfinite(f)) return double(INFINITY);
+      return 0.0;
+    };
   } else if (id.rfind("MM", 0) == 0) {
     // The bf16 matmul sweep (issue 10): MM<n> is [n x n] @ [n x n] in bf16, f32 accumulation.
     const int64_t n = std::stoll(id.substr(2));

@@ -43,7 +43,12 @@ class Renderer {
     KernelSource out;
     out.name = name;
     int block = 256;
-    if (k_.contraction.reduce >= 0) {
+    if (attention_node() >= 0) {
+      auto b = attention(&out);
+      if (!b.ok()) return b.status();
+      block = *b;
+      if (support::debug_level() >= 2) std::fprintf(stderr, "kiln: %s: %s\n", name.c_str(), out.strategy.c_str());
+    } else if (k_.contraction.reduce >= 0) {
       std::string why;
       if (sm90_applies(&why)) block = contraction_sm90(&out);
       else block = mma_applies() ? contraction_mma(&out) : contraction(&out);
@@ -61,7 +66,9 @@ class Renderer {
     for (const BufferParam& b : w_.params()) out.buffers.push_back(b.id);
     std::string shared;
     for (auto& [type, nm, n] : shared_) shared += d_.shared_decl(type, nm, n);
-    std::string open = sm90_ ? sm90_kernel_open(name) : d_.kernel_open(name, w_.params(), block, shared);
+    std::string open = sm90_                     ? sm90_kernel_open(name)
+                       : !attn_helpers_.empty() ? attention_kernel_open(name)
+                                                : d_.kernel_open(name, w_.params(), block, shared);
     out.source = open + w_.body() + d_.kernel_close();
     return out;
   }
@@ -497,6 +504,13 @@ class Renderer {
   bool sm90_applies(std::string* why) const;
   int contraction_sm90(KernelSource* out);
   std::string sm90_kernel_open(const std::string& name) const;
+  // Fused attention (attention_cuda.cc): the kernel's attention node (-1 when none), its body,
+  // and the kernel's opening with its helpers and dynamic shared memory.
+  KNodeId attention_node() const;
+  absl::StatusOr<int> attention(KernelSource* out);
+  std::string attention_kernel_open(const std::string& name) const;
+  std::string attn_helpers_;
+  int attn_threads_ = 0;
   bool sm90_ = false;
   int sm90_maps_ = 0;
 

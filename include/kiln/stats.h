@@ -14,10 +14,20 @@ struct Stats {
   int64_t kernel_disk_cache_hits = 0; // kernels loaded from the on-disk binary cache
   int64_t kernels_launched = 0;       // kernel launches (dispatches) executed
   int64_t bytes_allocated = 0;        // device bytes allocated (buffers and arenas)
+  int64_t executables_evicted = 0;    // executables dropped from the cache to stay in its budget
+  int64_t executable_cache_bytes = 0; // device bytes the cached executables hold now (not reset)
   std::string to_string() const;
 };
 
 Stats stats();
 void reset_stats();
+
+// The in-memory executable cache keeps compiled graphs for replay. It holds at most `bytes` of
+// device memory (each executable's intermediate arena, at least 64 KiB each); beyond it the least
+// recently used executables are dropped and, once nothing else holds them, free their memory. An
+// executable larger than the whole budget runs without being cached (KILN_DEBUG=1 says so).
+// Default: $KILN_CACHE_BYTES (suffixes K, M, G), else 4 GiB. Lowering it evicts at once.
+void set_executable_cache_budget(int64_t bytes);
+int64_t executable_cache_budget();
 
 }  // namespace kiln

@@ -237,6 +237,19 @@ Tensor log_softmax(const Tensor& a, int64_t axis = -1);
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
 
+// Attention: softmax(q @ k^T * scale + mask) @ v over q [..., Sq, D], k [..., Sk, D],
+// v [..., Sk, Dv] (leading dims broadcast), as ONE flash-attention kernel where the device has
+// one (CUDA sm_80+: bf16/f16, head dims 64 and 128) and as fused primitives in f32 elsewhere.
+struct AttentionOptions {
+  bool causal = false;  // query i attends to keys j <= i (top-left aligned, as PyTorch's is_causal)
+  // Broadcastable to [..., Sq, Sk]: bool (true = attend) or float (added to the scores).
+  // Undefined (default-constructed) = no mask.
+  Tensor mask;
+  double scale = 0.0;  // 0 = 1 / sqrt(D)
+};
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionOptions& options = {});
+
 // Realizes several tensors as ONE graph (shared work is computed once).
 void realize(const std::vector<Tensor>& tensors);
 

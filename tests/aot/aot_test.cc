@@ -111,10 +111,12 @@ TEST(Aot, WrongProfileIsAClearError) {
     return;
   }
   if (name == "cuda") {
-    compile_to(e, "cuda:sm_75", dir + "/m.kiln");
+    // A newer architecture than any GPU here: neither its cubin nor its PTX runs.
+    compile_to(e, "cuda:sm_120", dir + "/m.kiln");
     std::string err = error_of([&] { load(dir + "/m.kiln"); });
-    if (err == "no error") GTEST_SKIP() << "this GPU is sm_75";
-    EXPECT_NE(err.find("the artifact has cuda:sm_75 [sm_75]; the device needs cuda [sm_"), std::string::npos) << err;
+    if (err == "no error") GTEST_SKIP() << "this GPU is sm_120 or newer";
+    EXPECT_NE(err.find("the artifact has cuda:sm_120 [sm_120]; the device needs cuda [sm_"), std::string::npos) << err;
+    EXPECT_NE(err.find("PTX runs only on its architecture and later ones"), std::string::npos) << err;
     return;
   }
   // Vulkan: an H100/H200 fits vulkan:nvidia-sm90; lavapipe (and most other GPUs) do not.
@@ -128,6 +130,77 @@ TEST(Aot, WrongProfileIsAClearError) {
     EXPECT_NE(err.find("the artifact has vulkan:nvidia-sm90 [SPIR-V 1.6, subgroup 32"), std::string::npos) << err;
   }
   EXPECT_NE(err.find("the device needs vulkan ["), std::string::npos) << err;
+}
+
+// Constants in a weights file beside the artifact: the artifact holds code only, loading finds
+// the weights, recompiling with the same weights leaves the file as it was, and a missing or
+// different weights file is a clear error.
+TEST(Aot, WeightsFileBesideTheArtifact) {
+  KILN_AOT_REQUIRE_DEVICE();
+  Example e = examples()[0];  // the MLP: w1 is captured, a constant
+  std::string dir = scratch_dir("weights");
+  artifact::Artifact art = compile_to(e, default_device().name(), dir + "/inline.kiln");
+  ASSERT_GT(art.constants_bytes, 0u);
+  art.weights_file = "mlp.weights";
+  ASSERT_TRUE(artifact::write_file(dir + "/mlp.kiln", art).ok());
+  namespace fs = std::filesystem;
+  EXPECT_EQ(fs::file_size(dir + "/mlp.kiln") + art.constants_bytes, fs::file_size(dir + "/inline.kiln") + 8 + 16 +
+                                                                          art.weights_file.size());
+  EXPECT_EQ(fs::file_size(dir + "/mlp.weights"), art.constants_bytes + 24);
+  Model m = load(dir + "/mlp.kiln");
+  EXPECT_EQ(bytes_of(m(e.inputs)[0]), bytes_of(load(dir + "/inline.kiln")(e.inputs)[0]));
+  std::string out;
+  ASSERT_EQ(run_kilnc("inspect " + dir + "/mlp.kiln", &out), 0) << out;
+  EXPECT_NE(out.find("in the weights file mlp.weights beside it"), std::string::npos) << out;
+
+  // Recompiling the code: the weights file is not rewritten.
+  auto stamp = fs::last_write_time(dir + "/mlp.weights");
+  fs::last_write_time(dir + "/mlp.weights", stamp - std::chrono::hours(1));
+  stamp = fs::last_write_time(dir + "/mlp.weights");
+  ASSERT_TRUE(artifact::write_file(dir + "/mlp.kiln", art).ok());
+  EXPECT_EQ(fs::last_write_time(dir + "/mlp.weights"), stamp);
+
+  // Other weights under the same name: an error naming the file.
+  artifact::Artifact other = art;
+  other.graph.constants[0].bytes[0] ^= 1;
+  other.weights_file = "other.weights";
+  ASSERT_TRUE(artifact::write_file(dir + "/other.kiln", other).ok());
+  fs::copy_file(dir + "/other.weights", dir + "/mlp.weights", fs::copy_options::overwrite_existing);
+  std::string err = error_of([&] { load(dir + "/mlp.kiln"); });
+  EXPECT_NE(err.find("weights file mlp.weights holds other weights"), std::string::npos) << err;
+  fs::remove(dir + "/mlp.weights");
+  err = error_of([&] { load(dir + "/mlp.kiln"); });
+  EXPECT_NE(err.find("its weights file " + dir + "/mlp.weights cannot be opened"), std::string::npos) << err;
+  art.weights_file = "sub/dir.weights";
+  EXPECT_FALSE(artifact::write_file(dir + "/bad.kiln", art).ok());
+}
+
+// A section for an older GPU than the device loads through its PTX (the driver compiles it,
+// kiln compiles nothing) and computes what the JIT computes; a section for the device's own
+// architecture is preferred when the artifact has both.
+TEST(Aot, OlderCudaSectionRunsThroughItsPtx) {
+  KILN_AOT_REQUIRE_DEVICE();
+  if (default_device().name() != "cuda") GTEST_SKIP() << "cuda only";
+  Example e = examples()[0];
+  std::string dir = scratch_dir("ptx");
+  compile_to(e, "cuda:sm_75", dir + "/old.kiln");
+  reset_stats();
+  std::string err = error_of([&] {
+    Model m = load(dir + "/old.kiln");
+    std::vector<Tensor> got = m(e.inputs);
+    EXPECT_EQ(stats().kernels_compiled, 0);
+    EXPECT_EQ(m.target(), "cuda:sm_75");
+    std::vector<float> a = got[0].to_vector<float>(), b = e.fn(e.inputs)[0].to_vector<float>();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 + 1e-5 * std::fabs(b[i])) << i;
+  });
+  EXPECT_EQ(err, "no error");
+  compile_to(e, "cuda:sm_75|" + std::string(default_device().description().find("sm_90") != std::string::npos ? "sm_90" : "sm_80"),
+             dir + "/both.kiln");
+  Model both = load(dir + "/both.kiln");
+  if (default_device().description().find("sm_90") != std::string::npos) {
+    EXPECT_EQ(both.target(), "cuda:sm_90");
+  }
 }
 
 // The named CPU level loads on any CPU with its features (every x86-64 CPU kiln runs on has v2)

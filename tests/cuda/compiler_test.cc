@@ -137,6 +137,25 @@ TEST(CudaCompiler, KeepsSourceAndPtxOnlyForDumps) {
   EXPECT_NE(listings[0].find(kept->kernels[0].name), std::string::npos);
 }
 
+// PTX for an architecture runs on it and on every later one; arch-specific code nowhere else.
+TEST(CudaCompiler, PtxRunsOnItsArchitectureAndLaterOnes) {
+  const ir::TargetInfo h100 = cuda::cuda_target_info(132, 232448, 90);
+  EXPECT_TRUE(cuda::runs_ptx_of(h100, "sm_75"));
+  EXPECT_TRUE(cuda::runs_ptx_of(h100, "sm_90"));
+  EXPECT_FALSE(cuda::runs_ptx_of(h100, "sm_100"));
+  EXPECT_FALSE(cuda::runs_ptx_of(h100, "sm_90a"));
+  EXPECT_FALSE(cuda::runs_ptx_of(h100, "sm_"));
+  EXPECT_FALSE(cuda::runs_ptx_of(h100, "gfx90a"));
+  auto sm80 = compile_for(cuda::cuda_target_info(108, 166912, 80));
+  ASSERT_TRUE(sm80.ok()) << sm80.status();
+  EXPECT_NE(sm80->portable_module.find(".target sm_80"), std::string::npos);
+  for (const CompiledKernel& k : sm80->kernels)
+    EXPECT_NE(sm80->portable_module.find(".entry " + k.name), std::string::npos) << k.name;
+  auto back = deserialize(serialize(*sm80));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->portable_module, sm80->portable_module);
+}
+
 TEST(CudaCompiler, NeedsACudaTarget) {
   auto c = make_compiler("cuda", ir::TargetInfo{});  // the CPU's defaults: no compute capability
   ASSERT_FALSE(c.ok());
@@ -164,14 +183,29 @@ TEST(CudaCompiler, TheDeviceLoadsWhatTheCompilerMade) {
   ASSERT_TRUE(compiler.ok()) << compiler.status();
   const std::string mine = (*compiler)->target_key();
 
-  // Made for another architecture: refused, naming both.
+  // Made for a newer architecture: refused, naming both (its PTX cannot run here either).
   CompiledProgram other = *sm90;
-  other.target_key = mine == "sm_90" ? "sm_80" : "sm_90";
+  other.target_key = "sm_999";
   auto refused = dev->load(other);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
   EXPECT_NE(std::string(refused.status().message()).find(other.target_key), std::string::npos) << refused.status();
   EXPECT_NE(std::string(refused.status().message()).find(mine), std::string::npos) << refused.status();
+  EXPECT_NE(std::string(refused.status().message()).find("PTX runs only on its architecture and later ones"),
+            std::string::npos) << refused.status();
+  // Made for an older architecture: its cubin does not fit, its PTX does (the driver compiles
+  // it); without PTX it is refused.
+  if (dev->target().compute_capability > 75) {
+    auto sm75 = compile_for(cuda::cuda_target_info(40, 65536, 75));
+    ASSERT_TRUE(sm75.ok()) << sm75.status();
+    ASSERT_FALSE(sm75->portable_module.empty());
+    auto jit = dev->load(*sm75);
+    EXPECT_TRUE(jit.ok()) << jit.status();
+    sm75->portable_module.clear();
+    auto no_ptx = dev->load(*sm75);
+    ASSERT_FALSE(no_ptx.ok());
+    EXPECT_NE(std::string(no_ptx.status().message()).find("no PTX"), std::string::npos) << no_ptx.status();
+  }
 
   // The sm_90 program as read back from disk on an H100; elsewhere the same graph compiled for
   // this GPU, through the same serialize/deserialize round trip.

@@ -60,10 +60,11 @@ struct Totals {
   }
 };
 
-// Compiles one graph for an H100 (sm_90, 132 SMs, 227 KiB shared memory); identical modules
-// (the same kernels from different tests) are compiled once.
-void check(const Case& c, Totals* t, std::set<uint64_t>* seen) {
-  const ir::TargetInfo target = runtime::cuda::cuda_target_info(132, 232448);
+// Compiles one graph for an H100 (sm_90, 132 SMs, 227 KiB shared memory), or an A100 (sm_80,
+// 108 SMs, 163 KiB); identical modules (the same kernels from different tests) are compiled once.
+void check(const Case& c, Totals* t, std::set<uint64_t>* seen, int cc = 90) {
+  const ir::TargetInfo target =
+      cc == 80 ? runtime::cuda::cuda_target_info(108, 166912, 80) : runtime::cuda::cuda_target_info(132, 232448);
   ++t->graphs;
   for (bool fusion : {true, false}) {
     passes::Options opts;
@@ -83,19 +84,19 @@ void check(const Case& c, Totals* t, std::set<uint64_t>* seen) {
     if (r->kernels.empty() || !seen->insert(runtime::stable_hash64(r->module_source)).second) continue;
     ++t->modules;
     // Modules with Hopper-only code (the sm_90a contraction path) compile and assemble for sm_90a.
-    auto bin = runtime::cuda::nvrtc_compile(r->module_source, 90, /*keep_ptx=*/true, r->arch_specific);
+    auto bin = runtime::cuda::nvrtc_compile(r->module_source, cc, /*keep_ptx=*/true, r->arch_specific);
     if (!bin.ok()) {
       t->failures.push_back(absl::StrCat(what, ": ", bin.status().message(), "\n", r->module_source));
       continue;
     }
-    t->assemble(what, std::move(bin->ptx), r->arch_specific ? "sm_90a" : "sm_90");
+    t->assemble(what, std::move(bin->ptx), r->arch_specific ? "sm_90a" : absl::StrCat("sm_", cc));
   }
 }
 
-void report(Totals& t, const char* what) {
+void report(Totals& t, const char* what, const char* arch = "sm_90") {
   t.finish();
-  std::printf("%s: %d graphs, %d kernels, %d distinct modules compiled for sm_90%s\n", what, t.graphs, t.kernels,
-              t.modules, testing_ptxas::available() ? " and assembled by ptxas" : " (no ptxas: PTX not assembled)");
+  std::printf("%s: %d graphs, %d kernels, %d distinct modules compiled for %s%s\n", what, t.graphs, t.kernels,
+              t.modules, arch, testing_ptxas::available() ? " and assembled by ptxas" : " (no ptxas: PTX not assembled)");
   std::string first;
   for (size_t i = 0; i < t.failures.size() && i < 5; ++i) absl::StrAppend(&first, "\n---- ", t.failures[i]);
   EXPECT_TRUE(t.failures.empty()) << t.failures.size() << " failure(s); the first ones:" << first;
@@ -104,6 +105,28 @@ void report(Totals& t, const char* what) {
 Case capture(const std::string& name, const std::vector<Tensor>& outs) {
   std::vector<std::shared_ptr<runtime::Buffer>> bufs;
   return {name, detail::capture(outs, &bufs)};
+}
+
+// Fused attention (W9-like, cut down): causal and not, head dims 64 and 128, bf16 and f16, a
+// bias, ragged lengths, and the written-out form the fuser recognizes.
+std::vector<Case> attention_cases() {
+  using testing::random_tensor;
+  std::vector<Case> cases;
+  for (int64_t D : {64, 128})
+    for (DType dt : {bfloat16, float16}) {
+      Tensor q = random_tensor({2, 4, 200, D}, dt, 20), k = random_tensor({2, 4, 300, D}, dt, 21),
+             v = random_tensor({2, 4, 300, D}, dt, 22);
+      AttentionOptions causal;
+      causal.causal = true;
+      AttentionOptions bias;
+      bias.mask = random_tensor({200, 300}, float32, 23);
+      cases.push_back(capture(absl::StrCat("W9 attention D=", D, " ", dtype_name(dt)), {scaled_dot_product_attention(q, k, v)}));
+      cases.push_back(capture(absl::StrCat("W9 causal attention D=", D), {scaled_dot_product_attention(q, k, v, causal)}));
+      cases.push_back(capture(absl::StrCat("W9 attention with bias D=", D), {scaled_dot_product_attention(q, k, v, bias) * 2.0}));
+      Tensor s = matmul(q, k.transpose(-2, -1)).cast(float32) * 0.125;
+      cases.push_back(capture(absl::StrCat("W9 written-out attention D=", D), {matmul(softmax(s, -1).cast(dt), v)}));
+    }
+  return cases;
 }
 
 // BENCH.md's workloads; sizes are cut down where the full ones would only cost host memory.
@@ -134,6 +157,7 @@ std::vector<Case> workloads() {
     for (int i = 0; i < 64; ++i) x = i % 2 == 0 ? x * 1.0001 + 0.001 : x.tanh();
     cases.push_back(capture("W6 64 dependent ops", {x}));
   }
+  for (const Case& c : attention_cases()) cases.push_back(c);
   return cases;
 }
 
@@ -148,6 +172,18 @@ TEST(CudaKernels, BenchmarkWorkloadsCompileForSm90) {
   std::set<uint64_t> seen;
   for (const Case& c : workloads()) check(c, &t, &seen);
   report(t, "workloads");
+}
+
+TEST(CudaKernels, AttentionCompilesForSm80) {
+  try {
+    (void)default_device();
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no default device to hold the inputs: " << e.what();
+  }
+  Totals t;
+  std::set<uint64_t> seen;
+  for (const Case& c : attention_cases()) check(c, &t, &seen, 80);
+  report(t, "attention", "sm_80");
 }
 
 TEST(CudaKernels, OpAndFusionSuitesCompileForSm90) {

@@ -1,7 +1,11 @@
 // The executable cache: a second graph of the same structure compiles nothing.
 #include <gtest/gtest.h>
 
+#include "frontend/capture.h"
+#include "frontend/lazy.h"
 #include "kiln/kiln.h"
+#include "replay/executable_cache.h"
+#include "replay/compile_or_replay.h"
 #include "testing/reference.h"
 
 namespace kiln {
@@ -23,6 +27,75 @@ TEST(Cache, SameStructureNewDataCompilesNothing) {
   EXPECT_EQ(s.graphs_realized, 1);
   EXPECT_GE(s.kernels_launched, 1);
   EXPECT_NE(y2.to_vector<float>(), first);  // new data, new result
+}
+
+// Restores the executable cache's budget when a test ends.
+struct BudgetScope {
+  int64_t saved = executable_cache_budget();
+  ~BudgetScope() { set_executable_cache_budget(saved); }
+};
+
+// A graph whose intermediate arena is `rows` x 1024 floats (a reduction read twice).
+Tensor arena_graph(int64_t rows, uint32_t seed) {
+  Tensor x = testing::random_tensor({rows, 1024}, float32, seed);
+  Tensor m = (x * 2.0).exp().sum({1}, true);
+  return x / m + m.sqrt();
+}
+
+TEST(Cache, EvictsLeastRecentlyUsedBeyondItsBudget) {
+  BudgetScope scope;
+  replay::cache_clear();
+  const int64_t entry = replay::kMinEntryBytes;  // these graphs' arenas are smaller
+  set_executable_cache_budget(3 * entry);
+  reset_stats();
+  std::vector<Tensor> outs;
+  for (int64_t n = 1; n <= 5; ++n) outs.push_back(testing::random_tensor({n}, float32, uint32_t(n)) * 2.0 + 1.0);
+  for (const Tensor& t : outs) t.realize();
+  EXPECT_EQ(stats().executables_built, 5);
+  EXPECT_EQ(stats().executables_evicted, 2);
+  EXPECT_EQ(stats().executable_cache_bytes, 3 * entry);
+  // The newest three are still cached; the oldest was dropped and is built again.
+  reset_stats();
+  (testing::random_tensor({5}, float32, 9) * 2.0 + 1.0).realize();
+  (testing::random_tensor({4}, float32, 9) * 2.0 + 1.0).realize();
+  EXPECT_EQ(stats().executables_built, 0);
+  Tensor again = testing::random_tensor({1}, float32, 9) * 2.0 + 1.0;
+  EXPECT_MATCHES_REFERENCE({again});
+  EXPECT_EQ(stats().executables_built, 1);
+  EXPECT_EQ(stats().executables_evicted, 1);  // {3} was the least recently used
+}
+
+TEST(Cache, AnEvictedExecutableFreesItsMemory) {
+  BudgetScope scope;
+  replay::cache_clear();
+  Tensor big = arena_graph(4096, 1);
+  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+  ir::Graph g = detail::capture({big}, &bufs);
+  auto compiled = replay::compile_graph(detail::impl_of(default_device()), g);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  std::weak_ptr<const runtime::Executable> exe = (*compiled)->exe;
+  const int64_t held = (*compiled)->bytes;
+  EXPECT_EQ(stats().executable_cache_bytes, held);
+  compiled = absl::StatusOr<std::shared_ptr<const replay::CompiledGraph>>(nullptr);
+  EXPECT_FALSE(exe.expired());  // the cache holds it
+  set_executable_cache_budget(held - 1);
+  EXPECT_TRUE(exe.expired());  // evicted: nothing holds it, its arena is freed
+  EXPECT_EQ(stats().executable_cache_bytes, 0);
+}
+
+TEST(Cache, AnExecutableLargerThanTheBudgetRunsUncached) {
+  BudgetScope scope;
+  replay::cache_clear();
+  set_executable_cache_budget(1);
+  reset_stats();
+  for (int i = 0; i < 3; ++i) {
+    Tensor y = arena_graph(64, uint32_t(i));
+    EXPECT_MATCHES_REFERENCE({y});
+  }
+  EXPECT_EQ(stats().executables_built, 3);
+  EXPECT_EQ(stats().executable_cache_bytes, 0);
+  EXPECT_EQ(stats().executables_evicted, 0);
+  EXPECT_THROW(set_executable_cache_budget(-1), Error);
 }
 
 TEST(Cache, DifferentShapesOrConstantsCompileAgain) {

@@ -331,6 +331,19 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
         e = K * (Min(0) * Ein(1) + Min(1) * Ein(0) + Ein(0) * Ein(1)) + K * uacc * K * Min(0) * Min(1) + round;
         break;
       }
+      case ir::Op::kAttention: {
+        // Scores s = scale q.k + bias: each off by at most es. Softmax turns that into a relative
+        // error of at most expm1(2 es) per probability; probabilities rounded to the dtype (the
+        // fused kernel) and summed in f32 add 2 u + Sk u32. The output is a convex combination
+        // of v's rows, so |out| <= max|v| bounds the absolute error.
+        const Shape& ks = g.node(in[1]).shape;
+        const double D = double(ks.back()), Sk = double(ks[ks.size() - 2]), s = std::fabs(node.scalar.as_double());
+        const double u32 = unit(DType::kFloat32);
+        const double es = s * D * (Min(0) * Ein(1) + Min(1) * Ein(0) + Ein(0) * Ein(1)) +
+                          s * D * D * u32 * Min(0) * Min(1) + (in.size() > 3 ? Ein(3) + u32 * Min(3) : 0.0);
+        e = Ein(2) + Min(2) * (std::expm1(2 * es) + 2 * unit(node.dtype) + Sk * u32 + tr) + round;
+        break;
+      }
       default: e = INFINITY; break;
     }
     if (!is_float(node.dtype) && e > 0) e = INFINITY;  // an integer that may be off by rounding

@@ -328,7 +328,7 @@ class Generator {
     if (r < 48) return scalar_op();
     if (r < 60) return reduce();
     if (r < 78) return movement();
-    if (r < 84) return matmul_op();
+    if (r < 84) return r < 82 ? matmul_op() : attention_op();
     if (r < 92) return composite();
     if (r < 97) return concat_op();
     source();
@@ -946,6 +946,46 @@ class Generator {
     double m = double(K) * a.mag() * b.mag();
     push(matmul(a.t, b.t), absl::StrCat("kiln::matmul(", a.name, ", ", b.name, ")"), -m, m, false, a.special || b.special);
     settle();
+    return true;
+  }
+
+  // scaled_dot_product_attention over a value as q: k and v new inputs of its dtype, causal or
+  // not, an optional bool mask; q and k bounded so that scores stay moderate.
+  bool attention_op() {
+    Val q = pick_val();
+    if (chance(0.5)) {
+      // Shapes a fused kernel takes (16-bit floats, head dim 64 or 128) half of the time.
+      Shape s{random_dim(), chance(0.5) ? 64 : 128};
+      if (chance(0.6)) s.insert(s.begin(), random_dim());
+      if (shape_numel(s) * 4 > o_.max_numel) return false;
+      q = input(chance(0.5) ? bfloat16 : float16, s);
+    }
+    if (q.rank() < 2 || !q.is_fl() || q.special || q.t.numel() == 0) return false;
+    const Shape& qs = q.shape();
+    const int64_t D = qs.back(), Sk = random_dim();
+    Shape ks(qs.begin(), qs.end() - 2), vs;
+    ks.push_back(Sk);
+    vs = ks;
+    ks.push_back(D);
+    vs.push_back(chance(0.7) ? D : random_dim());
+    if (shape_numel(ks) > o_.max_numel || shape_numel(vs) > o_.max_numel) return false;
+    if ((shape_numel(qs) / D) * vs.back() > o_.max_numel) return false;
+    const double lim = std::sqrt(8.0 / double(std::max<int64_t>(D, 1)));
+    q = bounded(q, lim);
+    Val k = input(q.dtype(), ks), v = input(q.dtype(), vs);
+    if (k.special || v.special) return false;  // NaN/inf keys or values: no bound to check against
+    k = bounded(k, lim);
+    AttentionOptions o;
+    o.causal = chance(0.4);
+    std::string extra = o.causal ? ", causal" : "";
+    if (chance(0.3)) {
+      Val m = input(DType::kBool, {qs[qs.size() - 2], Sk});
+      o.mask = m.t;
+      extra += ", mask " + m.name;
+    }
+    push(scaled_dot_product_attention(q.t, k.t, v.t, o),
+         absl::StrCat("kiln::scaled_dot_product_attention(", q.name, ", ", k.name, ", ", v.name, extra, ")"), -v.mag(),
+         v.mag(), false, false);
     return true;
   }
 

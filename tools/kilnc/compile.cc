@@ -17,11 +17,14 @@ int compile_command(const Args& a) {
   if (!targets.ok()) return fail("compile", targets.status());
   auto art = artifact::compile(*graph, *targets, {.fusion = !a.has("no-fusion")});
   if (!art.ok()) return fail("compile", art.status());
+  art->weights_file = a.get("weights");
   if (absl::Status s = artifact::write_file(a.get("output"), *art); !s.ok()) return fail("compile", s);
   std::string sections;
   for (const artifact::TargetSection& t : art->targets)
     absl::StrAppend(&sections, sections.empty() ? "" : ", ", t.label(), " (", t.program.kernels.size(), " kernels, ", t.bytes, " bytes)");
   std::printf("wrote %s: %s\n", a.get("output").c_str(), sections.c_str());
+  if (!art->weights_file.empty())
+    std::printf("constants: %zu bytes in %s beside it\n", art->constants_bytes, art->weights_file.c_str());
   return 0;
 }
 

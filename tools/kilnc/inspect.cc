@@ -18,7 +18,9 @@ int inspect_command(const Args& a) {
     absl::StrAppend(&out, "  input  ", t.name, " : ", ir::type_str(t.dtype, t.shape), t.used ? "" : " (unused)", "\n");
   for (const ir::TensorSpec& t : art->graph.signature.outputs)
     absl::StrAppend(&out, "  output ", t.name, " : ", ir::type_str(t.dtype, t.shape), "\n");
-  absl::StrAppend(&out, "constants: ", art->graph.constants.size(), " (", art->constants_bytes, " bytes, stored in the artifact)\n");
+  absl::StrAppend(&out, "constants: ", art->graph.constants.size(), " (", art->constants_bytes, " bytes, ",
+                  art->weights_file.empty() ? "stored in the artifact" : "in the weights file " + art->weights_file + " beside it",
+                  ")\n");
   for (const ir::ConstantData& c : art->graph.constants) absl::StrAppend(&out, "  ", ir::type_str(c.dtype, c.shape), "\n");
   absl::StrAppend(&out, "graph: ", art->graph.graph.size(), " nodes\ntargets: ", art->targets.size(), "\n");
   for (const artifact::TargetSection& t : art->targets) {
@@ -27,7 +29,9 @@ int inspect_command(const Args& a) {
     for (const ir::BufferDesc& b : p.buffers)
       if (b.kind != ir::BufferKind::kIntermediate) io += b.bytes();
     absl::StrAppend(&out, "  ", t.label(), "\n    key: ", t.target_key, "\n    section: ", t.bytes, " bytes; binaries: ",
-                    p.module.empty() ? "one per kernel" : absl::StrCat(p.module.size(), " bytes in one module"), "\n",
+                    p.module.empty() ? "one per kernel" : absl::StrCat(p.module.size(), " bytes in one module"),
+                    p.portable_module.empty() ? "" : absl::StrCat(" + ", p.portable_module.size(), " bytes of PTX for newer GPUs"),
+                    "\n",
                     "    memory plan: peak ", p.arena_bytes, " bytes of intermediates (one arena), ", io, " bytes of inputs and outputs\n",
                     "    kernels: ", p.kernels.size(), " (", p.steps.size(), " steps)\n");
     for (const runtime::CompiledKernel& k : p.kernels) {

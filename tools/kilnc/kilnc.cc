@@ -15,15 +15,18 @@ namespace {
 constexpr const char* kHelp = R"(kilnc: kiln's ahead-of-time compiler
 
 usage:
-  kilnc compile in.ir|model.onnx -o model.kiln --target TARGETS [--no-fusion] [--input-shape NAME=d0,d1,...]
+  kilnc compile in.ir|model.onnx -o model.kiln --target TARGETS [--no-fusion] [--weights NAME]
+                [--input-shape NAME=d0,d1,...]
       Runs the JIT's passes and each target's compiler; writes one .kiln artifact holding the
-      signature, the constants and one section per target. Needs no GPU. A .onnx model goes
+      signature, the constants and one section per target. Needs no GPU. With --weights NAME the
+      constants go to the file NAME beside the artifact instead (left untouched when it already
+      holds the same weights, so recompiling code does not rewrite them). A .onnx model goes
       through kiln::onnx::load (its initializers become constants); --input-shape fixes the
       symbolic dimensions of an input.
       TARGETS: comma-separated; a backend alone is this machine's device of that backend, a
       backend:profile is a named target (several profiles of one backend with |):
         cpu[:x86-64|x86-64-v2|x86-64-v3|x86-64-v4]
-        cuda:sm_75|sm_80|sm_86|sm_89|sm_90
+        cuda:sm_75|sm_80|sm_86|sm_89|sm_90|sm_100|sm_120 (cubin + PTX for newer GPUs)
         vulkan[:lavapipe|nvidia-sm90]
       e.g. --target cpu:x86-64-v3,cuda:sm_80|sm_90,vulkan:lavapipe
   kilnc inspect model.kiln

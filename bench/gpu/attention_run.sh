@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repo root, with a bundle carried (KILN_BUNDLE, default bundle-att):
+# the fused-attention checks and numbers in one call. Sections (default: tests bench sanit):
+#   tests   the attention suites on cuda (values against the interpreter; which kernel ran, from
+#           KILN_DEBUG=2), a first short run that stops the call if a kernel hangs
+#   bench   anchor_bench W9 and W8, then torch (SDPA, torch.compile) on the same shapes
+#   sanit   compute-sanitizer memcheck and racecheck over the attention suite's smaller cases
+#   regress the whole op and fusion suites on cuda
+# Output under $OUT (default <bundle>/out).
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+B=$ROOT/${KILN_BUNDLE:-bundle-att}
+BIN=$B/bin
+OUT=${OUT:-$B/out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  if [ -e "$d/libnvrtc.so.13" ]; then LD_LIBRARY_PATH+=":$d"; break; fi
+done
+if ! ldconfig -p | grep -q "libcuda.so.1 "; then
+  for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu; do
+    if [ -e "$d/libcuda.so.1" ]; then LD_LIBRARY_PATH+=":$d"; break; fi
+  done
+fi
+export LD_LIBRARY_PATH PYTHONUNBUFFERED=1
+export KILN_CACHE_DIR=$(mktemp -d /tmp/kiln-cache.XXXXXX)
+T0=$(date +%s)
+stamp() { echo "[attention_run] $1 at +$(( $(date +%s) - T0 )) s"; }
+for s in ${*:-tests bench sanit}; do
+  stamp "$s"
+  case $s in
+    tests)
+      nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$OUT/env.txt"
+      KILN_DEVICE=cuda KILN_DEBUG=2 timeout 60 "$BIN/ops_test" --gtest_filter='Attention.EpilogueAfterAttention' > "$OUT/first.log" 2>&1
+      rc=$?
+      echo "first Attention.EpilogueAfterAttention exit $rc"; grep -E "Failure|FAILED|OK \]|attention" "$OUT/first.log" | cut -c1-240 | head -12
+      if [ $rc -eq 124 ]; then echo "HUNG: stopping"; exit 1; fi
+      {
+        KILN_DEVICE=cuda KILN_DEBUG=2 timeout 240 "$BIN/ops_test" --gtest_filter='Attention*'
+        echo "ops_test exit $?"
+        KILN_DEVICE=cuda KILN_DEBUG=2 timeout 120 "$BIN/passes_test" --gtest_filter='Attention*'
+        echo "passes_test exit $?"
+        KILN_CUDA_ATTENTION_ROWS=64 KILN_DEVICE=cuda KILN_DEBUG=2 timeout 240 "$BIN/ops_test" --gtest_filter='Attention*'
+        echo "ops_test (64-query blocks) exit $?"
+      } > "$OUT/tests.log" 2>&1
+      grep -E "^\[  (FAILED|PASSED|SKIPPED) |exit [0-9]|Failure" "$OUT/tests.log" | head -30
+      grep -oE "attention: flash[^;]*" "$OUT/tests.log" | sort | uniq -c | head -12
+      ;;
+    bench)
+      {
+        timeout 240 "$BIN/anchor_bench" --device cuda --only W9,W8 --results "$OUT/results.jsonl"
+        KILN_CUDA_ATTENTION_ROWS=64 timeout 120 "$BIN/anchor_bench" --device cuda --only W9 | sed 's/^W9 /W9-rows64 /' 
+        timeout 240 python3 "$HERE/attention_torch.py" W9 W8
+      } 2>&1 | tee "$OUT/bench.log" | grep -E "^(W8|W9|anchor_bench)|TFLOP" | cut -c1-260 | head -40
+      ;;
+    sanit)
+      for tool in memcheck racecheck; do
+        KILN_DEVICE=cuda timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/ops_test" \
+          --gtest_filter='Attention.MasksBroadcastAndScale:Attention.EpilogueAfterAttention:Attention.RowWithNothingToAttendToIsNaN' \
+          > "$OUT/sanitizer_$tool.log" 2>&1
+        echo "compute-sanitizer $tool exit $?"; tail -4 "$OUT/sanitizer_$tool.log"
+      done
+      ;;
+    regress)
+      {
+        KILN_DEVICE=cuda timeout 300 "$BIN/ops_test" --gtest_brief=1; echo "ops_test exit $?"
+        KILN_DEVICE=cuda timeout 200 "$BIN/passes_test" --gtest_brief=1; echo "passes_test exit $?"
+        timeout 200 "$BIN/cuda_test" --gtest_brief=1 --gtest_filter='-CudaKernels.OpAndFusionSuitesCompileForSm90'; echo "cuda_test exit $?"
+      } > "$OUT/regress.log" 2>&1
+      grep -E "exit [0-9]|^\[  FAILED  \]|PASSED" "$OUT/regress.log" | sort | uniq -c | head -30
+      ;;
+  esac
+done
+stamp done
