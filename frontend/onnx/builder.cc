@@ -23,7 +23,9 @@ int64_t min_opset(const std::string& op) {
 
 }  // namespace
 
-absl::Status check_supported(const Graph& g) {
+namespace {
+
+absl::Status check_nodes(const Graph& g, int64_t opset) {
   for (const Node& n : g.nodes) {
     if (!n.domain.empty())
       return absl::UnimplementedError(absl::StrCat(node_label(n), ": ops of domain '", n.domain, "' are not supported"));
@@ -33,33 +35,50 @@ absl::Status check_supported(const Graph& g) {
       return absl::UnimplementedError(absl::StrCat(node_label(n), ": ", n.op_type, " is not supported yet",
                                                    why.empty() ? "" : absl::StrCat(" (", why, ")")));
     }
-    if (g.opset < min_opset(n.op_type))
-      return absl::UnimplementedError(absl::StrCat(node_label(n), ": ", n.op_type, " as of opset ", g.opset, " is not supported (kiln imports it from opset ",
+    if (opset < min_opset(n.op_type))
+      return absl::UnimplementedError(absl::StrCat(node_label(n), ": ", n.op_type, " as of opset ", opset, " is not supported (kiln imports it from opset ",
                                                    min_opset(n.op_type), ")"));
     for (const auto& [name, a] : n.attributes) {
       bool known = false;
       for (const std::string& k : def->attributes) known = known || k == name;
       if (!known) return absl::UnimplementedError(absl::StrCat(node_label(n), ": attribute '", name, "' is not supported"));
+      if (a.g)
+        if (absl::Status s = check_nodes(*a.g, opset); !s.ok()) return s;
     }
   }
   return absl::OkStatus();
 }
 
-std::vector<bool> value_inputs(const Graph& g) {
-  std::set<std::string> needed;
+// Marks, walking backwards, the values whose contents some shape operand needs.
+void mark_needed(const Graph& g, std::set<std::string>& needed) {
   for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) {
     const Node& n = *it;
     const OpDef* def = find_op(n.op_type);
     if (!def) continue;
-    for (int p : def->host_inputs)
-      if (size_t(p) < n.inputs.size() && !n.inputs[size_t(p)].empty()) needed.insert(n.inputs[size_t(p)]);
     bool out_needed = false;
     for (const std::string& o : n.outputs) out_needed = out_needed || (!o.empty() && needed.count(o));
+    for (const auto& [name, a] : n.attributes) {
+      if (!a.g) continue;
+      if (out_needed)
+        for (const ValueInfo& o : a.g->outputs) needed.insert(o.name);
+      mark_needed(*a.g, needed);
+    }
+    for (int p : def->host_inputs)
+      if (size_t(p) < n.inputs.size() && !n.inputs[size_t(p)].empty()) needed.insert(n.inputs[size_t(p)]);
     // Shape and Size read only the shape of their input; everything else needs its inputs' values.
     if (out_needed && n.op_type != "Shape" && n.op_type != "Size")
       for (const std::string& in : n.inputs)
         if (!in.empty()) needed.insert(in);
   }
+}
+
+}  // namespace
+
+absl::Status check_supported(const Graph& g) { return check_nodes(g, g.opset); }
+
+std::vector<bool> value_inputs(const Graph& g) {
+  std::set<std::string> needed;
+  mark_needed(g, needed);
   std::vector<bool> r;
   for (const ValueInfo& v : g.inputs) r.push_back(needed.count(v.name) > 0);
   return r;
@@ -86,6 +105,18 @@ void run_node(const Node& n, int64_t opset, const Device& device, std::map<std::
   }
   std::vector<Value> outs(n.outputs.size());
   NodeContext ctx(n, opset, device, ins, &outs);
+  // A subgraph (If's branch) runs in the same scope: ONNX names are unique across subgraphs.
+  ctx.set_subgraph_runner([&](const Graph& sub) {
+    for (const auto& [name, h] : sub.initializers) env[name] = Value{h.dtype, h.shape, Tensor(), std::make_shared<const HostTensor>(h)};
+    for (const Node& inner : sub.nodes) run_node(inner, opset, device, env);
+    std::vector<Value> r;
+    for (const ValueInfo& o : sub.outputs) {
+      auto it = env.find(o.name);
+      if (it == env.end()) fail(absl::InvalidArgumentError(absl::StrCat(node_label(n), ": its subgraph's output '", o.name, "' is not defined")));
+      r.push_back(it->second);
+    }
+    return r;
+  });
   try {
     if (!(all_host && try_fold(ctx))) def->build(ctx);
   } catch (const ImportError& e) {

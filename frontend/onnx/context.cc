@@ -108,6 +108,21 @@ void NodeContext::set_host(size_t i, HostTensor h) {
   v.host = std::make_shared<const HostTensor>(std::move(h));
 }
 
+void NodeContext::set_value(size_t i, Value v) {
+  if (i < outputs_->size()) (*outputs_)[i] = std::move(v);
+}
+
+const Graph& NodeContext::attr_graph(const std::string& name) const {
+  const Attribute* a = find(name, Attribute::Kind::kGraph);
+  if (!a || !a->g) invalid(absl::StrCat("attribute '", name, "' is required"));
+  return *a->g;
+}
+
+std::vector<Value> NodeContext::run_subgraph(const Graph& g) const {
+  if (!runner_) unsupported("subgraphs are not supported here");
+  return runner_(g);
+}
+
 void NodeContext::unsupported(const std::string& message) const {
   throw ImportError{absl::UnimplementedError(absl::StrCat(label(), ": ", message))};
 }

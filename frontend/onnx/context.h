@@ -5,6 +5,7 @@
 // value, a dtype, a shape operand computed at run time), InvalidArgument for a malformed model.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,6 +75,14 @@ class NodeContext {
   bool wants_output(size_t i) const { return i < node_.outputs.size() && !node_.outputs[i].empty(); }
   void set(size_t i, Tensor t);
   void set_host(size_t i, HostTensor h);
+  void set_value(size_t i, Value v);
+
+  // --- subgraphs (If) ------------------------------------------------------------------------
+  // The subgraph attribute `name` (InvalidArgument when absent).
+  const Graph& attr_graph(const std::string& name) const;
+  // Builds the subgraph's nodes in this graph's scope; returns its outputs.
+  std::vector<Value> run_subgraph(const Graph& g) const;
+  void set_subgraph_runner(std::function<std::vector<Value>(const Graph&)> f) { runner_ = std::move(f); }
 
   // --- failing ----------------------------------------------------------------------------
   [[noreturn]] void unsupported(const std::string& message) const;
@@ -93,6 +102,7 @@ class NodeContext {
   Device device_;
   std::vector<Value*> inputs_;
   std::vector<Value>* outputs_;
+  std::function<std::vector<Value>(const Graph&)> runner_;
 };
 
 // The device tensor of a host value.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "kiln/dtype.h"
 
 namespace kiln::onnx {
+
+struct Graph;
 
 struct Attribute {
   enum class Kind { kFloat, kInt, kString, kTensor, kGraph, kFloats, kInts, kStrings, kOther };
@@ -28,6 +31,7 @@ struct Attribute {
   std::vector<std::string> strings;
   std::optional<HostTensor> t;
   absl::Status tensor_error;  // when kind is kTensor but the tensor is not one kiln can hold
+  std::shared_ptr<const Graph> g;  // kGraph: a subgraph (If's branches)
 };
 
 struct Node {
@@ -48,12 +52,15 @@ struct ValueInfo {
   bool has_shape = false;
 };
 
+// The model's graph, or a subgraph (an attribute of a node): a subgraph's inputs and outputs
+// carry names only, and it may read values of the graphs enclosing it (its captures).
 struct Graph {
-  int64_t opset = 0;  // of the default domain
+  int64_t opset = 0;  // of the default domain (main graph)
   std::vector<ValueInfo> inputs;   // without the initializers
   std::vector<ValueInfo> outputs;
   std::map<std::string, HostTensor> initializers;
   std::vector<Node> nodes;  // topologically ordered
+  std::vector<std::string> captures;  // names of enclosing graphs this graph (or a nested one) reads
 };
 
 // "node 'name' (Op)", or "node #3 (Op) producing 'y'" for a node without a name: the prefix of

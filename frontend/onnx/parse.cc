@@ -76,7 +76,13 @@ const char* attribute_type_name(int t) {
   }
 }
 
-Attribute attribute(const AttributeProto& a, const std::string& label, const std::string& base_dir) {
+// Subgraphs (If's branches, Loop's body) nest at most this deep.
+constexpr int kMaxDepth = 16;
+
+absl::Status read_graph(const GraphProto& gp, const std::string& base_dir, const std::set<std::string>& outer, int depth, Graph* g);
+
+absl::StatusOr<Attribute> attribute(const AttributeProto& a, const std::string& label, const std::string& base_dir,
+                                    const std::set<std::string>& visible, int depth) {
   Attribute r;
   r.type_name = attribute_type_name(a.type());
   switch (a.type()) {
@@ -86,7 +92,15 @@ Attribute attribute(const AttributeProto& a, const std::string& label, const std
     case AttributeProto::FLOATS: r.kind = Attribute::Kind::kFloats; r.floats.assign(a.floats().begin(), a.floats().end()); break;
     case AttributeProto::INTS: r.kind = Attribute::Kind::kInts; r.ints.assign(a.ints().begin(), a.ints().end()); break;
     case AttributeProto::STRINGS: r.kind = Attribute::Kind::kStrings; r.strings.assign(a.strings().begin(), a.strings().end()); break;
-    case AttributeProto::GRAPH: r.kind = Attribute::Kind::kGraph; break;
+    case AttributeProto::GRAPH: {
+      r.kind = Attribute::Kind::kGraph;
+      if (depth >= kMaxDepth) return absl::UnimplementedError(absl::StrCat(label, ": subgraphs nested deeper than ", kMaxDepth));
+      auto sub = std::make_shared<Graph>();
+      if (absl::Status st = read_graph(a.g(), base_dir, visible, depth + 1, sub.get()); !st.ok())
+        return absl::Status(st.code(), absl::StrCat(label, ": attribute '", a.name(), "': ", st.message()));
+      r.g = std::move(sub);
+      break;
+    }
     case AttributeProto::TENSOR: {
       r.kind = Attribute::Kind::kTensor;
       auto t = from_tensor_proto(a.t(), absl::StrCat(label, ": attribute '", a.name(), "'"), base_dir);
@@ -99,21 +113,21 @@ Attribute attribute(const AttributeProto& a, const std::string& label, const std
   return r;
 }
 
-absl::Status read(const ModelProto& m, const std::string& base_dir, Graph* g) {
-  bool found = false;
-  std::string others;
-  for (const OperatorSetIdProto& o : m.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") g->opset = o.version(), found = true;
-    else absl::StrAppend(&others, others.empty() ? "" : ", ", "'", o.domain(), "'");
-  }
-  if (!found && !others.empty())
-    return absl::UnimplementedError(absl::StrCat("the model uses only ops of domain ", others, ", which kiln does not support"));
-  if (!found) return absl::InvalidArgumentError("the model imports no opset of the default ONNX domain (is it an ONNX model?)");
-  if (g->opset < kMinOpset || g->opset > kMaxOpset)
-    return absl::UnimplementedError(absl::StrCat("opset ", g->opset, " of the default ONNX domain is not supported (kiln imports opsets ",
-                                                 kMinOpset, " to ", kMaxOpset, ")"));
-  if (!m.has_graph()) return absl::InvalidArgumentError("the model has no graph");
-  const GraphProto& gp = m.graph();
+// Names a node reads: its inputs and what its subgraphs read from outside themselves.
+std::vector<std::string> reads(const Node& n) {
+  std::vector<std::string> r;
+  for (const std::string& in : n.inputs)
+    if (!in.empty()) r.push_back(in);
+  for (const auto& [name, a] : n.attributes)
+    if (a.g) r.insert(r.end(), a.g->captures.begin(), a.g->captures.end());
+  return r;
+}
+
+// Reads gp into g: initializers, inputs (typed for the main graph, depth 0), nodes with their
+// subgraphs, outputs; then orders the nodes. `outer` holds the names enclosing graphs define; a
+// subgraph may read them (they become its captures).
+absl::Status read_graph(const GraphProto& gp, const std::string& base_dir, const std::set<std::string>& outer, int depth, Graph* g) {
+  bool main = depth == 0;
   if (gp.sparse_initializer_size() > 0)
     return absl::UnimplementedError(absl::StrCat("sparse initializer '", gp.sparse_initializer(0).values().name(), "' is not supported"));
   for (const TensorProto& t : gp.initializer()) {
@@ -127,11 +141,23 @@ absl::Status read(const ModelProto& m, const std::string& base_dir, Graph* g) {
   for (const auto& [name, t] : g->initializers) defined.insert(name);
   for (const ValueInfoProto& v : gp.input()) {
     if (g->initializers.count(v.name())) continue;  // an initializer listed as an input (IR < 4, or overridable)
-    auto info = value_info(v, "input");
-    if (!info.ok()) return info.status();
-    if (!defined.insert(info->name).second) return absl::InvalidArgumentError(absl::StrCat("input '", info->name, "' is defined twice"));
-    g->inputs.push_back(*std::move(info));
+    ValueInfo info;
+    if (main) {
+      auto typed = value_info(v, "input");
+      if (!typed.ok()) return typed.status();
+      info = *std::move(typed);
+    } else {
+      info.name = v.name();  // a subgraph's inputs: only names (their handlers bind them)
+    }
+    if (!defined.insert(info.name).second) return absl::InvalidArgumentError(absl::StrCat("input '", info.name, "' is defined twice"));
+    g->inputs.push_back(std::move(info));
   }
+  // What subgraphs of this graph's nodes may read: enclosing names and everything defined here.
+  std::set<std::string> visible = outer;
+  visible.insert(defined.begin(), defined.end());
+  for (const NodeProto& np : gp.node())
+    for (const std::string& o : np.output())
+      if (!o.empty()) visible.insert(o);
   std::vector<Node> nodes;
   for (int k = 0; k < gp.node_size(); ++k) {
     const NodeProto& np = gp.node(k);
@@ -146,7 +172,9 @@ absl::Status read(const ModelProto& m, const std::string& base_dir, Graph* g) {
     if (n.op_type.empty()) return absl::InvalidArgumentError(absl::StrCat(label, " has no op type"));
     for (const AttributeProto& a : np.attribute()) {
       if (a.name().empty()) return absl::InvalidArgumentError(absl::StrCat(label, ": an attribute has no name"));
-      if (!n.attributes.emplace(a.name(), attribute(a, label, base_dir)).second)
+      auto attr = attribute(a, label, base_dir, visible, depth);
+      if (!attr.ok()) return attr.status();
+      if (!n.attributes.emplace(a.name(), *std::move(attr)).second)
         return absl::InvalidArgumentError(absl::StrCat(label, ": attribute '", a.name(), "' is given twice"));
     }
     nodes.push_back(std::move(n));
@@ -162,15 +190,25 @@ absl::Status read(const ModelProto& m, const std::string& base_dir, Graph* g) {
       }
       producer[o] = int(k);
     }
+  std::set<std::string> captures;
   std::vector<int> pending(nodes.size(), 0);
   std::vector<std::vector<int>> consumers(nodes.size());
   for (size_t k = 0; k < nodes.size(); ++k)
-    for (const std::string& in : nodes[k].inputs) {
-      if (in.empty() || defined.count(in)) continue;
+    for (const std::string& in : reads(nodes[k])) {
+      if (defined.count(in)) continue;
       auto it = producer.find(in);
-      if (it == producer.end())
+      if (it == producer.end()) {
+        if (outer.count(in)) {
+          captures.insert(in);
+          continue;
+        }
         return absl::InvalidArgumentError(absl::StrCat(node_label(nodes[k]), ": input '", in,
                                                        "' is not defined (no graph input, initializer or node output has that name)"));
+      }
+      if (it->second == int(k)) {
+        pending[k] = int(nodes.size()) + 1;  // reads its own output: never ready, reported as a cycle
+        continue;
+      }
       ++pending[k];
       consumers[size_t(it->second)].push_back(int(k));
     }
@@ -190,14 +228,40 @@ absl::Status read(const ModelProto& m, const std::string& base_dir, Graph* g) {
   for (size_t k = 0; k < nodes.size(); ++k)
     if (!done[k]) return absl::InvalidArgumentError(absl::StrCat(node_label(nodes[k]), " is part of a cycle (its inputs depend on its own outputs)"));
   for (const ValueInfoProto& v : gp.output()) {
-    auto info = value_info(v, "output");
-    if (!info.ok()) return info.status();
-    if (!defined.count(info->name) && !producer.count(info->name))
-      return absl::InvalidArgumentError(absl::StrCat("output '", info->name, "' is not produced by any node"));
-    g->outputs.push_back(*std::move(info));
+    ValueInfo info;
+    if (main) {
+      auto typed = value_info(v, "output");
+      if (!typed.ok()) return typed.status();
+      info = *std::move(typed);
+    } else {
+      info.name = v.name();
+    }
+    if (!defined.count(info.name) && !producer.count(info.name)) {
+      if (!outer.count(info.name)) return absl::InvalidArgumentError(absl::StrCat("output '", info.name, "' is not produced by any node"));
+      captures.insert(info.name);
+    }
+    g->outputs.push_back(std::move(info));
   }
   if (g->outputs.empty()) return absl::InvalidArgumentError("the graph has no outputs");
+  g->captures.assign(captures.begin(), captures.end());
   return absl::OkStatus();
+}
+
+absl::Status read(const ModelProto& m, const std::string& base_dir, Graph* g) {
+  bool found = false;
+  std::string others;
+  for (const OperatorSetIdProto& o : m.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") g->opset = o.version(), found = true;
+    else absl::StrAppend(&others, others.empty() ? "" : ", ", "'", o.domain(), "'");
+  }
+  if (!found && !others.empty())
+    return absl::UnimplementedError(absl::StrCat("the model uses only ops of domain ", others, ", which kiln does not support"));
+  if (!found) return absl::InvalidArgumentError("the model imports no opset of the default ONNX domain (is it an ONNX model?)");
+  if (g->opset < kMinOpset || g->opset > kMaxOpset)
+    return absl::UnimplementedError(absl::StrCat("opset ", g->opset, " of the default ONNX domain is not supported (kiln imports opsets ",
+                                                 kMinOpset, " to ", kMaxOpset, ")"));
+  if (!m.has_graph()) return absl::InvalidArgumentError("the model has no graph");
+  return read_graph(m.graph(), base_dir, {}, 0, g);
 }
 
 }  // namespace

@@ -138,6 +138,25 @@ TEST(OnnxBadInput, ConstantOfAnUnsupportedDtypeNamesTheNodeOnce) {
                        "int8, int32, int64, float16, bfloat16, float32, float64)");
 }
 
+TEST(OnnxBadInput, SubgraphReadingAnUndefinedValueNamesTheNodes) {
+  ModelBuilder b;
+  b.input("c", TensorProto::BOOL, {});
+  auto* node = b.node("If", {"c"}, {"y"}, "outer_if");
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto* a = node->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx_pb::AttributeProto::GRAPH);
+    auto* n = a->mutable_g()->add_node();
+    n->set_op_type("Relu");
+    n->set_name("inner");
+    n->add_input("nowhere");
+    n->add_output(std::string(name) + "_y");
+    a->mutable_g()->add_output()->set_name(std::string(name) + "_y");
+  }
+  b.output("y", TensorProto::FLOAT, {2});
+  EXPECT_FAILS(b.bytes(), kInvalidArgument, "node 'outer_if' (If): attribute 'then_branch': node 'inner' (Relu): input 'nowhere' is not defined");
+}
+
 TEST(OnnxBadInput, CycleNamesANodeOnIt) {
   ModelBuilder b;
   b.input("x", TensorProto::FLOAT, {2});

@@ -218,6 +218,67 @@ TEST(OnnxImport, ExternalDataBesideTheModel) {
   EXPECT_NE(error_of([&] { onnx::load(model("missing.bin", "0")); }).find("cannot open its external data file"), std::string::npos);
 }
 
+// If whose condition folds at import (here from a shape) builds the taken branch in place; a
+// branch reads values of the enclosing graph, even ones the file defines after the If node.
+TEST(OnnxImport, IfWithAConditionKnownAtImportBuildsTheTakenBranch) {
+  for (int64_t size : {6, 5}) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {size});
+    b.initializer_i64("six", {}, {6});
+    b.node("Size", {"x"}, {"n"});
+    b.node("Equal", {"n", "six"}, {"is_six"});
+    auto* node = b.node("If", {"is_six"}, {"y"}, "branch");
+    auto branch = [&](const std::string& name, const std::string& op) {
+      auto* a = node->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx_pb::AttributeProto::GRAPH);
+      auto* g = a->mutable_g();
+      g->set_name(name);
+      auto* k = g->add_initializer();
+      k->set_name(name + "_k");
+      k->set_data_type(TensorProto::FLOAT);
+      k->add_float_data(10.0f);
+      auto* n = g->add_node();
+      n->set_op_type(op);
+      n->add_input("doubled");  // defined by the outer graph, after the If node in the file
+      n->add_input(name + "_k");
+      n->add_output(name + "_out");
+      g->add_output()->set_name(name + "_out");
+    };
+    branch("then_branch", "Add");
+    branch("else_branch", "Mul");
+    b.node("Add", {"x", "x"}, {"doubled"});
+    b.output("y", TensorProto::FLOAT, {size});
+    onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+    EXPECT_FALSE(m.inputs()[0].value_input);
+    std::vector<float> x(static_cast<size_t>(size), 1.5f), want(static_cast<size_t>(size), size == 6 ? 13.0f : 30.0f);
+    expect_near(m({from_vector(x, {size})})[0].to_vector<float>(), want, 0);
+  }
+}
+
+TEST(OnnxImport, IfOnARunTimeConditionIsAValueInput) {
+  ModelBuilder b;
+  b.input("c", TensorProto::BOOL, {});
+  b.input("x", TensorProto::FLOAT, {2});
+  auto* node = b.node("If", {"c"}, {"y"}, "choose");
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto* a = node->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx_pb::AttributeProto::GRAPH);
+    auto* n = a->mutable_g()->add_node();
+    n->set_op_type(std::string(name) == "then_branch" ? "Neg" : "Identity");
+    n->add_input("x");
+    n->add_output(std::string(name) + "_y");
+    a->mutable_g()->add_output()->set_name(std::string(name) + "_y");
+  }
+  b.output("y", TensorProto::FLOAT, {2});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  EXPECT_TRUE(m.inputs()[0].value_input);
+  Tensor x = from_vector<float>({1, -2}, {2});
+  expect_near(m({from_vector<bool>({true}, {}), x})[0].to_vector<float>(), {-1, 2}, 0);
+  expect_near(m({from_vector<bool>({false}, {}), x})[0].to_vector<float>(), {1, -2}, 0);
+}
+
 // Before opset 13, Softmax normalizes the input coerced to 2-D at `axis` (all of [d1, d2] per
 // row); from 13 it normalizes along the one axis.
 TEST(OnnxImport, SoftmaxSemanticsFollowTheOpset) {
