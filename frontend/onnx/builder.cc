@@ -105,9 +105,11 @@ void run_node(const Node& n, int64_t opset, const Device& device, std::map<std::
   }
   std::vector<Value> outs(n.outputs.size());
   NodeContext ctx(n, opset, device, ins, &outs);
-  // A subgraph (If's branch) runs in the same scope: ONNX names are unique across subgraphs.
-  ctx.set_subgraph_runner([&](const Graph& sub) {
+  // A subgraph (If's branch, Loop's body) runs in the same scope: ONNX names are unique across
+  // subgraphs. A Loop body runs once per iteration, its values overwritten each time.
+  ctx.set_subgraph_runner([&](const Graph& sub, const std::vector<Value>& bound) {
     for (const auto& [name, h] : sub.initializers) env[name] = Value{h.dtype, h.shape, Tensor(), std::make_shared<const HostTensor>(h)};
+    for (size_t i = 0; i < sub.inputs.size(); ++i) env[sub.inputs[i].name] = bound[i];
     for (const Node& inner : sub.nodes) run_node(inner, opset, device, env);
     std::vector<Value> r;
     for (const ValueInfo& o : sub.outputs) {

@@ -118,9 +118,10 @@ const Graph& NodeContext::attr_graph(const std::string& name) const {
   return *a->g;
 }
 
-std::vector<Value> NodeContext::run_subgraph(const Graph& g) const {
+std::vector<Value> NodeContext::run_subgraph(const Graph& g, const std::vector<Value>& inputs) const {
   if (!runner_) unsupported("subgraphs are not supported here");
-  return runner_(g);
+  if (inputs.size() != g.inputs.size()) invalid(absl::StrCat("the subgraph takes ", g.inputs.size(), " inputs, given ", inputs.size()));
+  return runner_(g, inputs);
 }
 
 void NodeContext::unsupported(const std::string& message) const {

@@ -77,12 +77,14 @@ class NodeContext {
   void set_host(size_t i, HostTensor h);
   void set_value(size_t i, Value v);
 
-  // --- subgraphs (If) ------------------------------------------------------------------------
+  // --- subgraphs (If, Loop) ------------------------------------------------------------------
   // The subgraph attribute `name` (InvalidArgument when absent).
   const Graph& attr_graph(const std::string& name) const;
-  // Builds the subgraph's nodes in this graph's scope; returns its outputs.
-  std::vector<Value> run_subgraph(const Graph& g) const;
-  void set_subgraph_runner(std::function<std::vector<Value>(const Graph&)> f) { runner_ = std::move(f); }
+  // Builds the subgraph's nodes in this graph's scope, its inputs bound to `inputs`; returns its
+  // outputs.
+  std::vector<Value> run_subgraph(const Graph& g, const std::vector<Value>& inputs) const;
+  using SubgraphRunner = std::function<std::vector<Value>(const Graph&, const std::vector<Value>&)>;
+  void set_subgraph_runner(SubgraphRunner f) { runner_ = std::move(f); }
 
   // --- failing ----------------------------------------------------------------------------
   [[noreturn]] void unsupported(const std::string& message) const;
@@ -102,7 +104,7 @@ class NodeContext {
   Device device_;
   std::vector<Value*> inputs_;
   std::vector<Value>* outputs_;
-  std::function<std::vector<Value>(const Graph&)> runner_;
+  SubgraphRunner runner_;
 };
 
 // The device tensor of a host value.

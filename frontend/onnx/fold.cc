@@ -1,5 +1,5 @@
 // Host evaluation of the ops shape subgraphs use: elementwise arithmetic, comparisons and logic
-// with broadcasting, Cast, Identity, and the movement ops Reshape, Squeeze, Unsqueeze, Flatten,
+// with broadcasting, Relu, Floor, Ceil, Cast, Identity, and the movement ops Reshape, Squeeze, Unsqueeze, Flatten,
 // Concat, Gather and Slice. Ops that make host values themselves (Shape, Size, Constant,
 // ConstantOfShape, Range) need no folding; anything else runs on the device.
 #include "frontend/onnx/fold.h"
@@ -375,6 +375,17 @@ const std::map<std::string, Folder>& folders() {
       return elementwise(c, c.dtype(0), [](const std::vector<Scalar>& a) {
         return a[0].is_int ? Scalar::from_int(a[0].i < 0 ? int64_t(0 - uint64_t(a[0].i)) : a[0].i) : Scalar::from_double(std::fabs(a[0].f));
       });
+    };
+    (*f)["Relu"] = [](NodeContext& c) {
+      return elementwise(c, c.dtype(0), [](const std::vector<Scalar>& a) {
+        return a[0].is_int ? Scalar::from_int(std::max<int64_t>(a[0].i, 0)) : Scalar::from_double(a[0].f > 0 || std::isnan(a[0].f) ? a[0].f : 0.0);
+      });
+    };
+    (*f)["Floor"] = [](NodeContext& c) {
+      return elementwise(c, c.dtype(0), [](const std::vector<Scalar>& a) { return a[0].is_int ? a[0] : Scalar::from_double(std::floor(a[0].f)); });
+    };
+    (*f)["Ceil"] = [](NodeContext& c) {
+      return elementwise(c, c.dtype(0), [](const std::vector<Scalar>& a) { return a[0].is_int ? a[0] : Scalar::from_double(std::ceil(a[0].f)); });
     };
     (*f)["Where"] = [](NodeContext& c) {
       if (c.dtype(1) != c.dtype(2)) return false;

@@ -16,6 +16,7 @@ const OpTable& table() {
     register_einsum_ops(*m);
     register_quantize_ops(*m);
     register_signal_ops(*m);
+    register_control_ops(*m);
     return m;
   }();
   return *t;
@@ -61,7 +62,6 @@ std::string missing_reason(const std::string& op) {
       {"Unique", "its output shape depends on the values (kiln's shapes are static)"},
       {"NonMaxSuppression", "its output shape depends on the values (kiln's shapes are static)"},
       {"Compress", "its output shape depends on the values (kiln's shapes are static)"},
-      {"Loop", "control flow (subgraphs) is not supported yet"},
       {"Scan", "control flow (subgraphs) is not supported yet"},
       {"LSTM", "recurrent layers need control flow or unrolling, not supported yet"},
       {"GRU", "recurrent layers need control flow or unrolling, not supported yet"},

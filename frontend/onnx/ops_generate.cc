@@ -146,24 +146,9 @@ void window_op(NodeContext& c, std::vector<double> a) {
   c.set_host(0, out);
 }
 
-// If with a condition known at import: the taken branch is built in place (kiln has no
-// device-side control flow yet; a condition read from a graph input makes it a value input).
-void if_op(NodeContext& c) {
-  if (!c.is_host(0)) c.unsupported("If on a condition computed at run time (kiln has no device-side control flow yet)");
-  const HostTensor& cond = c.host(0, "cond");
-  if (cond.numel() != 1) c.invalid("cond must hold one value");
-  const Graph& branch = c.attr_graph(cond.int_at(0) ? "then_branch" : "else_branch");
-  if (!branch.inputs.empty()) c.invalid("a branch takes no inputs");
-  std::vector<Value> outs = c.run_subgraph(branch);
-  if (outs.size() != c.num_outputs())
-    c.invalid(absl::StrCat("the branch has ", outs.size(), " outputs, the node ", c.num_outputs()));
-  for (size_t i = 0; i < outs.size(); ++i) c.set_value(i, std::move(outs[i]));
-}
-
 }  // namespace
 
 void register_generator_ops(OpTable& t) {
-  t["If"] = {if_op, {"then_branch", "else_branch"}, {0}};
   t["HannWindow"] = {[](NodeContext& c) { window_op(c, {0.5, 0.5}); }, {"periodic", "output_datatype"}, {0}};
   t["HammingWindow"] = {[](NodeContext& c) { window_op(c, {25.0 / 46.0, 1.0 - 25.0 / 46.0}); }, {"periodic", "output_datatype"}, {0}};
   t["BlackmanWindow"] = {[](NodeContext& c) { window_op(c, {0.42, 0.5, 0.08}); }, {"periodic", "output_datatype"}, {0}};

@@ -157,6 +157,38 @@ TEST(OnnxBadInput, SubgraphReadingAnUndefinedValueNamesTheNodes) {
   EXPECT_FAILS(b.bytes(), kInvalidArgument, "node 'outer_if' (If): attribute 'then_branch': node 'inner' (Relu): input 'nowhere' is not defined");
 }
 
+// A while loop on a condition computed from an input: the input becomes a value input (the
+// condition folds at each call), and a loop that would not end is refused at the unroll limit.
+TEST(OnnxBadInput, EndlessLoopIsRefusedAtTheUnrollLimit) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2});
+  b.node("ReduceMax", {"x"}, {"m"}, "max");
+  b.initializer("zero", {}, {0.0f});
+  b.node("Greater", {"m", "zero"}, {"go"}, "positive");
+  auto* loop = b.node("Loop", {"", "go", "x"}, {"y"}, "while_positive");
+  auto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx_pb::AttributeProto::GRAPH);
+  auto* g = a->mutable_g();
+  for (const char* in : {"i", "c", "v"}) g->add_input()->set_name(in);
+  auto* n = g->add_node();
+  n->set_op_type("Identity");
+  n->add_input("c");
+  n->add_output("c_out");
+  for (const char* out : {"c_out", "v"}) g->add_output()->set_name(out);
+  b.output("y", TensorProto::FLOAT, {2});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device(), "m.onnx");
+  EXPECT_TRUE(m.inputs()[0].value_input);
+  EXPECT_EQ(m({from_vector<float>({-1, -2}, {2})})[0].to_vector<float>(), (std::vector<float>{-1, -2}));  // no iteration
+  try {
+    m({from_vector<float>({1, 2}, {2})});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_EQ(std::string(e.what()), "m.onnx: node 'while_positive' (Loop): a Loop of more than 1024 iterations (loops are unrolled at import)");
+  }
+}
+
 TEST(OnnxBadInput, CycleNamesANodeOnIt) {
   ModelBuilder b;
   b.input("x", TensorProto::FLOAT, {2});
@@ -214,14 +246,14 @@ TEST(OnnxBadInput, ShapeComputedOnTheDeviceIsReportedAtTheCall) {
   ModelBuilder b;
   b.input("x", TensorProto::FLOAT, {6});
   b.input("s", TensorProto::FLOAT, {2});
-  b.node("Relu", {"s"}, {"r"}, "relu");
+  b.node("Sqrt", {"s"}, {"r"}, "sqrt");  // not folded: computed on the device
   ModelBuilder::attr_int(b.node("Cast", {"r"}, {"shape"}, "cast"), "to", TensorProto::INT64);
   b.node("Reshape", {"x", "shape"}, {"y"}, "reshape");
   b.output("y", TensorProto::FLOAT, {-1, -1});
   onnx::Model m = onnx::load_bytes(b.bytes(), default_device(), "m.onnx");
   EXPECT_TRUE(m.inputs()[1].value_input);
   try {
-    m(std::vector<Tensor>{from_vector<float>({1, 2, 3, 4, 5, 6}, {6}), from_vector<float>({2, 3}, {2})});
+    m(std::vector<Tensor>{from_vector<float>({1, 2, 3, 4, 5, 6}, {6}), from_vector<float>({4, 9}, {2})});
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.status().code(), absl::StatusCode::kUnimplemented);

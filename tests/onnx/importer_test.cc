@@ -279,6 +279,39 @@ TEST(OnnxImport, IfOnARunTimeConditionIsAValueInput) {
   expect_near(m({from_vector<bool>({false}, {}), x})[0].to_vector<float>(), {1, -2}, 0);
 }
 
+// Loop with a trip count known at import is unrolled: a loop-carried sum and a scan output.
+TEST(OnnxImport, LoopWithAKnownTripCountIsUnrolled) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2});
+  b.initializer_i64("three", {}, {3});
+  auto* loop = b.node("Loop", {"three", "", "x"}, {"total", "partials"}, "loop");
+  auto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx_pb::AttributeProto::GRAPH);
+  auto* g = a->mutable_g();
+  for (const char* in : {"i", "cond_in", "acc"}) g->add_input()->set_name(in);
+  auto node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    for (const auto& i : ins) n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  auto* cast = node("Cast", {"i"}, "i_f");
+  ModelBuilder::attr_int(cast, "to", TensorProto::FLOAT);
+  node("Mul", {"x", "i_f"}, "step");  // reads x from the enclosing graph
+  node("Add", {"acc", "step"}, "acc_out");
+  node("Identity", {"cond_in"}, "cond_out");
+  for (const char* out : {"cond_out", "acc_out", "acc_out"}) g->add_output()->set_name(out);
+  b.output("total", TensorProto::FLOAT, {2});
+  b.output("partials", TensorProto::FLOAT, {3, 2});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  std::vector<Tensor> y = m({from_vector<float>({1, 10}, {2})});
+  // acc: x, x + 0x, x + 0x + 1x, x + 0x + 1x + 2x
+  expect_near(y[0].to_vector<float>(), {4, 40}, 0);
+  expect_near(y[1].to_vector<float>(), {1, 10, 2, 20, 4, 40}, 0);
+}
+
 // Before opset 13, Softmax normalizes the input coerced to 2-D at `axis` (all of [d1, d2] per
 // row); from 13 it normalizes along the one axis.
 TEST(OnnxImport, SoftmaxSemanticsFollowTheOpset) {
