@@ -14,9 +14,10 @@ namespace {
 
 // Ops whose inputs or defaults meant something else before an opset, with no attribute to tell:
 // Concat's axis was optional (default 1) before 4, Cast's `to` a string before 6, Tile took
-// (tiles, axis) before 6, Dropout trained by default before 7, Split took `split` as an input in 1.
+// (tiles, axis) before 6, Dropout trained by default before 7, Split took `split` as an input in 1,
+// Scan had a batch axis and sequence lengths before 9.
 int64_t min_opset(const std::string& op) {
-  static const std::map<std::string, int64_t> m = {{"Concat", 4}, {"Cast", 6}, {"Tile", 6}, {"Dropout", 7}, {"Split", 2}};
+  static const std::map<std::string, int64_t> m = {{"Concat", 4}, {"Cast", 6}, {"Tile", 6}, {"Dropout", 7}, {"Split", 2}, {"Scan", 9}};
   auto it = m.find(op);
   return it == m.end() ? 1 : it->second;
 }

@@ -62,7 +62,6 @@ std::string missing_reason(const std::string& op) {
       {"Unique", "its output shape depends on the values (kiln's shapes are static)"},
       {"NonMaxSuppression", "its output shape depends on the values (kiln's shapes are static)"},
       {"Compress", "its output shape depends on the values (kiln's shapes are static)"},
-      {"Scan", "control flow (subgraphs) is not supported yet"},
       {"LSTM", "recurrent layers need control flow or unrolling, not supported yet"},
       {"GRU", "recurrent layers need control flow or unrolling, not supported yet"},
       {"RNN", "recurrent layers need control flow or unrolling, not supported yet"},

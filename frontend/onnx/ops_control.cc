@@ -1,7 +1,10 @@
 // Control flow whose decisions are known at import: If builds the taken branch in place, Loop is
-// unrolled (trip count and conditions known at import, at most kMaxUnroll iterations). kiln has
+// unrolled (trip count and conditions known at import, at most kMaxUnroll iterations), Scan is
+// unrolled over its (static) scan axis. kiln has
 // no device-side control flow yet; a condition or trip count read from a graph input makes that
 // input a value input, and one computed on the device is refused.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "frontend/onnx/ops.h"
 
@@ -71,9 +74,67 @@ void loop_op(NodeContext& c) {
   }
 }
 
+// Scan (opset 9+) unrolled over its scan axis, whose length is static: each step binds the
+// states and one slice of every scan input, and stacks the body's scan outputs.
+void scan_op(NodeContext& c) {
+  const Graph& body = c.attr_graph("body");
+  int64_t num_scan = c.attr_int("num_scan_inputs", -1);
+  int64_t n_in = int64_t(c.num_inputs());
+  if (num_scan <= 0 || num_scan > n_in) c.invalid("num_scan_inputs must be between 1 and the number of inputs");
+  size_t states = size_t(n_in - num_scan);
+  if (body.inputs.size() != size_t(n_in)) c.invalid("the body takes one input per state and scan input");
+  if (body.outputs.size() < states) c.invalid("the body must output every state");
+  size_t scan_outs = body.outputs.size() - states;
+  auto per = [&](const char* name, size_t n) {
+    std::vector<int64_t> v = c.attr_ints(name, std::vector<int64_t>(n, 0));
+    if (v.size() != n) c.invalid(absl::StrCat("attribute '", name, "' needs ", n, " values"));
+    return v;
+  };
+  std::vector<int64_t> in_axes = per("scan_input_axes", size_t(num_scan)), in_dirs = per("scan_input_directions", size_t(num_scan));
+  std::vector<int64_t> out_axes = per("scan_output_axes", scan_outs), out_dirs = per("scan_output_directions", scan_outs);
+  std::vector<Tensor> xs;
+  int64_t length = -1;
+  for (int64_t k = 0; k < num_scan; ++k) {
+    Tensor x = c.in(states + size_t(k));
+    int64_t axis = c.axis(in_axes[size_t(k)], x.ndim(), "scan input axis");
+    in_axes[size_t(k)] = axis;
+    if (length >= 0 && x.shape()[size_t(axis)] != length) c.invalid("scan inputs differ in length");
+    length = x.shape()[size_t(axis)];
+    xs.push_back(x);
+  }
+  if (length > kMaxUnroll) c.unsupported(absl::StrCat("a Scan of ", length, " steps (scans are unrolled at import, up to ", kMaxUnroll, ")"));
+  if (length == 0 && scan_outs > 0) c.unsupported("a Scan of zero steps with scan outputs (their shapes are unknown)");
+  std::vector<Value> state;
+  for (size_t k = 0; k < states; ++k) state.push_back(c.value(k));
+  std::vector<std::vector<Tensor>> scanned(scan_outs);
+  for (int64_t t = 0; t < length; ++t) {
+    std::vector<Value> bound = state;
+    for (int64_t k = 0; k < num_scan; ++k) {
+      int64_t at = in_dirs[size_t(k)] ? length - 1 - t : t;
+      Tensor s = squeeze(slice(xs[size_t(k)], in_axes[size_t(k)], at, at + 1), in_axes[size_t(k)]);
+      bound.push_back(Value{s.dtype(), s.shape(), s, nullptr});
+    }
+    std::vector<Value> outs = c.run_subgraph(body, bound);
+    for (size_t k = 0; k < states; ++k) state[k] = outs[k];
+    for (size_t k = 0; k < scan_outs; ++k) {
+      Value& v = outs[states + k];
+      scanned[k].push_back(v.tensor.defined() ? v.tensor : to_tensor(*v.host, c.device()));
+    }
+  }
+  for (size_t k = 0; k < states && k < c.num_outputs(); ++k) c.set_value(k, state[k]);
+  for (size_t k = 0; k < scan_outs && states + k < c.num_outputs(); ++k) {
+    std::vector<Tensor> rows = scanned[k];
+    if (out_dirs[k]) std::reverse(rows.begin(), rows.end());
+    int64_t axis = c.axis(out_axes[k], rows[0].ndim() + 1, "scan output axis");
+    for (Tensor& r : rows) r = unsqueeze(r, axis);
+    c.set(states + k, rows.size() == 1 ? rows[0] : concat(rows, axis));
+  }
+}
+
 }  // namespace
 
 void register_control_ops(OpTable& t) {
+  t["Scan"] = {scan_op, {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"}, {}};
   t["If"] = {if_op, {"then_branch", "else_branch"}, {0}};
   t["Loop"] = {loop_op, {"body"}, {0, 1}};
 }

@@ -312,6 +312,41 @@ TEST(OnnxImport, LoopWithAKnownTripCountIsUnrolled) {
   expect_near(y[1].to_vector<float>(), {1, 10, 2, 20, 4, 40}, 0);
 }
 
+// Scan is unrolled over its scan axis: a running sum over the rows of x read backwards, the partial
+// sums stacked along axis 1 in reverse order too.
+TEST(OnnxImport, ScanIsUnrolledOverItsAxis) {
+  ModelBuilder b;
+  b.input("init", TensorProto::FLOAT, {2});
+  b.input("x", TensorProto::FLOAT, {3, 2});
+  auto* scan = b.node("Scan", {"init", "x"}, {"final", "partials"}, "scan");
+  ModelBuilder::attr_int(scan, "num_scan_inputs", 1);
+  ModelBuilder::attr_ints(scan, "scan_input_directions", {1});
+  ModelBuilder::attr_ints(scan, "scan_output_axes", {1});
+  ModelBuilder::attr_ints(scan, "scan_output_directions", {1});
+  auto* a = scan->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx_pb::AttributeProto::GRAPH);
+  auto* g = a->mutable_g();
+  for (const char* in : {"sum_in", "row"}) g->add_input()->set_name(in);
+  auto* n = g->add_node();
+  n->set_op_type("Add");
+  n->add_input("sum_in");
+  n->add_input("row");
+  n->add_output("sum_out");
+  auto* id = g->add_node();
+  id->set_op_type("Identity");
+  id->add_input("sum_out");
+  id->add_output("scan_out");
+  for (const char* out : {"sum_out", "scan_out"}) g->add_output()->set_name(out);
+  b.output("final", TensorProto::FLOAT, {2});
+  b.output("partials", TensorProto::FLOAT, {2, 3});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  std::vector<Tensor> y = m({from_vector<float>({0, 100}, {2}), from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2})});
+  expect_near(y[0].to_vector<float>(), {9, 112}, 0);
+  // Steps read rows 2, 1, 0: sums [5,106], [8,110], [9,112]; stacked in reverse along axis 1.
+  expect_near(y[1].to_vector<float>(), {9, 8, 5, 112, 110, 106}, 0);
+}
+
 // Before opset 13, Softmax normalizes the input coerced to 2-D at `axis` (all of [d1, d2] per
 // row); from 13 it normalizes along the one axis.
 TEST(OnnxImport, SoftmaxSemanticsFollowTheOpset) {
