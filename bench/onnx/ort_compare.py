@@ -125,6 +125,29 @@ def encoder(layers):
     return build
 
 
+def recurrent():
+    """A bidirectional LSTM with peepholes and initial states, a reverse GRU with
+    linear_before_reset and clip, and a forward RNN with sequence lengths, on one input."""
+    T, Bt, I, Hd = 7, 3, 5, 6
+    inits = [init("lw", (2, 4 * Hd, I), 0.3), init("lr", (2, 4 * Hd, Hd), 0.3), init("lb", (2, 8 * Hd), 0.1),
+             init("lh0", (2, Bt, Hd), 0.5), init("lc0", (2, Bt, Hd), 0.5), init("lp", (2, 3 * Hd), 0.2),
+             init("gw", (1, 3 * Hd, I), 0.3), init("gr", (1, 3 * Hd, Hd), 0.3), init("gb", (1, 6 * Hd), 0.1),
+             init("rw", (1, Hd, I), 0.3), init("rr", (1, Hd, Hd), 0.3),
+             numpy_helper.from_array(np.array([7, 4, 1], dtype=np.int32), "lens")]
+    nodes = [
+        helper.make_node("LSTM", ["x", "lw", "lr", "lb", "", "lh0", "lc0", "lp"], ["ly", "lyh", "lyc"], name="lstm",
+                         hidden_size=Hd, direction="bidirectional"),
+        helper.make_node("GRU", ["x", "gw", "gr", "gb"], ["gy", "gyh"], name="gru", hidden_size=Hd, direction="reverse",
+                         linear_before_reset=1, clip=2.0),
+        helper.make_node("RNN", ["x", "rw", "rr", "", "lens"], ["ry", "ryh"], name="rnn", hidden_size=Hd),
+    ]
+    shapes = {"ly": [T, 2, Bt, Hd], "lyh": [2, Bt, Hd], "lyc": [2, Bt, Hd], "gy": [T, 1, Bt, Hd], "gyh": [1, Bt, Hd],
+              "ry": [T, 1, Bt, Hd], "ryh": [1, Bt, Hd]}
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, sh) for n, sh in shapes.items()]
+    g = helper.make_graph(nodes, "recurrent", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [T, Bt, I])], outs, inits)
+    return g, {"x": rng.standard_normal((T, Bt, I)).astype(np.float32)}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("kilnc")
@@ -135,7 +158,7 @@ def main():
     work = args.keep or tempfile.mkdtemp(prefix="kiln_ort_")
     os.makedirs(work, exist_ok=True)
     failed = False
-    models = [("mlp", mlp), ("encoder_layer", encoder(1))]
+    models = [("mlp", mlp), ("encoder_layer", encoder(1)), ("recurrent", recurrent)]
     if args.layers > 1:
         models.append((f"encoder_x{args.layers}", encoder(args.layers)))
     for name, build in models:

@@ -17,6 +17,7 @@ const OpTable& table() {
     register_quantize_ops(*m);
     register_signal_ops(*m);
     register_control_ops(*m);
+    register_rnn_ops(*m);
     return m;
   }();
   return *t;
@@ -62,9 +63,6 @@ std::string missing_reason(const std::string& op) {
       {"Unique", "its output shape depends on the values (kiln's shapes are static)"},
       {"NonMaxSuppression", "its output shape depends on the values (kiln's shapes are static)"},
       {"Compress", "its output shape depends on the values (kiln's shapes are static)"},
-      {"LSTM", "recurrent layers need control flow or unrolling, not supported yet"},
-      {"GRU", "recurrent layers need control flow or unrolling, not supported yet"},
-      {"RNN", "recurrent layers need control flow or unrolling, not supported yet"},
       {"RandomNormal", "random ops cannot reproduce ONNX's values"},
       {"RandomUniform", "random ops cannot reproduce ONNX's values"},
       {"RandomNormalLike", "random ops cannot reproduce ONNX's values"},
