@@ -347,6 +347,42 @@ TEST(OnnxImport, ScanIsUnrolledOverItsAxis) {
   expect_near(y[1].to_vector<float>(), {9, 8, 5, 112, 110, 106}, 0);
 }
 
+// A bidirectional GRU is a forward GRU and a reverse one side by side, and the reverse one is
+// the forward one on the time-reversed input (onnxruntime checks the values themselves:
+// bench/onnx/ort_compare.py).
+TEST(OnnxImport, BidirectionalGruIsForwardAndReverse) {
+  const int64_t T = 4, B = 2, I = 3, H = 2;
+  std::vector<float> w(size_t(2 * 3 * H * I)), r(size_t(2 * 3 * H * H)), x(size_t(T * B * I));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 7) - 3) * 0.1f;
+  for (size_t i = 0; i < r.size(); ++i) r[i] = float(int(i % 5) - 2) * 0.15f;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 9) - 4) * 0.2f;
+  auto gru = [&](const std::string& direction, int64_t dirs, int64_t first) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {T, B, I});
+    b.initializer("w", {dirs, 3 * H, I}, std::vector<float>(w.begin() + first * 3 * H * I, w.begin() + (first + dirs) * 3 * H * I));
+    b.initializer("r", {dirs, 3 * H, H}, std::vector<float>(r.begin() + first * 3 * H * H, r.begin() + (first + dirs) * 3 * H * H));
+    auto* n = b.node("GRU", {"x", "w", "r"}, {"y", "yh"}, "gru");
+    ModelBuilder::attr_int(n, "hidden_size", H);
+    auto* a = n->add_attribute();
+    a->set_name("direction");
+    a->set_type(onnx_pb::AttributeProto::STRING);
+    a->set_s(direction);
+    b.output("y", TensorProto::FLOAT, {T, dirs, B, H});
+    b.output("yh", TensorProto::FLOAT, {dirs, B, H});
+    return onnx::load_bytes(b.bytes(), default_device());
+  };
+  Tensor input = from_vector(x, {T, B, I});
+  Tensor reversed = slice(input, 0, T - 1, -T - 1, -1);
+  std::vector<Tensor> both = gru("bidirectional", 2, 0)(std::vector<Tensor>{input});
+  std::vector<Tensor> fwd = gru("forward", 1, 0)(std::vector<Tensor>{input});
+  std::vector<Tensor> rev = gru("reverse", 1, 1)(std::vector<Tensor>{input});
+  std::vector<Tensor> rev_as_fwd = gru("forward", 1, 1)(std::vector<Tensor>{reversed});
+  expect_near(slice(both[0], 1, 0, 1).to_vector<float>(), fwd[0].to_vector<float>());
+  expect_near(slice(both[0], 1, 1, 2).to_vector<float>(), rev[0].to_vector<float>());
+  expect_near(rev[0].to_vector<float>(), slice(rev_as_fwd[0], 0, T - 1, -T - 1, -1).to_vector<float>());
+  expect_near(slice(both[1], 0, 1, 2).to_vector<float>(), rev_as_fwd[1].to_vector<float>());
+}
+
 // Before opset 13, Softmax normalizes the input coerced to 2-D at `axis` (all of [d1, d2] per
 // row); from 13 it normalizes along the one axis.
 TEST(OnnxImport, SoftmaxSemanticsFollowTheOpset) {
