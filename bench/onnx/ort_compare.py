@@ -125,6 +125,50 @@ def encoder(layers):
     return build
 
 
+def decoder_layer():
+    """A causal self-attention block the way decoder exporters write it: positions sliced from a
+    table by the sequence length (Shape -> Gather -> Unsqueeze -> Slice), a causal mask from Range
+    and a comparison, Where with -inf, Gemm-free MatMuls, Expand of the mask over the heads."""
+    Bt, S, D, Hn = 2, 12, 32, 4
+    Dh = D // Hn
+    inits = [init("pos", (64, D)), init("wq", (D, D)), init("wk", (D, D)), init("wv", (D, D)), i64("i1", [1]), i64("zero1", [0]),
+             i64("axes0", [0]), i64("heads", [Hn, Dh]), i64("flat", [D]),
+             numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"), numpy_helper.from_array(np.array(1, dtype=np.int64), "one"),
+             numpy_helper.from_array(np.array(-np.inf, dtype=np.float32), "neg_inf"),
+             numpy_helper.from_array(np.array(1.0 / np.sqrt(Dh), dtype=np.float32), "scale")]
+    n = [
+        helper.make_node("Shape", ["x"], ["xs"]),
+        helper.make_node("Gather", ["xs", "i1"], ["s1"], axis=0),             # [S]
+        helper.make_node("Slice", ["pos", "zero1", "s1", "axes0"], ["p"]),    # pos[:S]
+        helper.make_node("Add", ["x", "p"], ["h"]),
+        helper.make_node("Squeeze", ["s1", "axes0"], ["s"]),                  # scalar S
+        helper.make_node("Range", ["zero", "s", "one"], ["r"]),
+        helper.make_node("Unsqueeze", ["r", "axes0"], ["cols"]),              # [1, S]
+        helper.make_node("Unsqueeze", ["r", "i1"], ["rows"]),                 # [S, 1]
+        helper.make_node("LessOrEqual", ["cols", "rows"], ["causal"]),        # [S, S]
+        helper.make_node("Gather", ["xs", "zero1"], ["b1"], axis=0),
+        helper.make_node("Concat", ["b1", "s1", "heads"], ["split_shape"], axis=0),
+        helper.make_node("Concat", ["b1", "s1", "flat"], ["merge_shape"], axis=0),
+    ]
+    for w in ["q", "k", "v"]:
+        n += [helper.make_node("MatMul", ["h", f"w{w}"], [f"{w}0"]),
+              helper.make_node("Reshape", [f"{w}0", "split_shape"], [f"{w}1"]),
+              helper.make_node("Transpose", [f"{w}1"], [f"{w}h"], perm=[0, 2, 3, 1] if w == "k" else [0, 2, 1, 3])]
+    n += [
+        helper.make_node("MatMul", ["qh", "kh"], ["sc0"]),
+        helper.make_node("Mul", ["sc0", "scale"], ["sc1"]),
+        helper.make_node("Where", ["causal", "sc1", "neg_inf"], ["sc2"]),
+        helper.make_node("Softmax", ["sc2"], ["attn"], axis=-1),
+        helper.make_node("MatMul", ["attn", "vh"], ["ctx0"]),
+        helper.make_node("Transpose", ["ctx0"], ["ctx1"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ctx1", "merge_shape"], ["ctx"]),
+        helper.make_node("Add", ["h", "ctx"], ["y"]),
+    ]
+    g = helper.make_graph(n, "decoder_layer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [Bt, S, D])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [Bt, S, D])], inits)
+    return g, {"x": rng.standard_normal((Bt, S, D)).astype(np.float32)}
+
+
 def recurrent():
     """A bidirectional LSTM with peepholes and initial states, a reverse GRU with
     linear_before_reset and clip, and a forward RNN with sequence lengths, on one input."""
@@ -158,7 +202,7 @@ def main():
     work = args.keep or tempfile.mkdtemp(prefix="kiln_ort_")
     os.makedirs(work, exist_ok=True)
     failed = False
-    models = [("mlp", mlp), ("encoder_layer", encoder(1)), ("recurrent", recurrent)]
+    models = [("mlp", mlp), ("encoder_layer", encoder(1)), ("decoder_layer", decoder_layer), ("recurrent", recurrent)]
     if args.layers > 1:
         models.append((f"encoder_x{args.layers}", encoder(args.layers)))
     for name, build in models:
