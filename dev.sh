@@ -16,6 +16,7 @@ PACKAGES=(
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libshaderc-dev glslang-dev glslang-tools spirv-tools spirv-headers
   clang-14 libclang-rt-14-dev
+  libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
 )
 
 install_packages() {
@@ -44,7 +45,7 @@ build() {
 
 # After the main suite, `test` runs the reliability stages (tests/fuzz, tests/reliability; see the
 # README): the suite under ASan+UBSan+LSan, the concurrency test under TSan, and 60 s of
-# libFuzzer on the IR parser. KILN_TEST_STAGES picks stages (default: all four).
+# libFuzzer on the IR parser and the ONNX parser. KILN_TEST_STAGES picks stages (default: all four).
 STAGES=${KILN_TEST_STAGES:-main asan tsan parser-fuzz}
 TIMINGS=()
 
@@ -80,6 +81,7 @@ run_tests() {
   if has_stage parser-fuzz; then
     timed "parser fuzzer build" preset fuzz
     timed "parser fuzzing" bash tests/fuzz/parser/run.sh build-fuzz "${KILN_PARSER_FUZZ_SECONDS:-60}"
+    timed "onnx parser fuzzing" bash tests/fuzz/onnx/run.sh build-fuzz "${KILN_ONNX_FUZZ_SECONDS:-30}"
   fi
   echo "dev.sh: stage times: $(IFS=,; echo "${TIMINGS[*]}" | sed 's/,/, /g')"
 }

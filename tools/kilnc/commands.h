@@ -21,8 +21,10 @@ struct Args {
   bool has(const std::string& flag) const { return flags.count(flag) > 0; }
 };
 
-// Reads IR text (with or without a signature); a .onnx file is an error naming issue 12.
-absl::StatusOr<ir::ExportedGraph> read_graph_file(const std::string& path);
+// Reads IR text (with or without a signature), or imports a .onnx model (read_onnx_file).
+// `input_shapes` ("NAME=2,3", --input-shape) fix an ONNX model's symbolic dimensions.
+absl::StatusOr<ir::ExportedGraph> read_graph_file(const std::string& path, const std::vector<std::string>& input_shapes = {});
+absl::StatusOr<ir::ExportedGraph> read_onnx_file(const std::string& path, const std::vector<std::string>& input_shapes);
 
 int compile_command(const Args& a);
 int inspect_command(const Args& a);

@@ -1,4 +1,4 @@
-// kilnc compile: IR text -> .kiln artifact (artifact/compile.h does the work).
+// kilnc compile: IR text or an ONNX model -> .kiln artifact (artifact/compile.h does the work).
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -8,10 +8,10 @@
 namespace kiln::kilnc {
 
 int compile_command(const Args& a) {
-  if (a.positional.size() != 1) return fail("compile", absl::InvalidArgumentError("expects one input file (kilnc compile in.ir -o model.kiln --target cpu)"));
+  if (a.positional.size() != 1) return fail("compile", absl::InvalidArgumentError("expects one input file (kilnc compile in.ir|model.onnx -o model.kiln --target cpu)"));
   if (a.get("output").empty()) return fail("compile", absl::InvalidArgumentError("no output file (-o model.kiln)"));
   if (a.get("target").empty()) return fail("compile", absl::InvalidArgumentError("no --target (e.g. --target cpu,vulkan:lavapipe,cuda:sm_90)"));
-  auto graph = read_graph_file(a.positional[0]);
+  auto graph = read_graph_file(a.positional[0], a.all("input-shape"));
   if (!graph.ok()) return fail("compile", graph.status());
   auto targets = artifact::parse_targets(a.get("target"));
   if (!targets.ok()) return fail("compile", targets.status());

@@ -57,7 +57,7 @@ int emit_command(const Args& a) {
   const artifact::TargetSpec& t = specs->front();
   if (stage == "ptx" && t.backend != "cuda") return fail("emit", absl::InvalidArgumentError("ptx needs a cuda target"));
   if (stage == "spirv-asm" && t.backend != "vulkan") return fail("emit", absl::InvalidArgumentError("spirv-asm needs a vulkan target"));
-  auto graph = read_graph_file(a.positional[0]);
+  auto graph = read_graph_file(a.positional[0], a.all("input-shape"));
   if (!graph.ok()) return fail("emit", graph.status());
   auto info = artifact::resolve(t);
   if (!info.ok()) return fail("emit", info.status());

@@ -1,4 +1,4 @@
-// kilnc: kiln's ahead-of-time compiler. Subcommands compile (IR text -> a .kiln artifact with
+// kilnc: kiln's ahead-of-time compiler. Subcommands compile (IR text or ONNX -> a .kiln artifact with
 // one section per target), inspect (what an artifact holds), emit (one stage of the pipeline as
 // text, the same text KILN_DUMP_DIR writes) and run (an artifact or IR text on .npy inputs).
 #include <cstdio>
@@ -15,11 +15,14 @@ namespace {
 constexpr const char* kHelp = R"(kilnc: kiln's ahead-of-time compiler
 
 usage:
-  kilnc compile in.ir -o model.kiln --target TARGETS [--no-fusion] [--weights NAME]
+  kilnc compile in.ir|model.onnx -o model.kiln --target TARGETS [--no-fusion] [--weights NAME]
+                [--input-shape NAME=d0,d1,...]
       Runs the JIT's passes and each target's compiler; writes one .kiln artifact holding the
       signature, the constants and one section per target. Needs no GPU. With --weights NAME the
       constants go to the file NAME beside the artifact instead (left untouched when it already
-      holds the same weights, so recompiling code does not rewrite them).
+      holds the same weights, so recompiling code does not rewrite them). A .onnx model goes
+      through kiln::onnx::load (its initializers become constants); --input-shape fixes the
+      symbolic dimensions of an input.
       TARGETS: comma-separated; a backend alone is this machine's device of that backend, a
       backend:profile is a named target (several profiles of one backend with |):
         cpu[:x86-64|x86-64-v2|x86-64-v3|x86-64-v4]
@@ -29,12 +32,12 @@ usage:
   kilnc inspect model.kiln
       Versions, signature, constants, targets with their keys, kernels with launch shapes,
       the memory plan's peak bytes and section sizes.
-  kilnc emit --stage STAGE in.ir [--target TARGET]
+  kilnc emit --stage STAGE in.ir|model.onnx [--target TARGET]
       One stage as text: graph, simplified, fused (fusion decisions), program (kernel IR),
       source (each kernel's source, default target cpu), ptx (default cuda:sm_90),
       spirv-asm (SPIR-V disassembly, default vulkan:lavapipe).
-  kilnc run model.kiln|in.ir --input NAME=file.npy ... [--output-dir DIR] [--device NAME]
-      Loads the artifact's section for the device (an .ir file is compiled for it first),
+  kilnc run model.kiln|in.ir|model.onnx --input NAME=file.npy ... [--output-dir DIR] [--device NAME]
+      Loads the artifact's section for the device (an .ir or .onnx file is compiled for it first),
       runs it on the .npy inputs and writes each output as DIR/<name>.npy (default: .).
       Prints the outputs and kiln's counters (kernels_compiled=0 for an artifact).
 
@@ -82,10 +85,15 @@ int fail(const std::string& cmd, const absl::Status& s) {
   return 1;
 }
 
-absl::StatusOr<ir::ExportedGraph> read_graph_file(const std::string& path) {
-  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0)
-    return absl::UnimplementedError(absl::StrCat(path, ": ONNX import is not built yet (issue 12: frontend/onnx); "
-                                                       "export the model with kiln::export_graph or write IR text"));
+#ifndef KILNC_HAVE_ONNX
+absl::StatusOr<ir::ExportedGraph> read_onnx_file(const std::string& path, const std::vector<std::string>&) {
+  return absl::UnimplementedError(absl::StrCat(path, ": this kilnc was built without the ONNX importer (KILN_WITH_ONNX=OFF)"));
+}
+#endif
+
+absl::StatusOr<ir::ExportedGraph> read_graph_file(const std::string& path, const std::vector<std::string>& input_shapes) {
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) return read_onnx_file(path, input_shapes);
+  if (!input_shapes.empty()) return absl::InvalidArgumentError("--input-shape is for .onnx models");
   std::ifstream f(path, std::ios::binary);
   if (!f) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   std::stringstream ss;

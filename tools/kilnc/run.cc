@@ -20,9 +20,9 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-Model open_model(const std::string& path, const Device& device) {
+Model open_model(const std::string& path, const Device& device, const std::vector<std::string>& input_shapes) {
   if (ends_with(path, ".kiln")) return load(path, device);
-  auto graph = read_graph_file(path);
+  auto graph = read_graph_file(path, input_shapes);
   throw_if_error(graph.status());
   runtime::Device* dev = detail::impl_of(device);
   auto art = artifact::compile(*graph, {{dev->name(), ""}});
@@ -49,7 +49,7 @@ NpyArray download(const Tensor& t) {
 int run(const Args& a) {
   if (a.positional.size() != 1) return fail("run", absl::InvalidArgumentError("expects one model (.kiln) or IR file"));
   Device device = a.has("device") ? Device(a.get("device")) : default_device();
-  Model m = open_model(a.positional[0], device);
+  Model m = open_model(a.positional[0], device, a.all("input-shape"));
   std::map<std::string, Tensor> inputs;
   for (const std::string& spec : a.all("input")) {
     size_t eq = spec.find('=');

@@ -1,0 +1,96 @@
+// The op table, filled once from the family files, and the reasons for the ops kiln lacks.
+#include "frontend/onnx/ops.h"
+
+namespace kiln::onnx {
+namespace {
+
+const OpTable& table() {
+  static const OpTable* t = [] {
+    auto* m = new OpTable;
+    register_elementwise_ops(*m);
+    register_reduce_ops(*m);
+    register_shape_ops(*m);
+    register_nn_ops(*m);
+    register_generator_ops(*m);
+    register_loss_ops(*m);
+    register_einsum_ops(*m);
+    register_quantize_ops(*m);
+    register_signal_ops(*m);
+    register_control_ops(*m);
+    register_rnn_ops(*m);
+    return m;
+  }();
+  return *t;
+}
+
+}  // namespace
+
+const OpDef* find_op(const std::string& op_type) {
+  auto it = table().find(op_type);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> supported_ops() {
+  std::vector<std::string> r;
+  for (const auto& [name, def] : table()) r.push_back(name);
+  return r;
+}
+
+std::string missing_reason(const std::string& op) {
+  static const std::map<std::string, std::string> reasons = {
+      {"Conv", "kiln has no convolution primitive yet"},
+      {"ConvTranspose", "kiln has no convolution primitive yet"},
+      {"ConvInteger", "kiln has no convolution primitive yet"},
+      {"QLinearConv", "kiln has no convolution primitive yet"},
+      {"DeformConv", "kiln has no convolution primitive yet"},
+      {"MaxPool", "kiln has no pooling primitive yet"},
+      {"AveragePool", "kiln has no pooling primitive yet"},
+      {"LpPool", "kiln has no pooling primitive yet"},
+      {"MaxUnpool", "kiln has no pooling primitive yet"},
+      {"MaxRoiPool", "kiln has no pooling primitive yet"},
+      {"RoiAlign", "kiln has no pooling primitive yet"},
+      {"GatherElements", "kiln has no gather primitive yet"},
+      {"GatherND", "kiln has no gather primitive yet"},
+      {"ScatterElements", "kiln has no scatter primitive yet"},
+      {"ScatterND", "kiln has no scatter primitive yet"},
+      {"Scatter", "kiln has no scatter primitive yet"},
+      {"Resize", "kiln has no gather (resampling) primitive yet"},
+      {"Upsample", "kiln has no gather (resampling) primitive yet"},
+      {"GridSample", "kiln has no gather (resampling) primitive yet"},
+      {"TopK", "kiln has no sort / top-k primitive yet"},
+      {"ReverseSequence", "kiln has no gather primitive yet (the reversal lengths are run-time values)"},
+      {"NonZero", "its output shape depends on the values (kiln's shapes are static)"},
+      {"Unique", "its output shape depends on the values (kiln's shapes are static)"},
+      {"NonMaxSuppression", "its output shape depends on the values (kiln's shapes are static)"},
+      {"Compress", "its output shape depends on the values (kiln's shapes are static)"},
+      {"RandomNormal", "random ops cannot reproduce ONNX's values"},
+      {"RandomUniform", "random ops cannot reproduce ONNX's values"},
+      {"RandomNormalLike", "random ops cannot reproduce ONNX's values"},
+      {"RandomUniformLike", "random ops cannot reproduce ONNX's values"},
+      {"Multinomial", "random ops cannot reproduce ONNX's values"},
+      {"Bernoulli", "random ops cannot reproduce ONNX's values"},
+      {"BitwiseAnd", "kiln has no bitwise integer ops yet"},
+      {"BitwiseOr", "kiln has no bitwise integer ops yet"},
+      {"BitwiseXor", "kiln has no bitwise integer ops yet"},
+      {"BitwiseNot", "kiln has no bitwise integer ops yet"},
+      {"StringNormalizer", "kiln has no string tensors"},
+      {"TfIdfVectorizer", "kiln has no string tensors"},
+      {"Det", "kiln has no linear-algebra decompositions"},
+      {"SequenceConstruct", "sequences are not supported"},
+      {"SequenceAt", "sequences are not supported"},
+      {"SequenceInsert", "sequences are not supported"},
+      {"SequenceErase", "sequences are not supported"},
+      {"SequenceLength", "sequences are not supported"},
+      {"SequenceEmpty", "sequences are not supported"},
+      {"SplitToSequence", "sequences are not supported"},
+      {"ConcatFromSequence", "sequences are not supported"},
+      {"SequenceMap", "sequences are not supported"},
+      {"Optional", "optional values are not supported"},
+      {"OptionalHasElement", "optional values are not supported"},
+      {"OptionalGetElement", "optional values are not supported"},
+  };
+  auto it = reasons.find(op);
+  return it == reasons.end() ? "" : it->second;
+}
+
+}  // namespace kiln::onnx

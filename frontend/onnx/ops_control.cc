@@ -1,0 +1,142 @@
+// Control flow whose decisions are known at import: If builds the taken branch in place, Loop is
+// unrolled (trip count and conditions known at import, at most kMaxUnroll iterations), Scan is
+// unrolled over its (static) scan axis. kiln has
+// no device-side control flow yet; a condition or trip count read from a graph input makes that
+// input a value input, and one computed on the device is refused.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "frontend/onnx/ops.h"
+
+namespace kiln::onnx {
+namespace {
+
+constexpr int64_t kMaxUnroll = 1024;
+
+bool host_bool(NodeContext& c, const Value& v, const std::string& what) {
+  if (!v.host) c.unsupported(absl::StrCat(what, " computed at run time (kiln has no device-side control flow yet)"));
+  if (v.host->numel() != 1) c.invalid(absl::StrCat(what, " must hold one value"));
+  return v.host->int_at(0) != 0;
+}
+
+void if_op(NodeContext& c) {
+  bool cond = host_bool(c, c.value(0), "an If condition");
+  const Graph& branch = c.attr_graph(cond ? "then_branch" : "else_branch");
+  if (!branch.inputs.empty()) c.invalid("a branch takes no inputs");
+  std::vector<Value> outs = c.run_subgraph(branch, {});
+  if (outs.size() != c.num_outputs()) c.invalid(absl::StrCat("the branch has ", outs.size(), " outputs, the node ", c.num_outputs()));
+  for (size_t i = 0; i < outs.size(); ++i) c.set_value(i, std::move(outs[i]));
+}
+
+Value host_value(HostTensor h) {
+  DType t = h.dtype;
+  Shape s = h.shape;
+  return Value{t, s, Tensor(), std::make_shared<const HostTensor>(std::move(h))};
+}
+
+void loop_op(NodeContext& c) {
+  const Graph& body = c.attr_graph("body");
+  size_t carried = c.num_inputs() > 2 ? c.num_inputs() - 2 : 0;
+  if (body.inputs.size() != carried + 2) c.invalid(absl::StrCat("the body takes ", body.inputs.size(), " inputs for ", carried, " loop-carried values"));
+  if (body.outputs.size() < carried + 1) c.invalid("the body must output the condition and every loop-carried value");
+  size_t scans = body.outputs.size() - 1 - carried;
+  if (c.num_outputs() > carried + scans) c.invalid("more outputs than loop-carried values and scan outputs");
+  int64_t trips = kMaxUnroll + 1;
+  if (c.has_input(0)) {
+    const HostTensor& m = c.host(0, "the trip count M");
+    if (m.numel() != 1) c.invalid("M must hold one value");
+    trips = m.int_at(0);
+  }
+  bool cond = c.has_input(1) ? host_bool(c, c.value(1), "the loop condition") : true;
+  std::vector<Value> state;
+  for (size_t k = 0; k < carried; ++k) state.push_back(c.value(2 + k));
+  std::vector<std::vector<Tensor>> scanned(scans);
+  int64_t i = 0;
+  for (; i < trips && cond; ++i) {
+    if (i >= kMaxUnroll) c.unsupported(absl::StrCat("a Loop of more than ", kMaxUnroll, " iterations (loops are unrolled at import)"));
+    Value cond_in = host_value(HostTensor::from_ints({1}, {}, DType::kBool));
+    std::vector<Value> bound = {host_value(HostTensor::from_ints({i}, {})), cond_in};
+    bound.insert(bound.end(), state.begin(), state.end());
+    std::vector<Value> outs = c.run_subgraph(body, bound);
+    if (c.has_input(1)) cond = host_bool(c, outs[0], "the loop condition");  // without a cond input, cond_out is ignored
+    for (size_t k = 0; k < carried; ++k) state[k] = outs[1 + k];
+    for (size_t k = 0; k < scans; ++k) {
+      Value& v = outs[1 + carried + k];
+      scanned[k].push_back(v.tensor.defined() ? v.tensor : to_tensor(*v.host, c.device()));
+    }
+  }
+  for (size_t k = 0; k < carried && k < c.num_outputs(); ++k) c.set_value(k, state[k]);
+  for (size_t k = 0; k < scans && carried + k < c.num_outputs(); ++k) {
+    if (scanned[k].empty()) c.unsupported("a scan output of a Loop that runs no iteration (its shape is unknown)");
+    std::vector<Tensor> rows;
+    for (const Tensor& t : scanned[k]) rows.push_back(unsqueeze(t, 0));
+    c.set(carried + k, rows.size() == 1 ? rows[0] : concat(rows, 0));
+  }
+}
+
+// Scan (opset 9+) unrolled over its scan axis, whose length is static: each step binds the
+// states and one slice of every scan input, and stacks the body's scan outputs.
+void scan_op(NodeContext& c) {
+  const Graph& body = c.attr_graph("body");
+  int64_t num_scan = c.attr_int("num_scan_inputs", -1);
+  int64_t n_in = int64_t(c.num_inputs());
+  if (num_scan <= 0 || num_scan > n_in) c.invalid("num_scan_inputs must be between 1 and the number of inputs");
+  size_t states = size_t(n_in - num_scan);
+  if (body.inputs.size() != size_t(n_in)) c.invalid("the body takes one input per state and scan input");
+  if (body.outputs.size() < states) c.invalid("the body must output every state");
+  size_t scan_outs = body.outputs.size() - states;
+  auto per = [&](const char* name, size_t n) {
+    std::vector<int64_t> v = c.attr_ints(name, std::vector<int64_t>(n, 0));
+    if (v.size() != n) c.invalid(absl::StrCat("attribute '", name, "' needs ", n, " values"));
+    return v;
+  };
+  std::vector<int64_t> in_axes = per("scan_input_axes", size_t(num_scan)), in_dirs = per("scan_input_directions", size_t(num_scan));
+  std::vector<int64_t> out_axes = per("scan_output_axes", scan_outs), out_dirs = per("scan_output_directions", scan_outs);
+  std::vector<Tensor> xs;
+  int64_t length = -1;
+  for (int64_t k = 0; k < num_scan; ++k) {
+    Tensor x = c.in(states + size_t(k));
+    int64_t axis = c.axis(in_axes[size_t(k)], x.ndim(), "scan input axis");
+    in_axes[size_t(k)] = axis;
+    if (length >= 0 && x.shape()[size_t(axis)] != length) c.invalid("scan inputs differ in length");
+    length = x.shape()[size_t(axis)];
+    xs.push_back(x);
+  }
+  if (length > kMaxUnroll) c.unsupported(absl::StrCat("a Scan of ", length, " steps (scans are unrolled at import, up to ", kMaxUnroll, ")"));
+  if (length == 0 && scan_outs > 0) c.unsupported("a Scan of zero steps with scan outputs (their shapes are unknown)");
+  std::vector<Value> state;
+  for (size_t k = 0; k < states; ++k) state.push_back(c.value(k));
+  std::vector<std::vector<Tensor>> scanned(scan_outs);
+  for (int64_t t = 0; t < length; ++t) {
+    std::vector<Value> bound = state;
+    for (int64_t k = 0; k < num_scan; ++k) {
+      int64_t at = in_dirs[size_t(k)] ? length - 1 - t : t;
+      Tensor s = squeeze(slice(xs[size_t(k)], in_axes[size_t(k)], at, at + 1), in_axes[size_t(k)]);
+      bound.push_back(Value{s.dtype(), s.shape(), s, nullptr});
+    }
+    std::vector<Value> outs = c.run_subgraph(body, bound);
+    for (size_t k = 0; k < states; ++k) state[k] = outs[k];
+    for (size_t k = 0; k < scan_outs; ++k) {
+      Value& v = outs[states + k];
+      scanned[k].push_back(v.tensor.defined() ? v.tensor : to_tensor(*v.host, c.device()));
+    }
+  }
+  for (size_t k = 0; k < states && k < c.num_outputs(); ++k) c.set_value(k, state[k]);
+  for (size_t k = 0; k < scan_outs && states + k < c.num_outputs(); ++k) {
+    std::vector<Tensor> rows = scanned[k];
+    if (out_dirs[k]) std::reverse(rows.begin(), rows.end());
+    int64_t axis = c.axis(out_axes[k], rows[0].ndim() + 1, "scan output axis");
+    for (Tensor& r : rows) r = unsqueeze(r, axis);
+    c.set(states + k, rows.size() == 1 ? rows[0] : concat(rows, axis));
+  }
+}
+
+}  // namespace
+
+void register_control_ops(OpTable& t) {
+  t["Scan"] = {scan_op, {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"}, {}};
+  t["If"] = {if_op, {"then_branch", "else_branch"}, {0}};
+  t["Loop"] = {loop_op, {"body"}, {0, 1}};
+}
+
+}  // namespace kiln::onnx

@@ -1,0 +1,445 @@
+// kiln::onnx::load on small models written in C++ (model_builder.h): values against the same
+// computation through kiln's own ops, shape subgraphs folded at import, value inputs, the
+// signature, calls by name, and replays that compile nothing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "kiln/kiln.h"
+#include "kiln/onnx.h"
+#include "onnx/model_builder.h"
+#include "testing/error_of.h"
+
+namespace kiln::testing {
+namespace {
+
+using onnx_pb::TensorProto;
+
+void expect_near(const std::vector<float>& got, const std::vector<float>& want, float tol = 1e-5f) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+// x[2,3] -> softmax(relu(x @ w + b)), w and b initializers.
+std::string mlp_model() {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2, 3});
+  b.initializer("w", {3, 4}, {0.1f, -0.2f, 0.3f, 0.4f, 0.5f, -0.6f, 0.7f, 0.8f, -0.9f, 1.0f, 1.1f, -1.2f});
+  b.initializer("b", {4}, {0.01f, 0.02f, -0.03f, 0.04f});
+  b.node("MatMul", {"x", "w"}, {"xw"}, "mm");
+  b.node("Add", {"xw", "b"}, {"h"}, "bias");
+  b.node("Relu", {"h"}, {"r"}, "relu");
+  ModelBuilder::attr_int(b.node("Softmax", {"r"}, {"probs"}, "softmax"), "axis", -1);
+  b.output("probs", TensorProto::FLOAT, {2, 4});
+  return b.bytes();
+}
+
+TEST(OnnxImport, MlpMatchesTheSameOpsInKiln) {
+  onnx::Model m = onnx::load_bytes(mlp_model(), default_device());
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_EQ(m.inputs()[0].name, "x");
+  EXPECT_EQ(m.inputs()[0].dtype, float32);
+  EXPECT_EQ(m.inputs()[0].shape, (Shape{2, 3}));
+  EXPECT_FALSE(m.inputs()[0].value_input);
+  ASSERT_EQ(m.outputs().size(), 1u);
+  EXPECT_EQ(m.outputs()[0].name, "probs");
+  EXPECT_EQ(m.opset(), 17);
+
+  Tensor x = from_vector<float>({1, 2, 3, -1, 0.5f, 2}, {2, 3});
+  Tensor w = from_vector<float>({0.1f, -0.2f, 0.3f, 0.4f, 0.5f, -0.6f, 0.7f, 0.8f, -0.9f, 1.0f, 1.1f, -1.2f}, {3, 4});
+  Tensor bias = from_vector<float>({0.01f, 0.02f, -0.03f, 0.04f}, {4});
+  std::vector<float> want = softmax(relu(matmul(x, w) + bias), -1).to_vector<float>();
+  std::vector<Tensor> y = m({x});
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].shape(), (Shape{2, 4}));
+  expect_near(y[0].to_vector<float>(), want);
+}
+
+TEST(OnnxImport, SecondCallWithTheSameShapesCompilesNothing) {
+  onnx::Model m = onnx::load_bytes(mlp_model(), default_device());
+  Tensor x1 = from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}), x2 = from_vector<float>({6, 5, 4, 3, 2, 1}, {2, 3});
+  std::vector<float> first = m({x1})[0].to_vector<float>();
+  int64_t built = stats().executables_built;
+  std::vector<float> second = m({x2})[0].to_vector<float>();
+  EXPECT_EQ(stats().executables_built, built);
+  EXPECT_NE(first, second);
+  // The replay computed the new input's answer: the first input again gives the first answer.
+  expect_near(m({x1})[0].to_vector<float>(), first, 0);
+}
+
+// Reshape(x, Concat(Gather(Shape(x), [0]), [-1])): the shape is folded at import.
+TEST(OnnxImport, ShapeSubgraphsFoldAtImport) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2, 3, 4});
+  b.initializer_i64("first", {1}, {0});
+  b.node("Shape", {"x"}, {"s"});
+  b.node("Gather", {"s", "first"}, {"n"});
+  auto* c = b.node("Constant", {}, {"minus1"});
+  ModelBuilder::attr_ints(c, "value_ints", {-1});
+  ModelBuilder::attr_int(b.node("Concat", {"n", "minus1"}, {"shape"}), "axis", 0);
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.node("Size", {"x"}, {"count"});
+  b.output("y", TensorProto::FLOAT, {-1, -1});
+  b.output("count", TensorProto::INT64, {});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  EXPECT_FALSE(m.inputs()[0].value_input);
+  std::vector<float> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i);
+  std::vector<Tensor> y = m({from_vector(v, {2, 3, 4})});
+  EXPECT_EQ(y[0].shape(), (Shape{2, 12}));
+  expect_near(y[0].to_vector<float>(), v, 0);
+  EXPECT_EQ(y[1].to_vector<int64_t>(), std::vector<int64_t>{24});
+}
+
+// A graph input that decides a shape is read at each call; each value gets its own graph.
+TEST(OnnxImport, ValueInputsSpecializeTheGraphPerValue) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {6});
+  b.input("shape", TensorProto::INT64, {2});
+  b.node("Reshape", {"x", "shape"}, {"y"}, "reshape");
+  b.output("y", TensorProto::FLOAT, {-1, -1});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  EXPECT_FALSE(m.inputs()[0].value_input);
+  EXPECT_TRUE(m.inputs()[1].value_input);
+  Tensor x = from_vector<float>({1, 2, 3, 4, 5, 6}, {6});
+  EXPECT_EQ(m({x, from_vector<int64_t>({2, 3}, {2})})[0].shape(), (Shape{2, 3}));
+  Tensor y = m(std::vector<Tensor>{x, from_vector<int64_t>({3, -1}, {2})})[0];
+  EXPECT_EQ(y.shape(), (Shape{3, 2}));
+  expect_near(y.to_vector<float>(), {1, 2, 3, 4, 5, 6}, 0);
+}
+
+TEST(OnnxImport, CallsByNameAndChecksTheInputs) {
+  onnx::Model m = onnx::load_bytes(mlp_model(), default_device(), "mlp.onnx");
+  Tensor x = from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  expect_near(m({{"x", x}})[0].to_vector<float>(), m({x})[0].to_vector<float>(), 0);
+  EXPECT_EQ(error_of([&] { m(std::map<std::string, Tensor>{{"y", x}}); }), "mlp.onnx: the model has no input named 'y' (its inputs: x)");
+  EXPECT_EQ(error_of([&] { m({from_vector<int32_t>({1, 2, 3, 4, 5, 6}, {2, 3})}); }),
+            "mlp.onnx: input 'x' is i32[2,3]; the model takes f32[2,3]");
+  EXPECT_EQ(error_of([&] { m(std::vector<Tensor>{x, x}); }), "mlp.onnx: the model takes 1 inputs, got 2");
+  EXPECT_EQ(error_of([] { onnx::Model()(std::vector<Tensor>{}); }), "kiln::onnx::Model: not loaded (use kiln::onnx::load)");
+}
+
+TEST(OnnxImport, LoadsFromAFile) {
+  std::string path = ::testing::TempDir() + "/kiln_onnx_mlp.onnx";
+  std::ofstream(path, std::ios::binary) << mlp_model();
+  onnx::Model m = onnx::load(path);
+  EXPECT_EQ(m.device(), default_device());
+  EXPECT_EQ(m({from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3})})[0].shape(), (Shape{2, 4}));
+  std::remove(path.c_str());
+  EXPECT_EQ(error_of([&] { onnx::load(path); }), path + ": cannot open");
+}
+
+// The folder and the device agree on integer arithmetic of shapes, including ONNX's Div
+// truncation toward zero and Mod's sign rules.
+TEST(OnnxImport, FoldedIntegerArithmetic) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {1});
+  b.initializer_i64("a", {4}, {7, -7, 7, -7});
+  b.initializer_i64("d", {4}, {2, 2, -2, -2});
+  b.node("Div", {"a", "d"}, {"q"});
+  b.node("Mod", {"a", "d"}, {"r"});
+  ModelBuilder::attr_int(b.node("Mod", {"a", "d"}, {"f"}), "fmod", 1);
+  b.output("q", TensorProto::INT64, {4});
+  b.output("r", TensorProto::INT64, {4});
+  b.output("f", TensorProto::INT64, {4});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  std::vector<Tensor> y = m({from_vector<float>({0}, {1})});
+  EXPECT_EQ(y[0].to_vector<int64_t>(), (std::vector<int64_t>{3, -3, -3, 3}));
+  EXPECT_EQ(y[1].to_vector<int64_t>(), (std::vector<int64_t>{1, 1, -1, -1}));
+  EXPECT_EQ(y[2].to_vector<int64_t>(), (std::vector<int64_t>{1, -1, 1, -1}));
+}
+
+// Reductions of shapes fold too: Reshape(x, ReduceProd(Shape(x))) flattens, ReduceMax gives the
+// largest dimension.
+TEST(OnnxImport, ReductionsOfShapesFold) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2, 3, 4});
+  b.node("Shape", {"x"}, {"s"});
+  b.node("ReduceProd", {"s"}, {"n"});  // keepdims defaults to 1: [24]
+  b.node("Reshape", {"x", "n"}, {"flat"});
+  ModelBuilder::attr_int(b.node("ReduceMax", {"s"}, {"largest"}), "keepdims", 0);
+  b.output("flat", TensorProto::FLOAT, {24});
+  b.output("largest", TensorProto::INT64, {});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  std::vector<float> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i) * 0.5f;
+  std::vector<Tensor> y = m({from_vector(v, {2, 3, 4})});
+  EXPECT_EQ(y[0].shape(), (Shape{24}));
+  expect_near(y[0].to_vector<float>(), v, 0);
+  EXPECT_EQ(y[1].to_vector<int64_t>(), std::vector<int64_t>{4});
+}
+
+// Initializers stored as external data (how models over 2 GB are saved) are read from files
+// beside the model, at the offset and length the model names.
+TEST(OnnxImport, ExternalDataBesideTheModel) {
+  std::string dir = ::testing::TempDir() + "/kiln_onnx_external";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/weights");
+  std::vector<float> w = {1.5f, -2.0f, 0.25f, 4.0f};
+  std::string blob(8, 'x');  // 8 bytes of something else first: the tensor is at offset 8
+  blob.append(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
+  std::ofstream(dir + "/weights/w.bin", std::ios::binary) << blob;
+  auto model = [&](const std::string& location, const std::string& offset) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {4});
+    auto* t = b.proto().mutable_graph()->add_initializer();
+    t->set_name("w");
+    t->set_data_type(TensorProto::FLOAT);
+    t->add_dims(4);
+    t->set_data_location(TensorProto::EXTERNAL);
+    auto* loc = t->add_external_data();
+    loc->set_key("location");
+    loc->set_value(location);
+    auto* off = t->add_external_data();
+    off->set_key("offset");
+    off->set_value(offset);
+    b.node("Mul", {"x", "w"}, {"y"}, "scale");
+    b.output("y", TensorProto::FLOAT, {4});
+    std::string path = dir + "/m.onnx";
+    std::ofstream(path, std::ios::binary) << b.bytes();
+    return path;
+  };
+  std::string path = model("weights/w.bin", "8");
+  onnx::Model m = onnx::load(path);
+  expect_near(m({from_vector<float>({1, 1, 2, 2}, {4})})[0].to_vector<float>(), {1.5f, -2.0f, 0.5f, 8.0f}, 0);
+
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(error_of([&] { onnx::load_bytes(bytes, default_device(), "m.onnx"); }),
+            "m.onnx: initializer 'w': its data is stored outside the model (external data); load the model from its file so that the "
+            "data file can be found beside it");
+  EXPECT_NE(error_of([&] { onnx::load(model("weights/w.bin", "12")); }).find("initializer 'w': external data holds 12 bytes for 16 expected"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { onnx::load(model("../w.bin", "0")); }).find("external data location '../w.bin' leaves the model's folder"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { onnx::load(model("missing.bin", "0")); }).find("cannot open its external data file"), std::string::npos);
+}
+
+// If whose condition folds at import (here from a shape) builds the taken branch in place; a
+// branch reads values of the enclosing graph, even ones the file defines after the If node.
+TEST(OnnxImport, IfWithAConditionKnownAtImportBuildsTheTakenBranch) {
+  for (int64_t size : {6, 5}) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {size});
+    b.initializer_i64("six", {}, {6});
+    b.node("Size", {"x"}, {"n"});
+    b.node("Equal", {"n", "six"}, {"is_six"});
+    auto* node = b.node("If", {"is_six"}, {"y"}, "branch");
+    auto branch = [&](const std::string& name, const std::string& op) {
+      auto* a = node->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx_pb::AttributeProto::GRAPH);
+      auto* g = a->mutable_g();
+      g->set_name(name);
+      auto* k = g->add_initializer();
+      k->set_name(name + "_k");
+      k->set_data_type(TensorProto::FLOAT);
+      k->add_float_data(10.0f);
+      auto* n = g->add_node();
+      n->set_op_type(op);
+      n->add_input("doubled");  // defined by the outer graph, after the If node in the file
+      n->add_input(name + "_k");
+      n->add_output(name + "_out");
+      g->add_output()->set_name(name + "_out");
+    };
+    branch("then_branch", "Add");
+    branch("else_branch", "Mul");
+    b.node("Add", {"x", "x"}, {"doubled"});
+    b.output("y", TensorProto::FLOAT, {size});
+    onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+    EXPECT_FALSE(m.inputs()[0].value_input);
+    std::vector<float> x(static_cast<size_t>(size), 1.5f), want(static_cast<size_t>(size), size == 6 ? 13.0f : 30.0f);
+    expect_near(m({from_vector(x, {size})})[0].to_vector<float>(), want, 0);
+  }
+}
+
+TEST(OnnxImport, IfOnARunTimeConditionIsAValueInput) {
+  ModelBuilder b;
+  b.input("c", TensorProto::BOOL, {});
+  b.input("x", TensorProto::FLOAT, {2});
+  auto* node = b.node("If", {"c"}, {"y"}, "choose");
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto* a = node->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx_pb::AttributeProto::GRAPH);
+    auto* n = a->mutable_g()->add_node();
+    n->set_op_type(std::string(name) == "then_branch" ? "Neg" : "Identity");
+    n->add_input("x");
+    n->add_output(std::string(name) + "_y");
+    a->mutable_g()->add_output()->set_name(std::string(name) + "_y");
+  }
+  b.output("y", TensorProto::FLOAT, {2});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  EXPECT_TRUE(m.inputs()[0].value_input);
+  Tensor x = from_vector<float>({1, -2}, {2});
+  expect_near(m({from_vector<bool>({true}, {}), x})[0].to_vector<float>(), {-1, 2}, 0);
+  expect_near(m({from_vector<bool>({false}, {}), x})[0].to_vector<float>(), {1, -2}, 0);
+}
+
+// Loop with a trip count known at import is unrolled: a loop-carried sum and a scan output.
+TEST(OnnxImport, LoopWithAKnownTripCountIsUnrolled) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2});
+  b.initializer_i64("three", {}, {3});
+  auto* loop = b.node("Loop", {"three", "", "x"}, {"total", "partials"}, "loop");
+  auto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx_pb::AttributeProto::GRAPH);
+  auto* g = a->mutable_g();
+  for (const char* in : {"i", "cond_in", "acc"}) g->add_input()->set_name(in);
+  auto node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    for (const auto& i : ins) n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  auto* cast = node("Cast", {"i"}, "i_f");
+  ModelBuilder::attr_int(cast, "to", TensorProto::FLOAT);
+  node("Mul", {"x", "i_f"}, "step");  // reads x from the enclosing graph
+  node("Add", {"acc", "step"}, "acc_out");
+  node("Identity", {"cond_in"}, "cond_out");
+  for (const char* out : {"cond_out", "acc_out", "acc_out"}) g->add_output()->set_name(out);
+  b.output("total", TensorProto::FLOAT, {2});
+  b.output("partials", TensorProto::FLOAT, {3, 2});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  std::vector<Tensor> y = m({from_vector<float>({1, 10}, {2})});
+  // acc: x, x + 0x, x + 0x + 1x, x + 0x + 1x + 2x
+  expect_near(y[0].to_vector<float>(), {4, 40}, 0);
+  expect_near(y[1].to_vector<float>(), {1, 10, 2, 20, 4, 40}, 0);
+}
+
+// Scan is unrolled over its scan axis: a running sum over the rows of x read backwards, the partial
+// sums stacked along axis 1 in reverse order too.
+TEST(OnnxImport, ScanIsUnrolledOverItsAxis) {
+  ModelBuilder b;
+  b.input("init", TensorProto::FLOAT, {2});
+  b.input("x", TensorProto::FLOAT, {3, 2});
+  auto* scan = b.node("Scan", {"init", "x"}, {"final", "partials"}, "scan");
+  ModelBuilder::attr_int(scan, "num_scan_inputs", 1);
+  ModelBuilder::attr_ints(scan, "scan_input_directions", {1});
+  ModelBuilder::attr_ints(scan, "scan_output_axes", {1});
+  ModelBuilder::attr_ints(scan, "scan_output_directions", {1});
+  auto* a = scan->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx_pb::AttributeProto::GRAPH);
+  auto* g = a->mutable_g();
+  for (const char* in : {"sum_in", "row"}) g->add_input()->set_name(in);
+  auto* n = g->add_node();
+  n->set_op_type("Add");
+  n->add_input("sum_in");
+  n->add_input("row");
+  n->add_output("sum_out");
+  auto* id = g->add_node();
+  id->set_op_type("Identity");
+  id->add_input("sum_out");
+  id->add_output("scan_out");
+  for (const char* out : {"sum_out", "scan_out"}) g->add_output()->set_name(out);
+  b.output("final", TensorProto::FLOAT, {2});
+  b.output("partials", TensorProto::FLOAT, {2, 3});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  std::vector<Tensor> y = m({from_vector<float>({0, 100}, {2}), from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2})});
+  expect_near(y[0].to_vector<float>(), {9, 112}, 0);
+  // Steps read rows 2, 1, 0: sums [5,106], [8,110], [9,112]; stacked in reverse along axis 1.
+  expect_near(y[1].to_vector<float>(), {9, 8, 5, 112, 110, 106}, 0);
+}
+
+// A bidirectional GRU is a forward GRU and a reverse one side by side, and the reverse one is
+// the forward one on the time-reversed input (onnxruntime checks the values themselves:
+// bench/onnx/ort_compare.py).
+TEST(OnnxImport, BidirectionalGruIsForwardAndReverse) {
+  const int64_t T = 4, B = 2, I = 3, H = 2;
+  std::vector<float> w(size_t(2 * 3 * H * I)), r(size_t(2 * 3 * H * H)), x(size_t(T * B * I));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 7) - 3) * 0.1f;
+  for (size_t i = 0; i < r.size(); ++i) r[i] = float(int(i % 5) - 2) * 0.15f;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 9) - 4) * 0.2f;
+  auto gru = [&](const std::string& direction, int64_t dirs, int64_t first) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {T, B, I});
+    b.initializer("w", {dirs, 3 * H, I}, std::vector<float>(w.begin() + first * 3 * H * I, w.begin() + (first + dirs) * 3 * H * I));
+    b.initializer("r", {dirs, 3 * H, H}, std::vector<float>(r.begin() + first * 3 * H * H, r.begin() + (first + dirs) * 3 * H * H));
+    auto* n = b.node("GRU", {"x", "w", "r"}, {"y", "yh"}, "gru");
+    ModelBuilder::attr_int(n, "hidden_size", H);
+    auto* a = n->add_attribute();
+    a->set_name("direction");
+    a->set_type(onnx_pb::AttributeProto::STRING);
+    a->set_s(direction);
+    b.output("y", TensorProto::FLOAT, {T, dirs, B, H});
+    b.output("yh", TensorProto::FLOAT, {dirs, B, H});
+    return onnx::load_bytes(b.bytes(), default_device());
+  };
+  Tensor input = from_vector(x, {T, B, I});
+  Tensor reversed = slice(input, 0, T - 1, -T - 1, -1);
+  std::vector<Tensor> both = gru("bidirectional", 2, 0)(std::vector<Tensor>{input});
+  std::vector<Tensor> fwd = gru("forward", 1, 0)(std::vector<Tensor>{input});
+  std::vector<Tensor> rev = gru("reverse", 1, 1)(std::vector<Tensor>{input});
+  std::vector<Tensor> rev_as_fwd = gru("forward", 1, 1)(std::vector<Tensor>{reversed});
+  expect_near(slice(both[0], 1, 0, 1).to_vector<float>(), fwd[0].to_vector<float>());
+  expect_near(slice(both[0], 1, 1, 2).to_vector<float>(), rev[0].to_vector<float>());
+  expect_near(rev[0].to_vector<float>(), slice(rev_as_fwd[0], 0, T - 1, -T - 1, -1).to_vector<float>());
+  expect_near(slice(both[1], 0, 1, 2).to_vector<float>(), rev_as_fwd[1].to_vector<float>());
+}
+
+// Before opset 13, Softmax normalizes the input coerced to 2-D at `axis` (all of [d1, d2] per
+// row); from 13 it normalizes along the one axis.
+TEST(OnnxImport, SoftmaxSemanticsFollowTheOpset) {
+  std::vector<float> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 7) * 0.3f - 1.0f;
+  Tensor x = from_vector(v, {2, 3, 4});
+  for (int64_t opset : {11, 13}) {
+    ModelBuilder b(opset);
+    b.input("x", TensorProto::FLOAT, {2, 3, 4});
+    ModelBuilder::attr_int(b.node("Softmax", {"x"}, {"y"}, "sm"), "axis", 1);
+    b.output("y", TensorProto::FLOAT, {2, 3, 4});
+    onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+    Tensor want = opset < 13 ? softmax(x.reshape({2, 12}), 1).reshape({2, 3, 4}) : softmax(x, 1);
+    expect_near(m({x})[0].to_vector<float>(), want.to_vector<float>());
+  }
+}
+
+// Constants whose broadcast result would be large are computed on the device, not folded.
+TEST(OnnxImport, LargeBroadcastOfConstantsRunsOnTheDevice) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {1});
+  std::vector<float> col(300), row(300);
+  for (int i = 0; i < 300; ++i) col[size_t(i)] = float(i), row[size_t(i)] = float(i) * 1000;
+  b.initializer("col", {300, 1}, col);
+  b.initializer("row", {1, 300}, row);
+  b.node("Add", {"col", "row"}, {"grid"});
+  b.node("Add", {"grid", "x"}, {"y"});
+  b.output("y", TensorProto::FLOAT, {300, 300});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  std::vector<float> y = m({from_vector<float>({0.5f}, {1})})[0].to_vector<float>();
+  ASSERT_EQ(y.size(), 90000u);
+  EXPECT_EQ(y[301], 1000.0f + 1.0f + 0.5f);
+  EXPECT_EQ(y[89999], 299000.0f + 299.0f + 0.5f);
+}
+
+// Pow with an exponent known at import: small integers multiply, 0.5 is a square root, anything
+// else goes through float64; all agree with std::pow.
+TEST(OnnxImport, PowWithConstantExponents) {
+  for (float e : {2.0f, 3.0f, -2.0f, 0.0f, 0.5f, 1.7f}) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {4});
+    b.initializer("e", {}, {e});
+    b.node("Pow", {"x", "e"}, {"y"}, "pow");
+    b.output("y", TensorProto::FLOAT, {4});
+    onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+    std::vector<float> x = {0.5f, 1.25f, 2.0f, 3.5f};
+    std::vector<float> y = m({from_vector(x, {4})})[0].to_vector<float>();
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], std::pow(x[i], e), 1e-5 * std::pow(x[i], e)) << "x=" << x[i] << " e=" << e;
+  }
+}
+
+TEST(OnnxImport, SupportedOpsAreListed) {
+  std::vector<std::string> ops = onnx::supported_ops();
+  for (const char* op : {"Add", "MatMul", "Gemm", "Softmax", "LayerNormalization", "Reshape", "Slice", "ReduceMean", "Where"})
+    EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "Conv"), ops.end());
+}
+
+}  // namespace
+}  // namespace kiln::testing

@@ -1,0 +1,86 @@
+// kilnc compile on an ONNX model: the same importer as kiln::onnx::load, the artifact loads with
+// kiln::load and gives the imported model's answer; import errors reach kilnc's exit status and
+// message; symbolic dimensions are fixed with --input-shape.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "aot/aot_fixture.h"
+#include "kiln/kiln.h"
+#include "kiln/onnx.h"
+#include "onnx/model_builder.h"
+
+namespace kiln::testing {
+namespace {
+
+using onnx_pb::TensorProto;
+
+std::string write(const std::string& dir, const std::string& name, const std::string& bytes) {
+  std::string path = dir + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// y = gelu-free MLP: relu(x @ w + b) summed over the last axis, batch symbolic.
+std::string mlp(int64_t batch) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {batch, 3});
+  b.initializer("w", {3, 2}, {0.5f, -1.0f, 2.0f, 0.25f, -0.75f, 1.5f});
+  b.initializer("b", {2}, {0.1f, -0.2f});
+  b.node("MatMul", {"x", "w"}, {"xw"}, "mm");
+  b.node("Add", {"xw", "b"}, {"h"}, "bias");
+  b.node("Relu", {"h"}, {"r"}, "relu");
+  b.initializer_i64("last", {1}, {1});
+  auto* s = b.node("ReduceSum", {"r", "last"}, {"y"}, "sum");
+  ModelBuilder::attr_int(s, "keepdims", 0);
+  b.output("y", TensorProto::FLOAT, {batch});
+  return b.bytes();
+}
+
+TEST(KilncOnnx, CompiledArtifactMatchesTheImportedModel) {
+  KILN_AOT_REQUIRE_DEVICE();
+  std::string dir = scratch_dir("kilnc_onnx");
+  std::string model = write(dir, "mlp.onnx", mlp(4)), out;
+  std::string art = dir + "/mlp.kiln";
+  std::string target = default_device().name();
+  ASSERT_EQ(run_kilnc("compile " + model + " -o " + art + " --target " + target, &out), 0) << out;
+  Model compiled = load(art);
+  ASSERT_EQ(compiled.inputs().size(), 1u);
+  EXPECT_EQ(compiled.inputs()[0].name, "x");
+  EXPECT_EQ(compiled.outputs()[0].name, "y");
+  Tensor x = from_vector<float>({1, 2, 3, -1, 0, 1, 0.5f, 0.5f, 0.5f, 3, -2, 1}, {4, 3});
+  std::vector<float> want = onnx::load(model)({x})[0].to_vector<float>();
+  std::vector<float> got = compiled({x})[0].to_vector<float>();
+  ASSERT_EQ(got.size(), 4u);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+  // relu([1,2,3] @ w + b) = relu([2.35, 3.8]) -> 6.15
+  EXPECT_NEAR(got[0], 6.15f, 1e-5);
+}
+
+TEST(KilncOnnx, SymbolicDimensionsNeedAnInputShape) {
+  KILN_AOT_REQUIRE_DEVICE();
+  std::string dir = scratch_dir("kilnc_onnx");
+  std::string model = write(dir, "batch.onnx", mlp(-1)), out;
+  std::string art = dir + "/batch.kiln";
+  EXPECT_EQ(run_kilnc("compile " + model + " -o " + art + " --target " + default_device().name(), &out), 1);
+  EXPECT_NE(out.find("input 'x' has the symbolic shape [-1,3]; give it with --input-shape x=d0,d1,..."), std::string::npos) << out;
+  ASSERT_EQ(run_kilnc("compile " + model + " -o " + art + " --target " + default_device().name() + " --input-shape x=2,3", &out), 0) << out;
+  EXPECT_EQ(load(art).inputs()[0].shape, (Shape{2, 3}));
+  EXPECT_EQ(run_kilnc("compile " + model + " -o " + art + " --target cpu --input-shape x=2,4", &out), 1);
+  EXPECT_NE(out.find("--input-shape x=[2,4] does not fit the model's [-1,3]"), std::string::npos) << out;
+}
+
+TEST(KilncOnnx, ImportErrorsNameTheNode) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {1, 1, 4, 4});
+  b.node("MaxPool", {"x"}, {"y"}, "pool1");
+  b.output("y", TensorProto::FLOAT, {1, 1, 2, 2});
+  std::string model = write(scratch_dir("kilnc_onnx"), "pool.onnx", b.bytes()), out;
+  EXPECT_EQ(run_kilnc("compile " + model + " -o x.kiln --target cpu", &out), 1);
+  EXPECT_NE(out.find("kilnc compile: " + model + ": node 'pool1' (MaxPool): MaxPool is not supported yet (kiln has no pooling primitive yet)"),
+            std::string::npos)
+      << out;
+}
+
+}  // namespace
+}  // namespace kiln::testing
