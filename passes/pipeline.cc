@@ -47,6 +47,8 @@ std::string to_dot(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>
 
 namespace {
 
+constexpr size_t kMaxRenderedNodes = 400;
+
 // Nodes each kernel computes: its group's nodes plus the elementwise/movement nodes it inlines.
 std::vector<std::vector<ir::NodeId>> kernel_members(const ir::Graph& g, const FusionPlan& plan) {
   std::vector<std::vector<ir::NodeId>> r;
@@ -132,7 +134,11 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
     std::string dot = to_dot(g, kernel_members(g, plan));
     std::string path = absl::StrFormat("%s%02d_graph.dot", out.dump_prefix, stage++);
     support::write_dump(path, dot);
-    if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+    // Graphviz takes minutes on graphs of thousands of nodes: those keep only their .dot.
+    if (g.size() > kMaxRenderedNodes) {
+      if (opts.debug >= 1)
+        std::fprintf(stderr, "kiln: %s: %zu nodes, not rendered to SVG (run dot -Tsvg on it)\n", path.c_str(), g.size());
+    } else if (std::system("command -v dot >/dev/null 2>&1") == 0) {
       std::string cmd = absl::StrCat("dot -Tsvg '", path, "' -o '", path.substr(0, path.size() - 4), ".svg' 2>/dev/null");
       if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "kiln: dot failed for %s\n", path.c_str());
     }
