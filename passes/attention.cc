@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "passes/add_node.h"
 
 namespace kiln::passes {
 namespace {
@@ -12,25 +13,14 @@ using ir::Node;
 using ir::NodeId;
 using ir::Op;
 
-NodeId add(Graph* g, Op op, DType dt, Shape shape, std::vector<NodeId> in, std::vector<int64_t> ints = {},
-           Scalar s = {}) {
-  Node n;
-  n.op = op;
-  n.dtype = dt;
-  n.shape = std::move(shape);
-  n.inputs = std::move(in);
-  n.ints = std::move(ints);
-  n.scalar = s;
-  return g->add(std::move(n));
-}
 
 NodeId cast_to(Graph* g, NodeId x, DType dt) {
   const Node& n = g->node(x);
-  return n.dtype == dt ? x : add(g, Op::kCast, dt, n.shape, {x});
+  return n.dtype == dt ? x : add_node(g, Op::kCast, dt, n.shape, {x});
 }
 
 NodeId constant(Graph* g, double v, DType dt, const Shape& shape) {
-  return add(g, Op::kConst, dt, shape, {}, {}, Scalar::from_double(v));
+  return add_node(g, Op::kConst, dt, shape, {}, {}, Scalar::from_double(v));
 }
 
 std::vector<int64_t> swap_last_two(size_t r) {
@@ -137,32 +127,32 @@ NodeId expand(Graph* g, const Node& n, const std::vector<NodeId>& in) {
   NodeId q = cast_to(g, in[0], f), k = cast_to(g, in[1], f), v = cast_to(g, in[2], f);
   Shape ks = g->node(k).shape, ss = g->node(q).shape;
   ss.back() = ks[r - 2];  // [B..., Sq, Sk]
-  NodeId kt = add(g, Op::kPermute, f, swapped(ks), {k}, swap_last_two(r));
-  NodeId s = add(g, Op::kDot, f, ss, {q, kt});
+  NodeId kt = add_node(g, Op::kPermute, f, swapped(ks), {k}, swap_last_two(r));
+  NodeId s = add_node(g, Op::kDot, f, ss, {q, kt});
   double scale = n.scalar.as_double();
-  if (scale != 1.0) s = add(g, Op::kMul, f, ss, {s, constant(g, scale, f, ss)});
-  if (in.size() > 3) s = add(g, Op::kAdd, f, ss, {s, cast_to(g, in[3], f)});
+  if (scale != 1.0) s = add_node(g, Op::kMul, f, ss, {s, constant(g, scale, f, ss)});
+  if (in.size() > 3) s = add_node(g, Op::kAdd, f, ss, {s, cast_to(g, in[3], f)});
   if (n.ints[0]) {
     // Keep column j of row i where j <= i.
     Shape row(r, 1), col(r, 1);
     row[r - 2] = ss[r - 2];
     col[r - 1] = ss[r - 1];
-    NodeId i = add(g, Op::kIota, DType::kInt64, {ss[r - 2]}, {});
-    NodeId j = add(g, Op::kIota, DType::kInt64, {ss[r - 1]}, {});
-    i = add(g, Op::kExpand, DType::kInt64, ss, {add(g, Op::kReshape, DType::kInt64, row, {i})});
-    j = add(g, Op::kExpand, DType::kInt64, ss, {add(g, Op::kReshape, DType::kInt64, col, {j})});
-    NodeId keep = add(g, Op::kLe, DType::kBool, ss, {j, i});
-    s = add(g, Op::kWhere, f, ss, {keep, s, constant(g, -INFINITY, f, ss)});
+    NodeId i = add_node(g, Op::kIota, DType::kInt64, {ss[r - 2]}, {});
+    NodeId j = add_node(g, Op::kIota, DType::kInt64, {ss[r - 1]}, {});
+    i = add_node(g, Op::kExpand, DType::kInt64, ss, {add_node(g, Op::kReshape, DType::kInt64, row, {i})});
+    j = add_node(g, Op::kExpand, DType::kInt64, ss, {add_node(g, Op::kReshape, DType::kInt64, col, {j})});
+    NodeId keep = add_node(g, Op::kLe, DType::kBool, ss, {j, i});
+    s = add_node(g, Op::kWhere, f, ss, {keep, s, constant(g, -INFINITY, f, ss)});
   }
   Shape rs = ss;
   rs.back() = 1;
   const std::vector<int64_t> last{int64_t(r - 1)};
-  NodeId mx = add(g, Op::kExpand, f, ss, {add(g, Op::kReduceMax, f, rs, {s}, last)});
-  NodeId e = add(g, Op::kExp, f, ss, {add(g, Op::kSub, f, ss, {s, mx})});
-  NodeId z = add(g, Op::kExpand, f, ss, {add(g, Op::kReduceSum, f, rs, {e}, last)});
-  NodeId p = add(g, Op::kDiv, f, ss, {e, z});
+  NodeId mx = add_node(g, Op::kExpand, f, ss, {add_node(g, Op::kReduceMax, f, rs, {s}, last)});
+  NodeId e = add_node(g, Op::kExp, f, ss, {add_node(g, Op::kSub, f, ss, {s, mx})});
+  NodeId z = add_node(g, Op::kExpand, f, ss, {add_node(g, Op::kReduceSum, f, rs, {e}, last)});
+  NodeId p = add_node(g, Op::kDiv, f, ss, {e, z});
   Shape os = n.shape;
-  return cast_to(g, add(g, Op::kDot, f, os, {p, v}), n.dtype);
+  return cast_to(g, add_node(g, Op::kDot, f, os, {p, v}), n.dtype);
 }
 
 }  // namespace
@@ -229,10 +219,10 @@ Graph place_attention(const Graph& g, const ir::TargetInfo& t, std::vector<std::
         if (m.cond >= 0) {
           const DType f = DType::kFloat32;
           NodeId keep = bias >= 0 ? cast_to(&out, bias, f) : constant(&out, 0.0, f, ss);
-          bias = add(&out, Op::kWhere, f, ss, {map[m.cond], keep, constant(&out, -INFINITY, f, ss)});
+          bias = add_node(&out, Op::kWhere, f, ss, {map[m.cond], keep, constant(&out, -INFINITY, f, ss)});
         }
         if (bias >= 0) ops.push_back(bias);
-        map[id] = add(&out, Op::kAttention, n.dtype, n.shape, ops, {0}, Scalar::from_double(m.scale));
+        map[id] = add_node(&out, Op::kAttention, n.dtype, n.shape, ops, {0}, Scalar::from_double(m.scale));
         decisions->push_back(absl::StrCat("attention: softmax(q @ k^T) @ v ending at %", id,
                                           " recognized, one fused kernel"));
         continue;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "passes/add_node.h"
+
 namespace kiln::passes {
 namespace {
 
@@ -27,17 +29,6 @@ Scalar identity_of(Op op, DType t) {
   }
 }
 
-NodeId add(Graph* g, Op op, DType dt, Shape shape, std::vector<NodeId> in, std::vector<int64_t> ints = {},
-           Scalar s = {}) {
-  Node n;
-  n.op = op;
-  n.dtype = dt;
-  n.shape = std::move(shape);
-  n.inputs = std::move(in);
-  n.ints = std::move(ints);
-  n.scalar = s;
-  return g->add(std::move(n));
-}
 
 }  // namespace
 
@@ -86,14 +77,14 @@ ir::Graph split_reduce(const ir::Graph& g, const SplitPolicy& policy) {
     NodeId x = n.inputs[0];
     bool identity_perm = true;
     for (size_t k = 0; k < perm.size(); ++k) identity_perm = identity_perm && perm[k] == int64_t(k);
-    if (!identity_perm) x = add(&r, Op::kPermute, n.dtype, pshape, {x}, perm);
-    x = add(&r, Op::kReshape, n.dtype, {outer, red}, {x});
+    if (!identity_perm) x = add_node(&r, Op::kPermute, n.dtype, pshape, {x}, perm);
+    x = add_node(&r, Op::kReshape, n.dtype, {outer, red}, {x});
     if (P * chunk != red)
-      x = add(&r, Op::kPad, n.dtype, {outer, P * chunk}, {x}, {0, 0, 0, P * chunk - red}, identity_of(n.op, n.dtype));
-    x = add(&r, Op::kReshape, n.dtype, {outer, P, chunk}, {x});
-    x = add(&r, n.op, n.dtype, {outer, P, 1}, {x}, {2});
-    x = add(&r, n.op, n.dtype, {outer, 1, 1}, {x}, {1});
-    map[id] = add(&r, Op::kReshape, n.dtype, n.shape, {x});
+      x = add_node(&r, Op::kPad, n.dtype, {outer, P * chunk}, {x}, {0, 0, 0, P * chunk - red}, identity_of(n.op, n.dtype));
+    x = add_node(&r, Op::kReshape, n.dtype, {outer, P, chunk}, {x});
+    x = add_node(&r, n.op, n.dtype, {outer, P, 1}, {x}, {2});
+    x = add_node(&r, n.op, n.dtype, {outer, 1, 1}, {x}, {1});
+    map[id] = add_node(&r, Op::kReshape, n.dtype, n.shape, {x});
   }
   for (NodeId o : g.outputs()) r.add_output(map[o]);
   return r;

@@ -23,6 +23,6 @@ for a in ../shared/bench-anchors shared/bench-anchors; do
   if [ -d "$a" ]; then cp -r "$a"/. "$B/anchors/"; break; fi
 done
 rm -rf "$B/anchors/out"
-cp bench/gpu/run_on_gpu.sh bench/gpu/gemm_sm90_run.sh bench/gpu/mm_sweep_torch.py "$B/"
+cp bench/gpu/run_on_gpu.sh bench/gpu/gemm_sm90_run.sh bench/gpu/gpu_env.sh bench/gpu/mm_sweep_torch.py "$B/"
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo ' + uncommitted'), built $(date -u +%FT%TZ)" > "$B/MANIFEST"
 du -sh "$B"

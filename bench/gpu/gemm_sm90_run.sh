@@ -11,17 +11,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=$HERE/bin
 OUT=${OUT:-$HERE/out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$HERE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  if [ -e "$d/libnvrtc.so.13" ]; then LD_LIBRARY_PATH+=":$d"; break; fi
-done
-if ! ldconfig -p | grep -q "libcuda.so.1 "; then
-  for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu; do
-    if [ -e "$d/libcuda.so.1" ]; then LD_LIBRARY_PATH+=":$d"; break; fi
-  done
-fi
-export LD_LIBRARY_PATH PYTHONUNBUFFERED=1
-export KILN_CACHE_DIR=$(mktemp -d /tmp/kiln-cache.XXXXXX)
+. "$HERE/gpu_env.sh" "$HERE"
 T0=$(date +%s)
 stamp() { echo "[gemm_sm90_run] $1 at +$(( $(date +%s) - T0 )) s"; }
 for s in ${*:-tests bench sanit}; do
