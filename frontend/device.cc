@@ -40,6 +40,20 @@ runtime::Device* initial_default() {
   }
   runtime::Device* best = runtime::best_device();
   if (debug_enabled() && best) std::fprintf(stderr, "kiln: default device %s\n", best->description().c_str());
+  // Running on the CPU (or a CPU emulation of a GPU API) although kiln knows GPU backends: say
+  // once why none of them is usable, so that a slow run is not a mystery.
+  if (best && !debug_enabled() && (!best->target().is_gpu || best->is_emulated())) {
+    std::string why;
+    for (const std::string& n : runtime::known_device_names()) {
+      if (n == best->name() || n == "cpu") continue;
+      auto d = runtime::get_device(n);
+      if (!d.ok()) absl::StrAppend(&why, why.empty() ? "" : "; ", std::string(d.status().message()));
+      else if ((*d)->is_emulated()) absl::StrAppend(&why, why.empty() ? "" : "; ", n, " runs on the CPU only (", (*d)->description(), ")");
+    }
+    if (!why.empty())
+      std::fprintf(stderr, "kiln: no GPU is usable, running on %s (%s). KILN_DEVICE picks a device.\n",
+                   best->name().c_str(), why.c_str());
+  }
   return best;
 }
 

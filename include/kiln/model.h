@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <initializer_list>
 #include <vector>
 
 #include "kiln/device.h"
@@ -34,6 +35,10 @@ class Model {
   // Outputs in signature order.
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
   std::vector<Tensor> operator()(const std::map<std::string, Tensor>& inputs) const;
+  // m({x, w}): a braced list of tensors is positional (it would be ambiguous between the two).
+  std::vector<Tensor> operator()(std::initializer_list<Tensor> inputs) const {
+    return (*this)(std::vector<Tensor>(inputs));
+  }
 
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;

@@ -50,6 +50,8 @@ TEST(Aot, ReplaysWithFreshOutputsAndNamedInputs) {
   std::vector<Tensor> other = e.inputs;
   other[0] = random_tensor({8, 16}, float32, 99);
   Tensor second = m({{"w2", other[2]}, {"x", other[0]}, {"b", other[1]}})[0];
+  // A braced list of tensors is positional.
+  EXPECT_EQ(bytes_of(m({other[0], other[1], other[2]})[0]), bytes_of(second));
   EXPECT_NE(detail::node_of(first)->buffer, detail::node_of(second)->buffer);
   EXPECT_EQ(bytes_of(first), first_bytes) << "a later call overwrote an earlier result";
   EXPECT_EQ(bytes_of(second), bytes_of(e.fn(other)[0]));
