@@ -8,6 +8,7 @@
 #include "backends/vulkan/target.h"
 #include "runtime/disk_cache.h"
 #include "support/options.h"
+#include "support/trace.h"
 
 namespace kiln::runtime::vk {
 namespace {
@@ -88,7 +89,7 @@ absl::StatusOr<std::unique_ptr<Executable>> VulkanDevice::load(const CompiledPro
   const support::Options env = support::options();
   ExecutableOptions o;
   o.drop_barrier_step = env.vulkan_drop_barrier;
-  o.profile = env.debug >= 1;
+  o.profile = env.debug >= 1 || support::tracing();  // per-kernel timestamps (KILN_DEBUG=1, profiles)
   o.max_in_flight = env.vulkan_in_flight;
   o.queue_order = env.vulkan_queue_order;
   auto e = VulkanExecutable::create(this, ctx_, c, o);

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/bindings.h"
+#include "support/options.h"
+#include "support/trace.h"
 #include "backends/vulkan/memory.h"
 #include "backends/vulkan/pipeline.h"
 #include "backends/vulkan/pipeline_cache.h"
@@ -248,14 +250,26 @@ void VulkanExecutable::print_profile(Slot* s) {
     return;
   const uint32_t bits = ctx_->caps.timestamp_valid_bits;
   const uint64_t mask = bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+  const double period_us = ctx_->caps.timestamp_period_ns / 1000.0;
+  const bool print = support::debug_level() >= 1;
+  // Profiles: the GPU's clock placed on the trace's by the end of the last dispatch, which the
+  // wait above has just seen (an approximation of up to the wait's latency).
+  const int64_t host_end = support::trace_now_us();
+  const int track = support::tracing() ? support::device_track("vulkan") : 0;
   double total = 0;
   for (size_t i = 0; i < steps_.size(); ++i) {
-    double us = double((t[2 * i + 1] - t[2 * i]) & mask) * ctx_->caps.timestamp_period_ns / 1000.0;
+    double us = double((t[2 * i + 1] - t[2 * i]) & mask) * period_us;
     total += us;
-    std::fprintf(stderr, "kiln: vulkan: step %zu kernel '%s' %.1f us GPU\n", i, names_[steps_[i].kernel].c_str(), us);
+    if (print) std::fprintf(stderr, "kiln: vulkan: step %zu kernel '%s' %.1f us GPU\n", i, names_[steps_[i].kernel].c_str(), us);
+    if (track) {
+      const double before_end = double((t[2 * steps_.size() - 1] - t[2 * i]) & mask) * period_us;
+      support::trace_event(names_[steps_[i].kernel], "kernel", host_end - int64_t(before_end), int64_t(us), track,
+                           "\"clock\": \"GPU timestamps, aligned at the run's end\"");
+    }
   }
-  double span = steps_.empty() ? 0 : double((t[2 * steps_.size() - 1] - t[0]) & mask) * ctx_->caps.timestamp_period_ns / 1000.0;
-  std::fprintf(stderr, "kiln: vulkan: %zu dispatches, %.1f us summed, %.1f us first start to last end\n", steps_.size(), total, span);
+  double span = steps_.empty() ? 0 : double((t[2 * steps_.size() - 1] - t[0]) & mask) * period_us;
+  if (print)
+    std::fprintf(stderr, "kiln: vulkan: %zu dispatches, %.1f us summed, %.1f us first start to last end\n", steps_.size(), total, span);
 }
 
 }  // namespace kiln::runtime::vk

@@ -1,9 +1,10 @@
 // Profiling: a Chrome trace / Perfetto JSON of what kiln does, for chrome://tracing or
 // ui.perfetto.dev. Host spans (recording the graph, hashing and the executable cache lookup,
 // each pass, code generation and the compiler, loading, binding and launching, waiting for a
-// download) go on a track per host thread; kernels run by the CPU backend go on the device's
-// track, with their tiles and element operations. (GPU kernel spans from CUDA events and Vulkan
-// timestamp queries are not recorded yet.)
+// download) go on a track per host thread; kernels go on the device's track: the CPU backend's
+// with their tiles and element operations, Vulkan's from timestamp queries (a profiled run then
+// waits for the GPU; executables built before the profile started have no timestamps). CUDA
+// kernel spans are not recorded yet.
 #pragma once
 
 #include <functional>

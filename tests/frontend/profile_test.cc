@@ -1,6 +1,6 @@
 // kiln::profile writes a Chrome trace: valid JSON (checked by Python's json module), host spans
-// of the compile path on a first call and not on a replay, and on the CPU one kernel span per
-// launched kernel on the device's track.
+// of the compile path on a first call and not on a replay, and on the CPU and Vulkan one kernel
+// span per launched kernel on the device's track.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -53,9 +53,9 @@ TEST(Profile, WritesAChromeTraceWithHostAndKernelSpans) {
   EXPECT_EQ(count(trace, "\"name\": \"load\""), 1);
   EXPECT_EQ(count(trace, "\"name\": \"run (bind + launch)\""), 2);
   EXPECT_GE(count(trace, "\"name\": \"download (waits for the device)\""), 2);
-  if (default_device().name() == "cpu") {
+  if (default_device().name() == "cpu" || default_device().name() == "vulkan") {
     EXPECT_EQ(count(trace, "\"cat\": \"kernel\""), launched);
-    EXPECT_NE(trace.find("\"args\": {\"name\": \"device cpu\"}"), std::string::npos);
+    EXPECT_NE(trace.find("\"args\": {\"name\": \"device " + default_device().name() + "\"}"), std::string::npos);
   }
   // Nothing is recorded outside a profile, and one profile at a time.
   model(0.25).to_vector<float>();
