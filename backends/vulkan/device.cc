@@ -90,6 +90,7 @@ absl::StatusOr<std::unique_ptr<Executable>> VulkanDevice::load(const CompiledPro
   ExecutableOptions o;
   o.drop_barrier_step = env.vulkan_drop_barrier;
   o.profile = env.debug >= 1 || support::tracing();  // per-kernel timestamps (KILN_DEBUG=1, profiles)
+  o.print_times = env.debug >= 1;
   o.max_in_flight = env.vulkan_in_flight;
   o.queue_order = env.vulkan_queue_order;
   auto e = VulkanExecutable::create(this, ctx_, c, o);

@@ -251,7 +251,7 @@ void VulkanExecutable::print_profile(Slot* s) {
   const uint32_t bits = ctx_->caps.timestamp_valid_bits;
   const uint64_t mask = bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
   const double period_us = ctx_->caps.timestamp_period_ns / 1000.0;
-  const bool print = support::debug_level() >= 1;
+  const bool print = opts_.print_times;
   // Profiles: the GPU's clock placed on the trace's by the end of the last dispatch, which the
   // wait above has just seen (an approximation of up to the wait's latency).
   const int64_t host_end = support::trace_now_us();

@@ -22,7 +22,8 @@ namespace kiln::runtime::vk {
 
 struct ExecutableOptions {
   int drop_barrier_step = -1;  // test hook (KILN_VULKAN_DROP_BARRIER): omit this step's barrier
-  bool profile = false;        // timestamps around each dispatch, printed after each run
+  bool profile = false;        // timestamps around each dispatch, read after each run
+  bool print_times = false;    // ... and printed (KILN_DEBUG=1 when the executable was made)
   // Runs of one executable in flight before run() waits for the oldest (KILN_VULKAN_IN_FLIGHT).
   // Few slots cap a pipelined loop at (GPU round trip / slots) per run.
   int max_in_flight = 64;
