@@ -167,25 +167,31 @@ class Fuser {
 
   const std::vector<int>& successors(int gi) const { return succ_[size_t(gi)]; }
 
-  // Whether a path of reads leads from any group in `from` to `to`, through at least one other
-  // group when `indirect` (a direct read is what a vertical merge absorbs).
-  bool path(const std::vector<int>& from, int to, bool indirect) const {
+  // Whether a path of reads leads from a group in `from` to a group marked in `to`, leaving out
+  // the direct reads of group `skip_direct` (-1: none; a direct read is what a vertical merge
+  // absorbs, so only a path through another group stops it).
+  bool path(const std::vector<int>& from, const std::vector<char>& to, int skip_direct = -1) const {
     std::vector<char> seen(groups_.size(), 0);
     std::vector<int> stack;
     for (int f : from)
       for (int s : successors(f))
-        if (!(indirect && s == to)) stack.push_back(s);
+        if (s != skip_direct) stack.push_back(s);
     while (!stack.empty()) {
       int x = stack.back();
       stack.pop_back();
-      if (x == to) return true;
+      if (to[size_t(x)]) return true;
       if (seen[size_t(x)]) continue;
       seen[size_t(x)] = 1;
       for (int s : successors(x)) stack.push_back(s);
     }
     return false;
   }
-  bool indirect_path(int from, int to) const { return path({from}, to, true); }
+  std::vector<char> only(int g) const {
+    std::vector<char> m(groups_.size(), 0);
+    m[size_t(g)] = 1;
+    return m;
+  }
+  bool indirect_path(int from, int to) const { return path({from}, only(to), to); }
 
   // The space the merged kernel would have, or false when H cannot merge into G.
   //
@@ -380,7 +386,7 @@ class Fuser {
         if (!(sa == sb) && sa.has_reduce() && sb.has_reduce()) continue;
         Space merged = sa.has_reduce() ? sa : sb;
         if (merged.has_reduce() && merged.reduce_count() > t_.max_fused_row && !(sa == sb)) continue;
-        if (path(joined, int(b), false) || reaches(int(b), in_joined)) continue;
+        if (path(joined, only(int(b))) || path({int(b)}, in_joined)) continue;
         note(absl::StrCat("fuse independent kernels of %", groups_[a].computed.back(), " and %",
                           groups_[b].computed.back(), " horizontally (same iteration space ",
                           shape_str(groups_[a].space.full), ")"));
@@ -390,21 +396,6 @@ class Fuser {
       }
       if (joined.size() > 1) analyze();
     }
-  }
-
-  // Whether group `from` reaches, through reads, a group marked in `to`.
-  bool reaches(int from, const std::vector<char>& to) const {
-    std::vector<char> seen(groups_.size(), 0);
-    std::vector<int> stack(successors(from).begin(), successors(from).end());
-    while (!stack.empty()) {
-      int x = stack.back();
-      stack.pop_back();
-      if (to[size_t(x)]) return true;
-      if (seen[size_t(x)]) continue;
-      seen[size_t(x)] = 1;
-      for (int s : successors(x)) stack.push_back(s);
-    }
-    return false;
   }
 
   // Topological order of the live groups (producers first); a cycle is an internal error.

@@ -56,6 +56,17 @@ IndexMap compose_merged(const IndexMap& outer, const View& inner) {
   return r;
 }
 
+// The view through which reshape, permute, expand or slice node `n` reads its operand.
+View reindexing_view(const ir::Graph& g, const Node& n) {
+  const Shape& in = g.node(n.inputs[0]).shape;
+  switch (n.op) {
+    case Op::kReshape: return ir::reshape_view(n.shape);
+    case Op::kPermute: return ir::permute_view(in, n.ints);
+    case Op::kExpand: return ir::expand_view(in, n.shape);
+    default: return ir::slice_view(in, n.ints, n.shape);
+  }
+}
+
 size_t hash_knode(const KNode& n) {
   return absl::HashOf(int(n.op), int(n.dtype), n.inputs, n.scalar.is_int, n.scalar.i, n.scalar.f, n.ints, n.buffer,
                       hash_map(n.map));
@@ -185,10 +196,10 @@ class Builder {
   absl::StatusOr<KNodeId> lower_movement(const Node& n, const IndexMap& m) {
     const Shape& in = g_.node(n.inputs.empty() ? 0 : n.inputs[0]).shape;
     switch (n.op) {
-      case Op::kReshape: return lower(n.inputs[0], compose_merged(m, ir::reshape_view(n.shape)));
-      case Op::kPermute: return lower(n.inputs[0], compose_merged(m, ir::permute_view(in, n.ints)));
-      case Op::kExpand: return lower(n.inputs[0], compose_merged(m, ir::expand_view(in, n.shape)));
-      case Op::kSlice: return lower(n.inputs[0], compose_merged(m, ir::slice_view(in, n.ints, n.shape)));
+      case Op::kReshape:
+      case Op::kPermute:
+      case Op::kExpand:
+      case Op::kSlice: return lower(n.inputs[0], compose_merged(m, reindexing_view(g_, n)));
       case Op::kPad: {
         IndexMap inner = compose_merged(m, ir::pad_view(in, n.ints));
         auto x = lower(n.inputs[0], inner);
@@ -335,13 +346,7 @@ bool reads_as_one_view(const ir::Graph& g, ir::NodeId id) {
   for (NodeId x = id;;) {
     const Node& n = g.node(x);
     if (!ir::is_movement(n.op) || n.op == Op::kPad || n.op == Op::kConcat) break;
-    const Shape& in = g.node(n.inputs[0]).shape;
-    switch (n.op) {
-      case Op::kReshape: m = compose_merged(m, ir::reshape_view(n.shape)); break;
-      case Op::kPermute: m = compose_merged(m, ir::permute_view(in, n.ints)); break;
-      case Op::kExpand: m = compose_merged(m, ir::expand_view(in, n.shape)); break;
-      default: m = compose_merged(m, ir::slice_view(in, n.ints, n.shape)); break;
-    }
+    m = compose_merged(m, reindexing_view(g, n));
     x = n.inputs[0];
   }
   return m.views.size() == 1;
