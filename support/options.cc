@@ -106,6 +106,8 @@ Options options() {
   read_int(o, "KILN_CUDA_SM90_BK", &o.cuda_sm90_bk);
   read_int(o, "KILN_CUDA_SM90_WAIT", &o.cuda_sm90_wait);
   read_int(o, "KILN_CUDA_SM90_GROUP", &o.cuda_sm90_group);
+  read_int(o, "KILN_CUDA_SM90_CLUSTER", &o.cuda_sm90_cluster);
+  read_switch("KILN_CUDA_SM90_STAGED", &o.cuda_sm90_staged);
   read_int(o, "KILN_CUDA_ATTENTION_ROWS", &o.cuda_attention_rows);
   read_int(o, "KILN_VULKAN_DEVICE", &o.vulkan_device, /*strict=*/true);
   read_switch("KILN_VULKAN_VALIDATION", &o.vulkan_validation);

@@ -45,9 +45,11 @@ struct Options {
   // The Hopper contraction path (codegen/c_family/contraction_sm90.cc) and its variants, for
   // comparisons (bench/results/h100-2026-11-23-gemm):
   bool cuda_sm90_gemm = true;    // KILN_CUDA_SM90_GEMM=0: contractions keep the mma.sync kernel
-  int cuda_sm90_bn = 0;          // KILN_CUDA_SM90_BN=128: 128-wide tiles (default 256 where N > 128)
+  int cuda_sm90_bn = 0;          // KILN_CUDA_SM90_BN=64|128|256: force a tile width (default: by shape)
   int cuda_sm90_bk = 64;         // KILN_CUDA_SM90_BK=32: 32-deep stages (64B swizzle, twice as many)
   int cuda_sm90_wait = 1;        // KILN_CUDA_SM90_WAIT=0: wait for each k block's wgmma
+  int cuda_sm90_cluster = 1;     // KILN_CUDA_SM90_CLUSTER=2: pairs of m-tiles share the rhs tile (multicast)
+  bool cuda_sm90_staged = true;  // KILN_CUDA_SM90_STAGED=0: epilogue stores straight from registers
   int cuda_sm90_group = 8;       // KILN_CUDA_SM90_GROUP: m-tiles per group of the tile order
   int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block
 

@@ -22,7 +22,8 @@ namespace kiln::runtime::cuda {
   X(cuFuncSetAttribute) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)      \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime)          \
   X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddKernelNode) X(cuGraphInstantiateWithFlags)               \
-  X(cuGraphExecDestroy) X(cuGraphExecKernelNodeSetParams) X(cuGraphLaunch) X(cuTensorMapEncodeTiled)
+  X(cuGraphExecDestroy) X(cuGraphExecKernelNodeSetParams) X(cuGraphLaunch) X(cuTensorMapEncodeTiled)            \
+  X(cuFuncGetAttribute) X(cuOccupancyMaxActiveClusters)
 
 struct DriverApi {
   int driver_version = 0;  // cuDriverGetVersion: 1000 * major + 10 * minor

@@ -3,11 +3,13 @@
 #include "backends/cuda/executable.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/bindings.h"
 #include "backends/cuda/driver_api.h"
 #include "runtime/stats.h"
+#include "support/options.h"
 
 namespace kiln::runtime::cuda {
 namespace {
@@ -102,6 +104,39 @@ absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(Device* d
   return e;
 }
 
+// A kernel with compile-time cluster dims walks its tiles in a loop over clusters
+// (codegen/c_family/gpu_program.h): it launches only as many clusters as can be resident at once,
+// since clusters beyond that would start only after a resident one had done all its work.
+absl::StatusOr<uint32_t> CudaExecutable::resident_grid(const CompiledKernel& k, CUfunction f) {
+  if (launches_nothing(k)) return k.grid[0];
+  int width = 0;
+  if (absl::Status s = cu_check(api().cuFuncGetAttribute(&width, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f),
+                                absl::StrCat("reading the cluster width of ", k.name));
+      !s.ok())
+    return s;
+  if (width <= 1) return k.grid[0];
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = k.grid[0];
+  cfg.gridDimY = k.grid[1];
+  cfg.gridDimZ = k.grid[2];
+  cfg.blockDimX = k.block[0];
+  cfg.blockDimY = k.block[1];
+  cfg.blockDimZ = k.block[2];
+  cfg.sharedMemBytes = k.shared_bytes;
+  int clusters = 0;
+  if (absl::Status s = cu_check(api().cuOccupancyMaxActiveClusters(&clusters, f, &cfg),
+                                absl::StrCat("asking how many clusters of ", k.name, " fit"));
+      !s.ok())
+    return s;
+  if (clusters < 1)
+    return absl::FailedPreconditionError(absl::StrCat(k.name, ": no cluster of ", width, " blocks fits on this GPU"));
+  const uint32_t grid = std::min<uint32_t>(k.grid[0], uint32_t(clusters) * uint32_t(width));
+  if (support::debug_level() >= 1 && grid != k.grid[0])
+    std::fprintf(stderr, "kiln: %s: %d clusters of %d resident at once: grid %u instead of %u\n", k.name.c_str(), clusters,
+                 width, grid, k.grid[0]);
+  return grid;
+}
+
 absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<CUfunction>& functions) {
   buffers_ = c.buffers;
   num_inputs_ = c.num_inputs;
@@ -127,6 +162,12 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
                                             int(k.shared_bytes));
       if (absl::Status s = cu_check(r, absl::StrCat("raising the shared memory limit of ", k.name)); !s.ok()) return s;
     }
+  }
+  std::vector<uint32_t> grid_x(c.kernels.size());
+  for (size_t i = 0; i < c.kernels.size(); ++i) {
+    auto g = resident_grid(c.kernels[i], functions[i]);
+    if (!g.ok()) return g.status();
+    grid_x[i] = *g;
   }
 
   if (absl::Status s = cu_check(api().cuGraphCreate(&graph_, 0), "cuGraphCreate"); !s.ok()) return s;
@@ -165,7 +206,7 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
     for (CUdeviceptr& a : n.args) n.arg_ptrs.push_back(&a);
     for (CUtensorMap& m : n.maps) n.arg_ptrs.push_back(&m);
     n.params.func = functions[size_t(step.kernel)];
-    n.params.gridDimX = k.grid[0];
+    n.params.gridDimX = grid_x[size_t(step.kernel)];
     n.params.gridDimY = k.grid[1];
     n.params.gridDimZ = k.grid[2];
     n.params.blockDimX = k.block[0];

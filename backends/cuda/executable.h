@@ -65,6 +65,7 @@ class CudaExecutable : public Executable {
 
   CudaExecutable(Device* device, Context* ctx) : device_(device), ctx_(ctx) {}
   absl::Status build(const CompiledProgram& c, const std::vector<CUfunction>& functions);
+  absl::StatusOr<uint32_t> resident_grid(const CompiledKernel& k, CUfunction f);
   // Points every input/output buffer id at its binding for this run; false when nothing changed.
   absl::Status bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, bool* changed);
 

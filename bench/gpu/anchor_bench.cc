@@ -272,34 +272,47 @@ Workload make(const std::string& id, const Device& d) {
         if (!std::isfinite(f)) return double(INFINITY);
       return 0.0;
     };
-  } else if (id.rfind("MM", 0) == 0) {
-    // The bf16 matmul sweep (issue 10): MM<n> is [n x n] @ [n x n] in bf16, f32 accumulation.
-    const int64_t n = std::stoll(id.substr(2));
+  } else if (id.rfind("MM", 0) == 0 || id.rfind("BMM", 0) == 0) {
+    // The bf16 matmul sweep (issue 10), f32 accumulation: MM<n> is [n x n] @ [n x n], MM<m>x<n>x<k>
+    // is [m x k] @ [k x n], BMM<b>x<m>x<n>x<k> the same batched.
+    const bool batched = id[0] == 'B';
+    std::vector<int64_t> dims;
+    for (absl::string_view p : absl::StrSplit(id.substr(batched ? 3 : 2), 'x')) dims.push_back(std::stoll(std::string(p)));
+    if (dims.size() == 1) dims = {dims[0], dims[0], dims[0]};
+    if (!batched) dims.insert(dims.begin(), 1);
+    if (dims.size() != 4) throw std::invalid_argument("bad matmul workload " + id);
+    const int64_t bs = dims[0], m = dims[1], n = dims[2], kk = dims[3];
     auto make_bf16 = [](std::vector<float> v) {
       for (float& f : v) f = bf16_round(f);
       return std::make_shared<std::vector<float>>(std::move(v));
     };
-    auto a = make_bf16(uniform(size_t(n * n), 20, -1, 1)), b = make_bf16(uniform(size_t(n * n), 21, -1, 1));
-    w.inputs = {upload(*a, {n, n}, d, bfloat16), upload(*b, {n, n}, d, bfloat16)};
+    auto a = make_bf16(uniform(size_t(bs * m * kk), 20, -1, 1)), b = make_bf16(uniform(size_t(bs * kk * n), 21, -1, 1));
+    std::vector<int64_t> as = {m, kk}, bsh = {kk, n};
+    if (batched) {
+      as.insert(as.begin(), bs);
+      bsh.insert(bsh.begin(), bs);
+    }
+    w.inputs = {upload(*a, as, d, bfloat16), upload(*b, bsh, d, bfloat16)};
     w.fn = [](const V& in) { return V{matmul(in[0], in[1])}; };
-    w.flops = 2.0 * double(n) * double(n) * double(n);
-    w.bytes = 2.0 * double(3 * n * n);
-    w.check = [a, b, n](const Tensor& out) {
+    w.flops = 2.0 * double(bs) * double(m) * double(n) * double(kk);
+    w.bytes = 2.0 * double(bs) * double(m * kk + kk * n + m * n);
+    w.check = [a, b, bs, m, n, kk](const Tensor& out) {
       std::vector<float> got = out.to_vector<float>();
       std::vector<float> sampled;
       std::vector<double> ref;
-      for (int64_t r = 0; r < n; r += n / 4) {
-        std::vector<double> y(size_t(n), 0.0);
-        for (int64_t k = 0; k < n; ++k) {
-          const double av = (*a)[size_t(r * n + k)];
-          const float* brow = b->data() + k * n;
-          for (int64_t c = 0; c < n; ++c) y[size_t(c)] += av * brow[c];
+      for (int64_t bi = 0; bi < bs; bi += std::max<int64_t>(1, bs / 2))
+        for (int64_t r = 0; r < m; r += std::max<int64_t>(1, m / 4)) {
+          std::vector<double> y(size_t(n), 0.0);
+          for (int64_t k = 0; k < kk; ++k) {
+            const double av = (*a)[size_t((bi * m + r) * kk + k)];
+            const float* brow = b->data() + (bi * kk + k) * n;
+            for (int64_t c = 0; c < n; ++c) y[size_t(c)] += av * brow[c];
+          }
+          for (int64_t c = 0; c < n; ++c) {
+            ref.push_back(y[size_t(c)]);
+            sampled.push_back(got[size_t((bi * m + r) * n + c)]);
+          }
         }
-        for (int64_t c = 0; c < n; ++c) {
-          ref.push_back(y[size_t(c)]);
-          sampled.push_back(got[size_t(r * n + c)]);
-        }
-      }
       return rel_err(sampled, ref);
     };
   } else if (id == "W6" || id == "H") {

@@ -1,18 +1,29 @@
-"""torch side of kiln's bf16 matmul sweep (anchor_bench --only MM4096,MM8192): torch.mm on the same shapes,
-timed like the anchors (triton.testing.do_bench medians, CUDA events, L2 flushed). Prints one line per shape."""
+"""torch side of kiln's bf16 matmul sweep (anchor_bench --only MM4096,MM16x8192x8192,BMM64x1024x1024x128,...):
+torch.mm / torch.bmm on the same shapes, timed like the anchors (triton.testing.do_bench medians, CUDA
+events, L2 flushed). Arguments are the workload ids (MM<n>, MM<m>x<n>x<k>, BMM<b>x<m>x<n>x<k>);
+prints one line and one RESULT json line per shape."""
 import json
 import sys
 
 import torch
 import triton.testing
 
-sizes = [int(a) for a in sys.argv[1:]] or [4096, 8192]
+ids = sys.argv[1:] or ["MM4096", "MM8192"]
 torch.manual_seed(0)
-for n in sizes:
-    a = (torch.rand(n, n, device="cuda") * 2 - 1).to(torch.bfloat16)
-    b = (torch.rand(n, n, device="cuda") * 2 - 1).to(torch.bfloat16)
-    ms = triton.testing.do_bench(lambda: torch.mm(a, b), warmup=25, rep=200, return_mode="median")
-    tf = 2 * n ** 3 / (ms * 1e-3) / 1e12
-    print(f"torch.mm bf16 {n}^3: {ms:.4f} ms -> {tf:.1f} TFLOP/s")
-    print("RESULT " + json.dumps({"sec": "MM", "wl": f"MM{n}", "fw": "torch", "var": "mm", "ms": ms, "TFLOPs": tf,
-                                  "device": torch.cuda.get_device_name(0)}))
+for wl in ids:
+    batched = wl.startswith("BMM")
+    dims = [int(d) for d in wl[3 if batched else 2:].split("x")]
+    if len(dims) == 1:
+        dims = dims * 3
+    if not batched:
+        dims = [1] + dims
+    bs, m, n, k = dims
+    shape_a, shape_b = ([bs, m, k], [bs, k, n]) if batched else ([m, k], [k, n])
+    a = (torch.rand(*shape_a, device="cuda") * 2 - 1).to(torch.bfloat16)
+    b = (torch.rand(*shape_b, device="cuda") * 2 - 1).to(torch.bfloat16)
+    fn = (lambda: torch.bmm(a, b)) if batched else (lambda: torch.mm(a, b))
+    ms = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
+    tf = 2 * bs * m * n * k / (ms * 1e-3) / 1e12
+    print(f"torch.{'bmm' if batched else 'mm'} bf16 {wl}: {ms:.4f} ms -> {tf:.1f} TFLOP/s")
+    print("RESULT " + json.dumps({"sec": "MM", "wl": wl, "fw": "torch", "var": "bmm" if batched else "mm", "ms": ms,
+                                  "TFLOPs": tf, "device": torch.cuda.get_device_name(0)}))

@@ -121,16 +121,62 @@ bool analyze(const ir::Program& p, const ir::Kernel& k, KNodeId cast, int mn_axi
   return true;
 }
 
-// 256 columns per tile where N has them (KILN_CUDA_SM90_BN=128 forces 128, for comparisons).
-int bn_for(int64_t N) {
-  if (support::options().cuda_sm90_bn == 128) return 128;
-  return N > 128 ? 256 : 128;
+// Columns per tile: the widest of 256, 128 and 64 that still gives every multiprocessor a tile
+// (decode-like shapes, M <= 128, have one row of tiles: narrower tiles spread the rhs, which
+// dominates the bytes, over the whole GPU); never wider than N needs. KILN_CUDA_SM90_BN=64|128|256
+// forces one, for comparisons.
+int bn_for(int64_t M, int64_t N, int64_t batch, int parallelism) {
+  const int forced = support::options().cuda_sm90_bn;
+  if (forced == 64 || forced == 128 || forced == 256) return forced;
+  const int64_t mt = ceil_div(M, int64_t(kBM));
+  for (int bn : {256, 128}) {
+    if (N <= bn / 2) continue;  // half the tile would be empty
+    if (batch * mt * ceil_div(N, int64_t(bn)) >= parallelism) return bn;
+  }
+  return 64;
 }
 
-int stages_for(int bn, int64_t shared) {
+// CTAs per thread-block cluster: 1, or with KILN_CUDA_SM90_CLUSTER=2, 2 (the pair computes two
+// m-tiles of one n-tile and each loads half of the shared rhs tile, multicast into both) where
+// there are two m-tiles to pair and the rhs tile splits in halves the copy engine can address.
+// Measured on an H100 (bench/results/h100-2026-11-23-gemm2): within 2-5% of no cluster, slower
+// at 4096^3, so not the default.
+int cluster_for(int64_t M, int bn) {
+  if (support::options().cuda_sm90_cluster != 2) return 1;
+  return ceil_div(M, int64_t(kBM)) >= 2 && bn >= 128 ? 2 : 1;
+}
+
+// Pipeline stages that fit beside `extra` bytes (the epilogue's staging buffer).
+int stages_for(int bn, int64_t shared, int64_t extra) {
   const int kBK = bk_knob();
   const int64_t stage = int64_t(kBM + bn) * kBK * 2;
-  return int(std::min<int64_t>(kBK == 32 ? 8 : 6, (shared - 2048) / stage));
+  return int(std::min<int64_t>(kBK == 32 ? 16 : 8, (shared - 2048 - extra) / stage));
+}
+
+// The staged epilogue: each consumer warpgroup writes its results one 128-byte-wide column chunk
+// at a time into shared memory (rows padded to 144 bytes: the 8 rows a warp writes at once fall
+// in distinct banks), then stores the chunk to global memory in 16-byte vectors, 8 threads per
+// row, instead of each thread storing its scattered 2- or 4-byte elements. It applies to one
+// store of a 2- or 4-byte dtype, contiguous along n, whose rows start 16-byte aligned.
+constexpr int kChunkBytes = 128, kChunkPitch = 144, kStagedBytes = 2 * 64 * kChunkPitch;
+
+bool staged_store(const ir::Program& p, const ir::Kernel& k, int* elem_bytes) {
+  if (k.stores.size() != 1) return false;
+  const ir::Store& st = k.stores[0];
+  if (st.map.views.size() != 1 || st.map.has_mask()) return false;
+  const DType dt = p.buffers[st.buffer].dtype;
+  const int64_t eb = dtype_size(dt);
+  if (dt == DType::kBool || (eb != 2 && eb != 4)) return false;
+  const ir::View& v = st.map.views[0];
+  const ir::Contraction& c = k.contraction;
+  if (v.strides.size() != k.shape.size() || v.strides[c.n_axis] != 1 || (v.offset * eb) % 16 != 0) return false;
+  for (int a = 0; a < int(k.shape.size()); ++a) {
+    if (a == c.n_axis || k.shape[a] == 1) continue;
+    if (a == c.k_axis && v.strides[a] != 0) return false;
+    if (v.strides[a] < 0 || (v.strides[a] * eb) % 16 != 0) return false;
+  }
+  *elem_bytes = int(eb);
+  return true;
 }
 
 // Device helpers of the sm_90a path (once per module).
@@ -154,21 +200,17 @@ __device__ __forceinline__ void kiln_mbar_wait(unsigned bar, unsigned parity) {
                  : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
   } while (!ok);
 }
-__device__ __forceinline__ void kiln_tma2(unsigned dst, const KilnTensorMap* m, unsigned bar, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
-               :: "r"(dst), "l"(m), "r"(bar), "r"(c0), "r"(c1) : "memory");
+__device__ __forceinline__ void kiln_mbar_arrive_cluster(unsigned bar, unsigned cta) {
+  asm volatile("{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n"
+               " mbarrier.arrive.shared::cluster.b64 _, [ra];\n}" :: "r"(bar), "r"(cta) : "memory");
 }
-__device__ __forceinline__ void kiln_tma3(unsigned dst, const KilnTensorMap* m, unsigned bar, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
-               :: "r"(dst), "l"(m), "r"(bar), "r"(c0), "r"(c1), "r"(c2) : "memory");
+__device__ __forceinline__ unsigned kiln_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
 }
-__device__ __forceinline__ void kiln_tma4(unsigned dst, const KilnTensorMap* m, unsigned bar, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];"
-               :: "r"(dst), "l"(m), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-__device__ __forceinline__ void kiln_tma5(unsigned dst, const KilnTensorMap* m, unsigned bar, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
-               :: "r"(dst), "l"(m), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+__device__ __forceinline__ void kiln_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n barrier.cluster.wait.acquire;" ::: "memory");
 }
 // A shared-memory matrix descriptor for wgmma: 128-byte swizzle, offsets in bytes.
 // layout: 1 = 128B swizzle, 2 = 64B.
@@ -178,6 +220,29 @@ __device__ __forceinline__ unsigned long long kiln_gmma_desc(unsigned addr, unsi
 }
 #endif
 )";
+
+// kiln_tma<rank>(dst, map, bar, c0..) and kiln_tma<rank>_mc(..., mask): one tensor copy into this
+// CTA's shared memory, or multicast into the same offset of every CTA of the cluster in `mask`.
+std::string tma_helpers() {
+  std::string out = "#ifndef KILN_SM90_TMA\n#define KILN_SM90_TMA\n";
+  for (int rank = 2; rank <= 5; ++rank)
+    for (bool mc : {false, true}) {
+      std::string params, coords, operands;
+      for (int i = 0; i < rank; ++i) {
+        absl::StrAppend(&params, ", int c", i);
+        absl::StrAppend(&coords, i ? ", " : "", "%", i + 3);
+        absl::StrAppend(&operands, ", \"r\"(c", i, ")");
+      }
+      absl::StrAppend(&out, "__device__ __forceinline__ void kiln_tma", rank, mc ? "_mc" : "",
+                      "(unsigned dst, const KilnTensorMap* m, unsigned bar", params, mc ? ", unsigned short mask" : "",
+                      ") {\n  asm volatile(\"cp.async.bulk.tensor.", rank,
+                      "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", mc ? ".multicast::cluster" : "",
+                      " [%0], [%1, {", coords, "}], [%2]", mc ? absl::StrCat(", %", rank + 3) : "",
+                      ";\"\n               :: \"r\"(dst), \"l\"(m), \"r\"(bar)", operands, mc ? ", \"h\"(mask)" : "",
+                      " : \"memory\");\n}\n");
+    }
+  return out + "#endif\n";
+}
 
 }  // namespace
 
@@ -201,8 +266,12 @@ bool Renderer::sm90_applies(std::string* why) const {
     *why = "empty k";
     return false;
   }
-  const int bn = bn_for(N);
-  if (stages_for(bn, t_.shared_memory) < 2) {
+  int64_t batch = 1;
+  for (int a = 0; a < int(k_.shape.size()); ++a)
+    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) batch *= k_.shape[a];
+  const int bn = bn_for(k_.shape[c.m_axis], N, batch, t_.parallelism);
+  int eb = 0;
+  if (stages_for(bn, t_.shared_memory, staged_store(p_, k_, &eb) ? kStagedBytes : 0) < 2) {
     *why = absl::StrCat("the target's ", t_.shared_memory, " bytes of shared memory hold fewer than 2 stages");
     return false;
   }
@@ -211,7 +280,8 @@ bool Renderer::sm90_applies(std::string* why) const {
     if (a != c.m_axis && a != c.n_axis && a != c.k_axis) batch_axes.push_back(a);
   Operand a, b;
   if (!analyze(p_, k_, c.lhs, c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &a, why)) return false;
-  if (!analyze(p_, k_, c.rhs, c.n_axis, c.k_axis, c.m_axis, batch_axes, bn, &b, why)) return false;
+  const int C = cluster_for(k_.shape[c.m_axis], bn);
+  if (!analyze(p_, k_, c.rhs, c.n_axis, c.k_axis, c.m_axis, batch_axes, bn / C, &b, why)) return false;
   for (const ir::Store& s : k_.stores)
     if (w_.store_is_inner(s)) {
       *why = "a store inside the k loop";
@@ -228,7 +298,8 @@ std::string Renderer::sm90_kernel_open(const std::string& name) const {
   for (int i = 0; i < sm90_maps_; ++i) params.push_back(absl::StrCat("const __grid_constant__ KilnTensorMap tm", i));
   std::string p;
   for (size_t i = 0; i < params.size(); ++i) absl::StrAppend(&p, i ? ", " : "", params[i]);
-  return absl::StrCat(kHelpers, "extern \"C\" __global__ void __launch_bounds__(", kThreads, ", 1) ", name, "(", p,
+  const std::string cluster = sm90_cluster_ > 1 ? absl::StrCat("__cluster_dims__(", sm90_cluster_, ", 1, 1) ") : "";
+  return absl::StrCat(kHelpers, tma_helpers(), "extern \"C\" __global__ void ", cluster, "__launch_bounds__(", kThreads, ", 1) ", name, "(", p,
                       ") {\n  extern __shared__ __align__(1024) unsigned char kiln_dsmem[];\n");
 }
 
@@ -243,18 +314,24 @@ int Renderer::contraction_sm90(KernelSource* out) {
       batch_axes.push_back(a);
       batch *= k_.shape[a];
     }
-  const int BN = bn_for(N);
-  const int S = stages_for(BN, t_.shared_memory);
+  const int BN = bn_for(M, N, batch, t_.parallelism);
+  const int C = cluster_for(M, BN);  // CTAs per cluster, sharing the rhs tile
+  int eb = 0;
+  const bool staged = staged_store(p_, k_, &eb) && support::options().cuda_sm90_staged;
+  const int S = stages_for(BN, t_.shared_memory, staged ? kStagedBytes : 0);
   const int kBK = bk_knob();
   const bool wait0 = wait0_knob();
   Operand A, B;
   std::string unused;
   analyze(p_, k_, c.lhs, c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &A, &unused);
-  analyze(p_, k_, c.rhs, c.n_axis, c.k_axis, c.m_axis, batch_axes, BN, &B, &unused);
+  analyze(p_, k_, c.rhs, c.n_axis, c.k_axis, c.m_axis, batch_axes, BN / C, &B, &unused);
   sm90_ = true;
+  sm90_cluster_ = C;
   sm90_maps_ = 2;
   out->tensor_maps = {A.map, B.map};
-  const int64_t mt = ceil_div(M, kBM), nt = ceil_div(N, BN), per_batch = mt * nt, tiles = batch * per_batch;
+  // Tiles are walked per cluster: a cluster tile is C m-tiles of one n-tile (C = 1: one tile).
+  const int64_t mt = ceil_div(ceil_div(M, kBM), C), nt = ceil_div(N, BN), per_batch = mt * nt, tiles = batch * per_batch;
+  const int group = std::max(1, kGroupM / C);
   const int64_t KB = ceil_div(K, kBK);
   const int a_bytes = kBM * kBK * 2, b_bytes = BN * kBK * 2, stage_bytes = a_bytes + b_bytes;
   const bool bf = A.map.bf16;
@@ -262,31 +339,41 @@ int Renderer::contraction_sm90(KernelSource* out) {
   auto S_ = [](int64_t v) { return std::to_string(v); };
 
   w_.line("const unsigned smem = (kiln_smem_u32(kiln_dsmem) + 1023u) & ~1023u;");
-  w_.line("const unsigned full0 = smem + " + S_(int64_t(S) * stage_bytes) + ", empty0 = full0 + " + S_(8 * S) + ";");
+  const int64_t ebuf_at = int64_t(S) * stage_bytes, ebytes = staged ? kStagedBytes : 0;
+  w_.line("const unsigned full0 = smem + " + S_(ebuf_at + ebytes) + ", empty0 = full0 + " + S_(8 * S) + ";");
   w_.line("const int tid = (int)threadIdx.x;");
   w_.open("if (tid == 0)");
   w_.open("for (int s = 0; s < " + S_(S) + "; ++s)");
   w_.line("kiln_mbar_init(full0 + 8 * s, 1);");
-  w_.line("kiln_mbar_init(empty0 + 8 * s, 8);  // lane 0 of each consumer warp");
+  w_.line(absl::StrCat("kiln_mbar_init(empty0 + 8 * s, ", 8 * C, ");  // lane 0 of each consumer warp of the cluster"));
   w_.close();
   w_.line("asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");");
   w_.close();
-  w_.line("__syncthreads();");
+  if (C > 1) {
+    // The peer multicasts into this CTA's stages and arrives on its barriers: both must exist.
+    w_.line("kiln_cluster_sync();");
+    w_.line("const int rank = (int)kiln_cluster_rank(), cid = (int)blockIdx.x / " + std::to_string(C) +
+            ", nclusters = (int)gridDim.x / " + std::to_string(C) + ";");
+  } else {
+    w_.line("__syncthreads();");
+    w_.line("const int rank = 0, cid = (int)blockIdx.x, nclusters = (int)gridDim.x;");
+  }
   // The tile order, shared by producer and consumers: batch-major, then groups of kGroupM
   // m-tiles walked n-tile by n-tile.
   auto decode = [&]() {
     w_.line(absl::StrCat("const long long bt = tile / ", per_batch, "LL, r = tile % ", per_batch, "LL;"));
-    w_.line(absl::StrCat("const long long group = r / ", kGroupM * nt, "LL, first_m = group * ", kGroupM, "LL;"));
-    w_.line(absl::StrCat("const long long gsize = ", mt, "LL - first_m < ", kGroupM, "LL ? ", mt, "LL - first_m : ",
-                         kGroupM, "LL;"));
-    w_.line(absl::StrCat("const long long in_group = r % ", kGroupM * nt, "LL;"));
-    w_.line("const int mtile = (int)(first_m + in_group % gsize), ntile = (int)(in_group / gsize);");
+    w_.line(absl::StrCat("const long long group = r / ", group * nt, "LL, first_m = group * ", group, "LL;"));
+    w_.line(absl::StrCat("const long long gsize = ", mt, "LL - first_m < ", group, "LL ? ", mt, "LL - first_m : ", group,
+                         "LL;"));
+    w_.line(absl::StrCat("const long long in_group = r % ", group * nt, "LL;"));
+    w_.line(absl::StrCat("const int mtile = (int)(first_m + in_group % gsize) * ", C,
+                         " + rank, ntile = (int)(in_group / gsize);"));
     w_.line(absl::StrCat("const int m0 = mtile * ", kBM, ", n0 = ntile * ", BN, ";"));
     w_.line(absl::StrCat(it, " btx = ", idx_cast("bt"), ";"));
     w_.unravel("btx", batch_axes);
   };
   const std::string tile_loop =
-      absl::StrCat("for (long long tile = blockIdx.x; tile < ", tiles, "LL; tile += gridDim.x)");
+      absl::StrCat("for (long long tile = cid; tile < ", tiles, "LL; tile += nclusters)");
 
   // ---- producer warpgroup
   w_.open("if (tid < 128)");
@@ -301,24 +388,31 @@ int Renderer::contraction_sm90(KernelSource* out) {
   w_.line("const unsigned full = full0 + 8 * s, sa = smem + s * " + S_(stage_bytes) + ", sb = sa + " + S_(a_bytes) + ";");
   w_.line("kiln_mbar_wait(empty0 + 8 * s, ph ^ 1u);");
   w_.line("kiln_mbar_expect_tx(full, " + S_(stage_bytes) + ");");
-  auto issue = [&](const Operand& op, int map, const std::string& dst, const std::string& mn0, int box_mn) {
+  // One operand's copies: its k-major box, or its 64-wide mn boxes. With a cluster (rhs only),
+  // this CTA fetches its share of the boxes and multicasts them into both CTAs.
+  auto issue = [&](const Operand& op, int map, const std::string& dst, const std::string& mn0, int box_mn, bool shared) {
     std::vector<std::string> batch_coords;
     for (int a : op.batch_axes) batch_coords.push_back(absl::StrCat("(int)", w_.axis(a)));
     const int rank = int(op.map.dims.size());
+    const bool mc = shared && C > 1;
     auto call = [&](const std::string& d, const std::string& c0, const std::string& c1) {
       std::string args = absl::StrCat(d, ", &tm", map, ", full, ", c0, ", ", c1);
       for (const std::string& b : batch_coords) absl::StrAppend(&args, ", ", b);
-      w_.line(absl::StrCat("kiln_tma", rank, "(", args, ");"));
+      if (mc) absl::StrAppend(&args, ", (unsigned short)", (1 << C) - 1);
+      w_.line(absl::StrCat("kiln_tma", rank, mc ? "_mc(" : "(", args, ");"));
     };
+    const int share = mc ? box_mn / C : box_mn;  // rows along mn this CTA fetches
+    const std::string first = mc ? absl::StrCat(" + rank * ", share) : "";
     if (!op.mn_major) {
-      call(dst, "k0", mn0);
+      call(absl::StrCat(dst, mc ? absl::StrCat(" + rank * ", share * kBK * 2) : ""), "k0", mn0 + first);
     } else {
-      for (int j = 0; j < box_mn / 64; ++j)
-        call(absl::StrCat(dst, " + ", j * 64 * kBK * 2), absl::StrCat(mn0, " + ", j * 64), "k0");
+      for (int j = 0; j < share / 64; ++j)
+        call(absl::StrCat(dst, mc ? absl::StrCat(" + rank * ", share / 64 * 64 * kBK * 2) : "", " + ", j * 64 * kBK * 2),
+             absl::StrCat(mn0, first, " + ", j * 64), "k0");
     }
   };
-  issue(A, 0, "sa", "m0", kBM);
-  issue(B, 1, "sb", "n0", BN);
+  issue(A, 0, "sa", "m0", kBM, false);
+  issue(B, 1, "sb", "n0", BN, true);
   w_.line("if (++s == " + S_(S) + ") { s = 0; ph ^= 1u; }");
   w_.close();
   w_.close();
@@ -346,6 +440,11 @@ int Renderer::contraction_sm90(KernelSource* out) {
     absl::StrAppend(&regs, q ? ", " : "", "%", q);
     absl::StrAppend(&cons, q ? ", " : "", "\"+f\"(acc[", q, "])");
   }
+  // A consumer warp frees a stage in every CTA of the cluster (the peer's producer multicasts into it).
+  auto release = [&](const std::string& bar) {
+    return C > 1 ? absl::StrCat("for (unsigned r = 0; r < ", C, "u; ++r) kiln_mbar_arrive_cluster(", bar, ", r);")
+                 : absl::StrCat("kiln_mbar_arrive(", bar, ");");
+  };
   const std::string instr = absl::StrCat("wgmma.mma_async.sync.aligned.m64n", BN, "k16.f32", bf ? ".bf16.bf16" : ".f16.f16");
   w_.line("#pragma unroll");
   w_.open("for (int kk = 0; kk < " + S_(kBK / 16) + "; ++kk)");
@@ -368,46 +467,102 @@ int Renderer::contraction_sm90(KernelSource* out) {
   w_.line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
   if (wait0) {
     w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
-    w_.line("if (lane == 0) kiln_mbar_arrive(empty0 + 8 * s);");
+    w_.line("if (lane == 0) " + release("empty0 + 8 * s"));
     w_.line("if (++s == " + S_(S) + ") { s = 0; ph ^= 1u; }");
     w_.close();
   } else {
     // One group stays in flight: the previous k block's stage is free once only this one is
     // pending (the last one's after the loop).
     w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 1;\" ::: \"memory\");");
-    w_.line("if (kb > 0 && lane == 0) kiln_mbar_arrive(empty0 + 8 * prev);");
+    w_.line("if (kb > 0 && lane == 0) " + release("empty0 + 8 * prev"));
     w_.line("prev = s;");
     w_.line("if (++s == " + S_(S) + ") { s = 0; ph ^= 1u; }");
     w_.close();
     w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
-    w_.line("if (lane == 0) kiln_mbar_arrive(empty0 + 8 * prev);");
+    w_.line("if (lane == 0) " + release("empty0 + 8 * prev"));
   }
   // Epilogue: thread (warp cw, lane) holds rows 16cw + lane/4 (+8) and columns 8j + 2(lane%4)
   // (+1) of its warpgroup's 64 x BN accumulator.
   w_.line("const int rbase = m0 + wg * 64 + cw * 16 + lane / 4, cbase = n0 + 2 * (lane % 4);");
-  w_.line("#pragma unroll");
-  w_.open("for (int j = 0; j < " + S_(BN / 8) + "; ++j)");
-  w_.line("#pragma unroll");
-  w_.open("for (int v = 0; v < 4; ++v)");
-  w_.line(absl::StrCat(it, " om = ", idx_cast("rbase + 8 * (v >> 1)"), ";"));
-  w_.line(absl::StrCat(it, " on = ", idx_cast("cbase + 8 * j + (v & 1)"), ";"));
-  w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
-  w_.set_axis(c.m_axis, "om");
-  w_.set_axis(c.n_axis, "on");
-  w_.bind(c.reduce, "acc[j * 4 + v]");
-  for (const ir::Store& st : k_.stores) w_.store(st);
+  auto element = [&](const std::string& j) {  // opens the bounds check of element (j, v)
+    w_.line(absl::StrCat(it, " om = ", idx_cast("rbase + 8 * (v >> 1)"), ";"));
+    w_.line(absl::StrCat(it, " on = ", idx_cast(absl::StrCat("cbase + 8 * (", j, ") + (v & 1)")), ";"));
+    w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
+    w_.set_axis(c.m_axis, "om");
+    w_.set_axis(c.n_axis, "on");
+    w_.bind(c.reduce, absl::StrCat("acc[(", j, ") * 4 + v]"));
+  };
+  if (!staged) {
+    w_.line("#pragma unroll");
+    w_.open("for (int j = 0; j < " + S_(BN / 8) + "; ++j)");
+    w_.line("#pragma unroll");
+    w_.open("for (int v = 0; v < 4; ++v)");
+    element("j");
+    for (const ir::Store& st : k_.stores) w_.store(st);
+    w_.close();
+    w_.close();
+    w_.close();
+  } else {
+    const ir::Store& st = k_.stores[0];
+    const DType odt = p_.buffers[st.buffer].dtype;
+    const std::string et = d_.storage_type(odt), out = DialectOps::buffer_name(st.buffer);
+    const int cols = kChunkBytes / eb, vec = 16 / eb;  // columns per chunk, elements per vector
+    w_.line(absl::StrCat("const unsigned ebuf = smem + ", ebuf_at, " + wg * ", 64 * kChunkPitch, ";"));
+    w_.line(absl::StrCat("unsigned char* const ebuf_p = kiln_dsmem + (ebuf - kiln_smem_u32(kiln_dsmem));"));
+    w_.line("#pragma unroll");  // the accumulator index must be known at compile time
+    w_.open(absl::StrCat("for (int ch = 0; ch < ", BN / cols, "; ++ch)"));
+    // 1. This thread's elements of the chunk, computed and converted, into shared memory.
+    w_.line("#pragma unroll");
+    w_.open(absl::StrCat("for (int jj = 0; jj < ", cols / 8, "; ++jj)"));
+    w_.line("#pragma unroll");
+    w_.open("for (int v = 0; v < 4; ++v)");
+    element(absl::StrCat("ch * ", cols / 8, " + jj"));
+    const std::string value = w_.eval(st.value);
+    w_.line(absl::StrCat("*reinterpret_cast<", et, "*>(ebuf_p + (cw * 16 + lane / 4 + 8 * (v >> 1)) * ", kChunkPitch,
+                         " + (8 * jj + 2 * (lane % 4) + (v & 1)) * ", eb, ") = ", d_.to_storage(odt, value), ";"));
+    w_.close();
+    w_.close();
+    w_.close();
+    w_.line("asm volatile(\"bar.sync %0, 128;\" :: \"r\"(wg + 1) : \"memory\");");
+    // 2. The chunk (64 rows of 128 bytes) to global memory, 16 bytes per thread and step.
+    w_.line("#pragma unroll");
+    w_.open(absl::StrCat("for (int q = 0; q < ", 64 * kChunkBytes / 16 / 128, "; ++q)"));
+    w_.line("const int t = (tid % 128) + 128 * q, row = t / 8, c16 = t % 8;");
+    w_.line(absl::StrCat(it, " om = ", idx_cast("m0 + wg * 64 + row"), ";"));
+    w_.line(absl::StrCat(it, " on = ", idx_cast(absl::StrCat("n0 + ch * ", cols, " + c16 * ", vec)), ";"));
+    w_.line(absl::StrCat("const unsigned char* src = ebuf_p + row * ", kChunkPitch, " + c16 * 16;"));
+    w_.open(absl::StrCat("if (om < ", w_.ilit(M), ")"));
+    w_.set_axis(c.m_axis, "om");
+    w_.set_axis(c.n_axis, "on");
+    const std::string at = w_.element_index(st.map);
+    w_.open(absl::StrCat("if (on + ", vec, " <= ", w_.ilit(N), ")"));
+    w_.line(absl::StrCat("*reinterpret_cast<uint4*>(", out, " + ", at, ") = *reinterpret_cast<const uint4*>(src);"));
+    w_.close();
+    w_.open("else");
+    w_.open(absl::StrCat("for (int e = 0; e < ", vec, " && on + e < ", w_.ilit(N), "; ++e)"));
+    w_.line(absl::StrCat(out, "[", at, " + e] = reinterpret_cast<const ", et, "*>(src)[e];"));
+    w_.close();
+    w_.close();
+    w_.close();
+    w_.close();
+    // The next chunk reuses the buffer once every thread of the warpgroup has read this one.
+    w_.line("asm volatile(\"bar.sync %0, 128;\" :: \"r\"(wg + 1) : \"memory\");");
+    w_.close();
+  }
   w_.close();
   w_.close();
-  w_.close();
-  w_.close();
-  w_.close();
+  // No CTA leaves while its peer may still arrive on its barriers.
+  if (C > 1) w_.line("kiln_cluster_sync();");
 
-  out->grid[0] = uint32_t(std::max<int64_t>(1, std::min<int64_t>(tiles, std::max(t_.parallelism, 1))));
-  out->shared_bytes = uint32_t(int64_t(S) * stage_bytes + 16 * S + 1024);
+  const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(tiles, std::max(t_.parallelism, C) / C));
+  out->grid[0] = uint32_t(clusters * C);
+  out->shared_bytes = uint32_t(int64_t(S) * stage_bytes + ebytes + 16 * S + 1024);
   out->strategy = absl::StrCat("contraction sm_90a: TMA (lhs ", A.mn_major ? "m" : "k", "-major, rhs ",
                                B.mn_major ? "n" : "k", "-major, ", kBK == 64 ? "128B" : "64B/128B", " swizzle) into ", S, " stages of ", kBM, "x", BN,
                                "x", kBK, ", wgmma m64n", BN, "k16 on 2 consumer warpgroups + 1 producer warp, persistent ",
-                               "grid over ", tiles, " tiles in groups of ", kGroupM, ", epilogue in registers",
+                               "grid over ", tiles * C, " tiles in groups of ", group * C,
+                               C > 1 ? absl::StrCat(", clusters of ", C, " sharing the rhs tile (multicast)") : "",
+                               staged ? ", epilogue staged through shared memory (16-byte stores)" : ", epilogue in registers",
                                wait0 ? ", wgmma waited per k block" : "");
   return kThreads;
 }

@@ -50,6 +50,9 @@ struct TensorMapSpec {
 struct KernelSource {
   std::string name;          // entry point (CUDA/HIP/MSL function name; GLSL uses "main")
   std::vector<int> buffers;  // ir::Program buffer ids, in parameter order (CUDA/HIP)
+  // A kernel declaring compile-time cluster dims (CUDA `__cluster_dims__`, the sm_90a contraction
+  // path) walks its work in a loop over clusters (gridDim.x / width of them): the runtime may
+  // launch fewer blocks than grid[0], as many clusters as can be resident at once.
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
   uint32_t shared_bytes = 0;  // dynamic shared memory (CUDA/HIP)

@@ -513,6 +513,7 @@ class Renderer {
   int attn_threads_ = 0;
   bool sm90_ = false;
   int sm90_maps_ = 0;
+  int sm90_cluster_ = 1;  // CTAs per thread-block cluster of the sm_90a kernel
 
   const ir::Program& p_;
   const ir::Kernel& k_;

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -60,6 +62,17 @@ bool on_sm90(const codegen::gpu::RenderedProgram& r) {
   for (const auto& k : r.kernels)
     if (k.strategy.find("sm_90a") != std::string::npos) return true;
   return false;
+}
+
+// KILN_TEST_PTX_DIR=dir keeps the PTX of the compiled cases there (to read their SASS with
+// ptxas + cuobjdump).
+void write_ptx_for_inspection(const std::string& name, const std::string& ptx) {
+  const char* d = std::getenv("KILN_TEST_PTX_DIR");
+  if (!d) return;
+  if (FILE* f = std::fopen(absl::StrCat(d, "/", name, ".ptx").c_str(), "w")) {
+    std::fwrite(ptx.data(), 1, ptx.size(), f);
+    std::fclose(f);
+  }
 }
 
 class GemmSm90Compile : public ::testing::Test {
@@ -122,16 +135,102 @@ TEST_F(GemmSm90Compile, ModulesCompileForSm90aAndAssemble) {
     if (i == 0 && std::getenv("KILN_TEST_PRINT_SOURCE")) std::printf("%s\n", r.r.module_source.c_str());
     auto bin = runtime::cuda::nvrtc_compile(r.r.module_source, 90, /*keep_ptx=*/true, /*arch_specific=*/true);
     ASSERT_TRUE(bin.ok()) << bin.status() << "\n" << r.r.module_source;
-    if (const char* d = std::getenv("KILN_TEST_PTX_DIR")) {
-      FILE* f = std::fopen(absl::StrCat(d, "/case", i, ".ptx").c_str(), "w");
-      if (f) {
-        std::fwrite(bin->ptx.data(), 1, bin->ptx.size(), f);
-        std::fclose(f);
-      }
-    }
+    write_ptx_for_inspection(absl::StrCat("case", i), bin->ptx);
     EXPECT_NE(bin->ptx.find("wgmma.mma_async"), std::string::npos);
     EXPECT_NE(bin->ptx.find("cp.async.bulk.tensor"), std::string::npos);
     EXPECT_NE(bin->ptx.find("setmaxnreg"), std::string::npos);
+    if (testing_ptxas::available()) {
+      std::string log;
+      EXPECT_TRUE(testing_ptxas::assemble(bin->ptx, "sm_90a", &log)) << log;
+      EXPECT_EQ(log.find("C7508"), std::string::npos) << "setmaxnreg ignored:\n" << log;
+    }
+  }
+}
+
+// Sets (or, given "", unsets) environment variables for one scope (the renderer reads them at each compile) and empties
+// the executable cache so that the next realize compiles under them.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(std::initializer_list<std::pair<std::string, std::string>> vars) : vars_(vars) {
+    for (auto& [k, v] : vars_) v.empty() ? unsetenv(k.c_str()) : setenv(k.c_str(), v.c_str(), 1);
+    flush();
+  }
+  ~ScopedEnv() {
+    for (auto& [k, v] : vars_) unsetenv(k.c_str());
+    flush();
+  }
+
+ private:
+  static void flush() {
+    const int64_t budget = executable_cache_budget();
+    set_executable_cache_budget(0);
+    set_executable_cache_budget(budget);
+  }
+  std::vector<std::pair<std::string, std::string>> vars_;
+};
+
+std::string strategy_of(const Tensor& t) {
+  Rendered r = render_h100({t});
+  return r.r.kernels.empty() ? "" : r.r.kernels[0].strategy;
+}
+
+TEST_F(GemmSm90Compile, TileWidthAndClusterFollowTheShape) {
+  // Enough 128x256 tiles for 132 multiprocessors: 256 wide; no cluster unless asked for.
+  Tensor a = random_tensor({2048, 64}, bfloat16, 1), b = random_tensor({64, 4096}, bfloat16, 2);
+  std::string s = strategy_of(matmul(a, b));
+  EXPECT_NE(s.find("128x256x64"), std::string::npos) << s;
+  EXPECT_EQ(s.find("clusters"), std::string::npos) << s;
+  // 17 m-tiles: 128 wide fills the GPU (17 x 8 tiles).
+  Tensor a17 = random_tensor({2176, 64}, bfloat16, 3), b8 = random_tensor({64, 1024}, bfloat16, 4);
+  s = strategy_of(matmul(a17, b8));
+  EXPECT_NE(s.find("128x128x64"), std::string::npos) << s;
+  {
+    // Pairs of m-tiles in a cluster; the odd 17th pairs with an empty one.
+    ScopedEnv env({{"KILN_CUDA_SM90_CLUSTER", "2"}, {"KILN_CUDA_SM90_BN", ""}});
+    EXPECT_NE(strategy_of(matmul(a, b)).find("clusters of 2"), std::string::npos);
+    s = strategy_of(matmul(a17, b8));
+    EXPECT_NE(s.find("clusters of 2"), std::string::npos) << s;
+  }
+  // Decode-like (one row of tiles): 64-wide tiles spread the rhs over the GPU, no cluster.
+  Tensor x = random_tensor({16, 64}, bfloat16, 5), w = random_tensor({64, 8192}, bfloat16, 6);
+  s = strategy_of(matmul(x, w));
+  EXPECT_NE(s.find("128x64x64"), std::string::npos) << s;
+  EXPECT_EQ(s.find("clusters"), std::string::npos) << s;
+  // One 2- or 4-byte result contiguous along n: the epilogue is staged through shared memory;
+  // two results, or rows that are not 16-byte aligned (n = 100 in bf16: 200 bytes), store
+  // straight from registers.
+  EXPECT_NE(strategy_of(matmul(a, b).cast(float32)).find("staged"), std::string::npos);
+  Tensor mm = matmul(a, b);
+  Rendered two = render_h100({mm.relu(), mm * 2.0});
+  ASSERT_EQ(two.r.kernels.size(), 1u);
+  EXPECT_EQ(two.r.kernels[0].strategy.find("staged"), std::string::npos) << two.r.kernels[0].strategy;
+  Tensor b100 = random_tensor({100, 64}, bfloat16, 7);
+  s = strategy_of(matmul(a, b100.t()));
+  EXPECT_NE(s.find("sm_90a"), std::string::npos) << s;
+  EXPECT_EQ(s.find("staged"), std::string::npos) << s;
+  {
+    ScopedEnv env({{"KILN_CUDA_SM90_BN", "128"}});
+    s = strategy_of(matmul(x, w));
+    EXPECT_NE(s.find("128x128x64"), std::string::npos) << s;
+  }
+}
+
+TEST_F(GemmSm90Compile, ClusterKernelsCompileAndAssemble) {
+  // Multicast rhs halves, k-major (a transposed view) and n-major, batched.
+  ScopedEnv env({{"KILN_CUDA_SM90_CLUSTER", "2"}});
+  Tensor a = random_tensor({2048, 64}, bfloat16, 1), b = random_tensor({64, 4096}, bfloat16, 2);
+  Tensor bt = random_tensor({4096, 64}, bfloat16, 3);
+  Tensor x3 = random_tensor({3, 1024, 64}, bfloat16, 4), w3 = random_tensor({3, 64, 2048}, bfloat16, 5);
+  int i = 0;
+  for (const std::vector<Tensor>& outs : std::vector<std::vector<Tensor>>{{matmul(a, b)}, {matmul(a, bt.t())}, {matmul(x3, w3)}}) {
+    Rendered r = render_h100(outs);
+    ASSERT_EQ(r.r.kernels.size(), 1u);
+    EXPECT_NE(r.r.kernels[0].strategy.find("clusters of 2"), std::string::npos) << r.r.kernels[0].strategy;
+    auto bin = runtime::cuda::nvrtc_compile(r.r.module_source, 90, /*keep_ptx=*/true, /*arch_specific=*/true);
+    ASSERT_TRUE(bin.ok()) << bin.status() << "\n" << r.r.module_source;
+    write_ptx_for_inspection(absl::StrCat("cluster", i++), bin->ptx);
+    EXPECT_NE(bin->ptx.find("multicast::cluster"), std::string::npos);
+    EXPECT_NE(bin->ptx.find(".reqnctapercluster 2, 1, 1"), std::string::npos);
     if (testing_ptxas::available()) {
       std::string log;
       EXPECT_TRUE(testing_ptxas::assemble(bin->ptx, "sm_90a", &log)) << log;
@@ -240,13 +339,40 @@ TEST_F(GemmSm90Run, BatchedBroadcastAndTransposedViews) {
   EXPECT_MATCHES_REFERENCE({matmul(h, g), matmul(g.t(), h.t())}, kHalf);
 }
 
+// Every tile width with and without clusters, the epilogue staged through shared memory or not:
+// odd m-tile counts (a cluster's second tile empty), ragged n and k, k-major and n-major rhs,
+// batched operands, one output row whose end is not a whole 16-byte vector (n = 203).
+TEST_F(GemmSm90Run, EveryTileWidthWithAndWithoutClusters) {
+  Tensor a = random_tensor({520, 264}, bfloat16, 1), b = random_tensor({264, 776}, bfloat16, 2);
+  Tensor bt = random_tensor({300, 264}, bfloat16, 3), b203 = random_tensor({203, 264}, bfloat16, 6);
+  Tensor x3 = random_tensor({2, 384, 72}, bfloat16, 4), w3 = random_tensor({2, 72, 520}, bfloat16, 5);
+  std::vector<std::array<const char*, 3>> configs;
+  for (const char* bn : {"64", "128", "256"})
+    for (const char* cluster : {"1", "2"}) configs.push_back({bn, cluster, "1"});
+  configs.push_back({"256", "2", "0"});
+  configs.push_back({"128", "1", "0"});
+  for (auto [bn, cluster, staged] : configs) {
+    SCOPED_TRACE(::testing::Message() << "BN " << bn << ", cluster " << cluster << ", staged " << staged);
+    ScopedEnv env({{"KILN_CUDA_SM90_BN", bn}, {"KILN_CUDA_SM90_CLUSTER", cluster}, {"KILN_CUDA_SM90_STAGED", staged}});
+    EXPECT_MATCHES_REFERENCE({matmul(a, b), matmul(a, bt.t()), matmul(x3, w3), matmul(a.slice(0, 0, 1), b203.t())}, kHalf);
+  }
+}
+
 TEST_F(GemmSm90Run, EveryEpilogue) {
   Tensor a = random_tensor({300, 136}, bfloat16, 1), b = random_tensor({136, 200}, bfloat16, 2, -0.3, 0.3);
   Tensor bias = random_tensor({200}, bfloat16, 3), res = random_tensor({300, 200}, float32, 4);
-  Tensor mm = matmul(a, b);
-  EXPECT_MATCHES_REFERENCE({gelu(mm + bias, true).cast(bfloat16), gelu(mm + bias), silu(mm) + res, relu(mm - bias) * 0.25,
-                            (mm * 0.125 + res).cast(float16), mm.tanh() + mm.sigmoid()},
-                           kHalf);
+  auto outputs = [&] {  // fresh lazy tensors on each call (realized ones would not recompile)
+    Tensor mm = matmul(a, b);
+    return std::vector<Tensor>{gelu(mm + bias, true).cast(bfloat16), gelu(mm + bias), silu(mm) + res,
+                               relu(mm - bias) * 0.25, (mm * 0.125 + res).cast(float16), mm.tanh() + mm.sigmoid()};
+  };
+  // All in one kernel (stores straight from registers), then each alone (staged through shared
+  // memory: bf16, f32 and f16 results).
+  EXPECT_MATCHES_REFERENCE(outputs(), kHalf);
+  for (size_t i = 0; i < outputs().size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "output " << i);
+    EXPECT_MATCHES_REFERENCE({outputs()[i]}, kHalf);
+  }
 }
 
 TEST_F(GemmSm90Run, MlpBlockAndReplayWithNewBindings) {
