@@ -123,6 +123,10 @@ class DialectOps {
   virtual std::string f16_to_f32_body() const = 0;
   virtual std::string f32_to_f16_body() const = 0;
   virtual std::string f16_round_body() const { return "return kiln_h2f(kiln_f2h(f));"; }
+  // The body of `float kiln_round_bf(float f)`: round to the nearest bf16, ties to even, NaN
+  // stays NaN. The portable one works on the f32 bits; a dialect may use an instruction.
+  virtual std::string bf16_round_body() const { return bf16_round_portable_body(); }
+  std::string bf16_round_portable_body() const;
   // Text before a helper function's return type.
   virtual std::string helper_prefix() const { return ""; }
   // The element at `index` of `buffer` (buffer_name(id), or a vec4_view) as an lvalue.

@@ -111,6 +111,14 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
     return hip_ ? "return __builtin_bit_cast(unsigned short, (_Float16)f);"
                 : "unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;";
   }
+  // sm_80 and newer round f32 to bf16 in one instruction (cvt.rn.bf16.f32: ties to even, a NaN
+  // becomes the canonical NaN); older targets and HIP use the portable bit arithmetic.
+  std::string bf16_round_body() const override {
+    if (hip_) return bf16_round_portable_body();
+    return absl::StrCat("#if __CUDA_ARCH__ >= 800\n",
+                        "  unsigned short h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); ",
+                        "return __uint_as_float((unsigned)h << 16);\n#else\n", bf16_round_portable_body(), "#endif\n");
+  }
   std::string helper_prefix() const override { return "__device__ __forceinline__ "; }
   std::string element(const std::string& buffer, const std::string& index) const override {
     return absl::StrCat(buffer, "[", index, "]");

@@ -85,16 +85,19 @@ std::string DialectOps::store(int buf, DType dt, const std::string& index, const
   return absl::StrCat(element(buffer_name(buf), index), " = ", to_storage(dt, v), ";");
 }
 
+std::string DialectOps::bf16_round_portable_body() const {
+  const std::string u = u32();
+  return absl::StrCat("  ", u, " u = ", float_to_bits("f"), ";\n",  // NaNs stay NaN (quiet bit set)
+                      "  if ((u & 0x7fffffffu) > 0x7f800000u) return ", bits_to_float("u | 0x400000u"), ";\n",
+                      "  u += 0x7fffu + ((u >> 16) & 1u);\n",  //
+                      "  return ", bits_to_float("u & 0xffff0000u"), ";\n");
+}
+
 std::string DialectOps::float_rounding_helpers() const {
-  const std::string q = helper_prefix(), f = type(DType::kFloat32), u = u32();
+  const std::string q = helper_prefix(), f = type(DType::kFloat32);
   std::string s;
   if (half_words_optional()) absl::StrAppend(&s, q, f, " kiln_round_h(", f, " f) { ", f16_round_body(), " }\n");
-  // bf16: round to nearest even on the f32 bits; NaNs stay NaN (quiet bit set).
-  absl::StrAppend(&s, q, f, " kiln_round_bf(", f, " f) {\n",                                   //
-                  "  ", u, " u = ", float_to_bits("f"), ";\n",                                  //
-                  "  if ((u & 0x7fffffffu) > 0x7f800000u) return ", bits_to_float("u | 0x400000u"), ";\n",
-                  "  u += 0x7fffu + ((u >> 16) & 1u);\n",                                        //
-                  "  return ", bits_to_float("u & 0xffff0000u"), ";\n}\n");
+  absl::StrAppend(&s, q, f, " kiln_round_bf(", f, " f) {\n", bf16_round_body(), "}\n");
   return s;
 }
 
