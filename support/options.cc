@@ -108,6 +108,15 @@ Options options() {
   read_int(o, "KILN_CUDA_SM90_GROUP", &o.cuda_sm90_group);
   read_int(o, "KILN_CUDA_SM90_CLUSTER", &o.cuda_sm90_cluster);
   read_switch("KILN_CUDA_SM90_STAGED", &o.cuda_sm90_staged);
+  read_int(o, "KILN_CUDA_SM90_GRID", &o.cuda_sm90_grid);
+  if (const char* v = env("KILN_CUDA_SM90_SCHEDULE")) {
+    if (std::string(v) == "pingpong" || std::string(v) == "cooperative") {
+      o.cuda_sm90_schedule = v;
+    } else {
+      o.invalid.emplace("KILN_CUDA_SM90_SCHEDULE", v);
+      std::fprintf(stderr, "kiln: KILN_CUDA_SM90_SCHEDULE=%s is neither cooperative nor pingpong; using cooperative\n", v);
+    }
+  }
   read_int(o, "KILN_CUDA_ATTENTION_ROWS", &o.cuda_attention_rows);
   read_int(o, "KILN_VULKAN_DEVICE", &o.vulkan_device, /*strict=*/true);
   read_switch("KILN_VULKAN_VALIDATION", &o.vulkan_validation);

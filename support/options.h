@@ -49,6 +49,8 @@ struct Options {
   int cuda_sm90_bk = 64;         // KILN_CUDA_SM90_BK=32: 32-deep stages (64B swizzle, twice as many)
   int cuda_sm90_wait = 1;        // KILN_CUDA_SM90_WAIT=0: wait for each k block's wgmma
   int cuda_sm90_cluster = 1;     // KILN_CUDA_SM90_CLUSTER=2: pairs of m-tiles share the rhs tile (multicast)
+  std::string cuda_sm90_schedule;  // KILN_CUDA_SM90_SCHEDULE=pingpong: warpgroups take turns on 128x128 tiles
+  int cuda_sm90_grid = 0;        // KILN_CUDA_SM90_GRID: at most this many CTAs (tests; 0: one per SM)
   bool cuda_sm90_staged = true;  // KILN_CUDA_SM90_STAGED=0: epilogue stores straight from registers
   int cuda_sm90_group = 8;       // KILN_CUDA_SM90_GROUP: m-tiles per group of the tile order
   int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block

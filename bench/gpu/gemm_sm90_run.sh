@@ -6,7 +6,8 @@
 #            CudaCompiler*, CudaGraph*; ops_test's Matmul*, Jit*, Attention* on cuda
 #   bench    the bf16 sweep (anchor_bench MM*, BMM*, W5) with the default configuration, then
 #            without clusters (KILN_CUDA_SM90_CLUSTER=1) and with the epilogue stored straight
-#            from registers (KILN_CUDA_SM90_STAGED=0); torch.mm/bmm on the same shapes and
+#            from registers (KILN_CUDA_SM90_STAGED=0), and ping-pong (KILN_CUDA_SM90_SCHEDULE=pingpong);
+#            torch.mm/bmm on the same shapes and
 #            torch.compile W5 (the anchors' wl_torch.py)
 #   sanit    compute-sanitizer memcheck and racecheck over every tile width with and without clusters
 #   regress  the whole op and fusion suites on cuda and 300 fuzz graphs
@@ -50,6 +51,8 @@ for s in ${*:-tests bench sanit}; do
         timeout 300 "$BIN/anchor_bench" --device cuda --only "$SWEEP,W5" --results "$OUT/results.jsonl"
         KILN_CUDA_SM90_CLUSTER=1 timeout 200 "$BIN/anchor_bench" --device cuda --only MM4096,MM8192,BMM64x1024x1024x128,W5 |
           sed -E "s/^(B?MM[0-9x]+|W5) /\\1-nocluster /"
+        KILN_CUDA_SM90_SCHEDULE=pingpong timeout 200 "$BIN/anchor_bench" --device cuda --only MM4096,MM8192,BMM64x1024x1024x128,W5 |
+          sed -E "s/^(B?MM[0-9x]+|W5) /\\1-pingpong /"
         KILN_CUDA_SM90_STAGED=0 timeout 200 "$BIN/anchor_bench" --device cuda --only MM4096,BMM64x1024x1024x128,W5 |
           sed -E "s/^(B?MM[0-9x]+|W5) /\\1-unstaged /"
         timeout 200 python3 "$HERE/mm_sweep_torch.py" ${SWEEP//,/ }

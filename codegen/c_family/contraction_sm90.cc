@@ -146,6 +146,26 @@ int cluster_for(int64_t M, int bn) {
   return ceil_div(M, int64_t(kBM)) >= 2 && bn >= 128 ? 2 : 1;
 }
 
+// The schedule: cooperative (both consumer warpgroups compute one 128 x BN tile, 64 rows each)
+// or, with KILN_CUDA_SM90_SCHEDULE=pingpong, ping-pong: each warpgroup computes whole 128 x 128
+// tiles (two m64 wgmmas per k step), the two taking turns, so that one's epilogue overlaps the
+// other's main loop.
+struct TileConfig {
+  int bn = 128, cluster = 1;
+  bool pingpong = false;
+};
+
+TileConfig tile_config(int64_t M, int64_t N, int64_t batch, int parallelism) {
+  TileConfig t;
+  t.bn = bn_for(M, N, batch, parallelism);
+  t.cluster = cluster_for(M, t.bn);
+  if (support::options().cuda_sm90_schedule == "pingpong" && t.cluster == 1) {
+    t.pingpong = true;
+    t.bn = std::min(t.bn, 128);
+  }
+  return t;
+}
+
 // Pipeline stages that fit beside `extra` bytes (the epilogue's staging buffer).
 int stages_for(int bn, int64_t shared, int64_t extra) {
   const int kBK = bk_knob();
@@ -269,7 +289,8 @@ bool Renderer::sm90_applies(std::string* why) const {
   int64_t batch = 1;
   for (int a = 0; a < int(k_.shape.size()); ++a)
     if (a != c.m_axis && a != c.n_axis && a != c.k_axis) batch *= k_.shape[a];
-  const int bn = bn_for(k_.shape[c.m_axis], N, batch, t_.parallelism);
+  const TileConfig cfg = tile_config(k_.shape[c.m_axis], N, batch, t_.parallelism);
+  const int bn = cfg.bn;
   int eb = 0;
   if (stages_for(bn, t_.shared_memory, staged_store(p_, k_, &eb) ? kStagedBytes : 0) < 2) {
     *why = absl::StrCat("the target's ", t_.shared_memory, " bytes of shared memory hold fewer than 2 stages");
@@ -280,7 +301,7 @@ bool Renderer::sm90_applies(std::string* why) const {
     if (a != c.m_axis && a != c.n_axis && a != c.k_axis) batch_axes.push_back(a);
   Operand a, b;
   if (!analyze(p_, k_, c.lhs, c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &a, why)) return false;
-  const int C = cluster_for(k_.shape[c.m_axis], bn);
+  const int C = cfg.cluster;
   if (!analyze(p_, k_, c.rhs, c.n_axis, c.k_axis, c.m_axis, batch_axes, bn / C, &b, why)) return false;
   for (const ir::Store& s : k_.stores)
     if (w_.store_is_inner(s)) {
@@ -314,8 +335,11 @@ int Renderer::contraction_sm90(KernelSource* out) {
       batch_axes.push_back(a);
       batch *= k_.shape[a];
     }
-  const int BN = bn_for(M, N, batch, t_.parallelism);
-  const int C = cluster_for(M, BN);  // CTAs per cluster, sharing the rhs tile
+  const TileConfig cfg = tile_config(M, N, batch, t_.parallelism);
+  const int BN = cfg.bn;
+  const int C = cfg.cluster;  // CTAs per cluster, sharing the rhs tile
+  const bool pp = cfg.pingpong;
+  const int P = pp ? 2 : 1;  // 64-row blocks each consumer warpgroup computes per tile
   int eb = 0;
   const bool staged = staged_store(p_, k_, &eb) && support::options().cuda_sm90_staged;
   const int S = stages_for(BN, t_.shared_memory, staged ? kStagedBytes : 0);
@@ -345,8 +369,13 @@ int Renderer::contraction_sm90(KernelSource* out) {
   w_.open("if (tid == 0)");
   w_.open("for (int s = 0; s < " + S_(S) + "; ++s)");
   w_.line("kiln_mbar_init(full0 + 8 * s, 1);");
-  w_.line(absl::StrCat("kiln_mbar_init(empty0 + 8 * s, ", 8 * C, ");  // lane 0 of each consumer warp of the cluster"));
+  w_.line(absl::StrCat("kiln_mbar_init(empty0 + 8 * s, ", (pp ? 4 : 8) * C,
+                       ");  // lane 0 of each consumer warp (of the cluster) reading the stage"));
   w_.close();
+  // Ping-pong turns: order0 + 8w completes a phase each time the other warpgroup finishes a main
+  // loop. A warpgroup starts its i-th tile's main loop after the other's (i + w)-th: the stages
+  // it then waits for are at most one fill ahead of it, as the parity waits require.
+  if (pp) w_.line("kiln_mbar_init(empty0 + " + S_(8 * S) + ", 4), kiln_mbar_init(empty0 + " + S_(8 * S + 8) + ", 4);");
   w_.line("asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");");
   w_.close();
   if (C > 1) {
@@ -422,23 +451,36 @@ int Renderer::contraction_sm90(KernelSource* out) {
   w_.open("else");
   w_.line("asm volatile(\"setmaxnreg.inc.sync.aligned.u32 232;\");");
   w_.line("const int wg = tid / 128 - 1, cw = (tid / 32) % 4, lane = tid % 32;");
-  w_.line("float acc[" + S_(BN / 2) + "];");
+  w_.line("float acc[" + S_(P * BN / 2) + "];");
   w_.line("int s = 0, prev = 0;");
   w_.line("unsigned ph = 0;");
-  w_.open(tile_loop);
+  if (!pp) {
+    w_.open(tile_loop);
+  } else {
+    // Tiles j = wg, wg + 2, ... of this CTA's sequence; tile j's stages start at j * KB.
+    w_.open(absl::StrCat("for (long long tile = cid + wg * nclusters, j = wg; tile < ", tiles,
+                         "LL; tile += 2 * nclusters, j += 2)"));
+    w_.line(absl::StrCat("s = (int)(j * ", KB, "LL % ", S, "), ph = (unsigned)((j * ", KB, "LL / ", S, ") & 1);"));
+  }
   decode();
+  if (pp) {
+    w_.line("const unsigned order0 = empty0 + " + S_(8 * S) + ";");
+    w_.line("const long long turn = j / 2 + wg;  // the other warpgroup's main loops to wait for");
+    w_.line("if (turn >= 1) kiln_mbar_wait(order0 + 8 * wg, (unsigned)((turn - 1) & 1));");
+  }
   w_.line("#pragma unroll");
-  w_.line("for (int q = 0; q < " + S_(BN / 2) + "; ++q) acc[q] = 0.0f;");
+  w_.line("for (int q = 0; q < " + S_(P * BN / 2) + "; ++q) acc[q] = 0.0f;");
   w_.open("for (int kb = 0; kb < " + S_(KB) + "; ++kb)");
-  w_.line("const unsigned sa = smem + s * " + S_(stage_bytes) + " + wg * " + S_(64 * kBK * 2) + ", sb = smem + s * " +
-          S_(stage_bytes) + " + " + S_(a_bytes) + ";");
+  w_.line("const unsigned sa = smem + s * " + S_(stage_bytes) + (pp ? "" : " + wg * " + S_(64 * kBK * 2)) +
+          ", sb = smem + s * " + S_(stage_bytes) + " + " + S_(a_bytes) + ";");
   w_.line("kiln_mbar_wait(full0 + 8 * s, ph);");
   w_.line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
   // The wgmma of one k16 step, every accumulator an operand.
-  std::string regs, cons;
+  std::string regs;
+  std::vector<std::string> cons(P);
   for (int q = 0; q < BN / 2; ++q) {
     absl::StrAppend(&regs, q ? ", " : "", "%", q);
-    absl::StrAppend(&cons, q ? ", " : "", "\"+f\"(acc[", q, "])");
+    for (int h = 0; h < P; ++h) absl::StrAppend(&cons[h], q ? ", " : "", "\"+f\"(acc[", h * BN / 2 + q, "])");
   }
   // A consumer warp frees a stage in every CTA of the cluster (the peer's producer multicasts into it).
   auto release = [&](const std::string& bar) {
@@ -451,7 +493,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   // K-major: rows of 128 bytes, 8-row swizzle atoms 1024 bytes apart, k16 = 32 bytes along the
   // row. MN-major: 64-wide boxes (8 KiB) along m / n (LBO), k rows of 128 bytes, k16 = 2 KiB.
   // (BK = 32: K-major rows of 64 bytes with 64B swizzle, atoms 512 bytes; MN-major boxes 4 KiB.)
-  auto desc = [&](const char* var, const char* base, bool mn_major) {
+  auto desc = [&](const std::string& var, const std::string& base, bool mn_major) {
     if (mn_major)
       w_.line(absl::StrCat("const unsigned long long ", var, " = kiln_gmma_desc(", base, " + kk * 2048, ", 64 * kBK * 2,
                            ", 1024, 1);"));
@@ -459,10 +501,13 @@ int Renderer::contraction_sm90(KernelSource* out) {
       w_.line(absl::StrCat("const unsigned long long ", var, " = kiln_gmma_desc(", base, " + kk * 32, 16, ", 8 * kBK * 2,
                            ", ", kBK == 64 ? 1 : 2, ");"));
   };
-  desc("da", "sa", A.mn_major);
   desc("db", "sb", B.mn_major);
-  w_.line(absl::StrCat("asm volatile(\"", instr, " {", regs, "}, %", BN / 2, ", %", BN / 2 + 1, ", 1, 1, 1, ",
-                       A.mn_major ? 1 : 0, ", ", B.mn_major ? 1 : 0, ";\" : ", cons, " : \"l\"(da), \"l\"(db));"));
+  for (int h = 0; h < P; ++h) {  // rows 64h.. of the stage's lhs box (the same offset in both layouts)
+    const std::string da = absl::StrCat("da", h);
+    desc(da, h ? absl::StrCat("sa + ", 64 * kBK * 2) : "sa", A.mn_major);
+    w_.line(absl::StrCat("asm volatile(\"", instr, " {", regs, "}, %", BN / 2, ", %", BN / 2 + 1, ", 1, 1, 1, ",
+                         A.mn_major ? 1 : 0, ", ", B.mn_major ? 1 : 0, ";\" : ", cons[h], " : \"l\"(", da, "), \"l\"(db));"));
+  }
   w_.close();
   w_.line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
   if (wait0) {
@@ -481,85 +526,97 @@ int Renderer::contraction_sm90(KernelSource* out) {
     w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
     w_.line("if (lane == 0) " + release("empty0 + 8 * prev"));
   }
+  if (pp) w_.line("if (lane == 0) kiln_mbar_arrive(order0 + 8 * (1 - wg));  // the other's turn");
   // Epilogue: thread (warp cw, lane) holds rows 16cw + lane/4 (+8) and columns 8j + 2(lane%4)
   // (+1) of its warpgroup's 64 x BN accumulator.
-  w_.line("const int rbase = m0 + wg * 64 + cw * 16 + lane / 4, cbase = n0 + 2 * (lane % 4);");
-  auto element = [&](const std::string& j) {  // opens the bounds check of element (j, v)
-    w_.line(absl::StrCat(it, " om = ", idx_cast("rbase + 8 * (v >> 1)"), ";"));
-    w_.line(absl::StrCat(it, " on = ", idx_cast(absl::StrCat("cbase + 8 * (", j, ") + (v & 1)")), ";"));
-    w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
-    w_.set_axis(c.m_axis, "om");
-    w_.set_axis(c.n_axis, "on");
-    w_.bind(c.reduce, absl::StrCat("acc[(", j, ") * 4 + v]"));
-  };
-  if (!staged) {
-    w_.line("#pragma unroll");
-    w_.open("for (int j = 0; j < " + S_(BN / 8) + "; ++j)");
-    w_.line("#pragma unroll");
-    w_.open("for (int v = 0; v < 4; ++v)");
-    element("j");
-    for (const ir::Store& st : k_.stores) w_.store(st);
-    w_.close();
-    w_.close();
-    w_.close();
-  } else {
-    const ir::Store& st = k_.stores[0];
-    const DType odt = p_.buffers[st.buffer].dtype;
-    const std::string et = d_.storage_type(odt), out = DialectOps::buffer_name(st.buffer);
-    const int cols = kChunkBytes / eb, vec = 16 / eb;  // columns per chunk, elements per vector
-    w_.line(absl::StrCat("const unsigned ebuf = smem + ", ebuf_at, " + wg * ", 64 * kChunkPitch, ";"));
-    w_.line(absl::StrCat("unsigned char* const ebuf_p = kiln_dsmem + (ebuf - kiln_smem_u32(kiln_dsmem));"));
-    w_.line("#pragma unroll");  // the accumulator index must be known at compile time
-    w_.open(absl::StrCat("for (int ch = 0; ch < ", BN / cols, "; ++ch)"));
-    // 1. This thread's elements of the chunk, computed and converted, into shared memory.
-    w_.line("#pragma unroll");
-    w_.open(absl::StrCat("for (int jj = 0; jj < ", cols / 8, "; ++jj)"));
-    w_.line("#pragma unroll");
-    w_.open("for (int v = 0; v < 4; ++v)");
-    element(absl::StrCat("ch * ", cols / 8, " + jj"));
-    const std::string value = w_.eval(st.value);
-    w_.line(absl::StrCat("*reinterpret_cast<", et, "*>(ebuf_p + (cw * 16 + lane / 4 + 8 * (v >> 1)) * ", kChunkPitch,
-                         " + (8 * jj + 2 * (lane % 4) + (v & 1)) * ", eb, ") = ", d_.to_storage(odt, value), ";"));
-    w_.close();
-    w_.close();
-    w_.close();
-    w_.line("asm volatile(\"bar.sync %0, 128;\" :: \"r\"(wg + 1) : \"memory\");");
-    // 2. The chunk (64 rows of 128 bytes) to global memory, 16 bytes per thread and step.
-    w_.line("#pragma unroll");
-    w_.open(absl::StrCat("for (int q = 0; q < ", 64 * kChunkBytes / 16 / 128, "; ++q)"));
-    w_.line("const int t = (tid % 128) + 128 * q, row = t / 8, c16 = t % 8;");
-    w_.line(absl::StrCat(it, " om = ", idx_cast("m0 + wg * 64 + row"), ";"));
-    w_.line(absl::StrCat(it, " on = ", idx_cast(absl::StrCat("n0 + ch * ", cols, " + c16 * ", vec)), ";"));
-    w_.line(absl::StrCat("const unsigned char* src = ebuf_p + row * ", kChunkPitch, " + c16 * 16;"));
-    w_.open(absl::StrCat("if (om < ", w_.ilit(M), ")"));
-    w_.set_axis(c.m_axis, "om");
-    w_.set_axis(c.n_axis, "on");
-    const std::string at = w_.element_index(st.map);
-    w_.open(absl::StrCat("if (on + ", vec, " <= ", w_.ilit(N), ")"));
-    w_.line(absl::StrCat("*reinterpret_cast<uint4*>(", out, " + ", at, ") = *reinterpret_cast<const uint4*>(src);"));
-    w_.close();
-    w_.open("else");
-    w_.open(absl::StrCat("for (int e = 0; e < ", vec, " && on + e < ", w_.ilit(N), "; ++e)"));
-    w_.line(absl::StrCat(out, "[", at, " + e] = reinterpret_cast<const ", et, "*>(src)[e];"));
-    w_.close();
-    w_.close();
-    w_.close();
-    w_.close();
-    // The next chunk reuses the buffer once every thread of the warpgroup has read this one.
-    w_.line("asm volatile(\"bar.sync %0, 128;\" :: \"r\"(wg + 1) : \"memory\");");
-    w_.close();
+  // Ping-pong: the warpgroup's tile is two such 64-row blocks (acc[0..], acc[BN/2..]).
+  for (int h = 0; h < P; ++h) {
+    w_.push_scope();  // the values of one block stay in its C scope
+    const std::string row0 = pp ? absl::StrCat("m0 + ", 64 * h) : "m0 + wg * 64", acc0 = S_(h * BN / 2);
+    w_.line(absl::StrCat("const int rbase", h, " = ", row0, " + cw * 16 + lane / 4, cbase", h, " = n0 + 2 * (lane % 4);"));
+    auto element = [&](const std::string& j) {  // opens the bounds check of element (j, v)
+      w_.line(absl::StrCat(it, " om = ", idx_cast(absl::StrCat("rbase", h, " + 8 * (v >> 1)")), ";"));
+      w_.line(absl::StrCat(it, " on = ", idx_cast(absl::StrCat("cbase", h, " + 8 * (", j, ") + (v & 1)")), ";"));
+      w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
+      w_.set_axis(c.m_axis, "om");
+      w_.set_axis(c.n_axis, "on");
+      w_.bind(c.reduce, absl::StrCat("acc[", acc0, " + (", j, ") * 4 + v]"));
+    };
+    if (!staged) {
+      w_.line("#pragma unroll");
+      w_.open("for (int j = 0; j < " + S_(BN / 8) + "; ++j)");
+      w_.line("#pragma unroll");
+      w_.open("for (int v = 0; v < 4; ++v)");
+      element("j");
+      for (const ir::Store& st : k_.stores) w_.store(st);
+      w_.close();
+      w_.close();
+      w_.close();
+    } else {
+      const ir::Store& st = k_.stores[0];
+      const DType odt = p_.buffers[st.buffer].dtype;
+      const std::string et = d_.storage_type(odt), out = DialectOps::buffer_name(st.buffer);
+      const int cols = kChunkBytes / eb, vec = 16 / eb;  // columns per chunk, elements per vector
+      if (h == 0) {
+        w_.line(absl::StrCat("const unsigned ebuf = smem + ", ebuf_at, " + wg * ", 64 * kChunkPitch, ";"));
+        w_.line(absl::StrCat("unsigned char* const ebuf_p = kiln_dsmem + (ebuf - kiln_smem_u32(kiln_dsmem));"));
+      }
+      w_.line("#pragma unroll");  // the accumulator index must be known at compile time
+      w_.open(absl::StrCat("for (int ch = 0; ch < ", BN / cols, "; ++ch)"));
+      // 1. This thread's elements of the chunk, computed and converted, into shared memory.
+      w_.line("#pragma unroll");
+      w_.open(absl::StrCat("for (int jj = 0; jj < ", cols / 8, "; ++jj)"));
+      w_.line("#pragma unroll");
+      w_.open("for (int v = 0; v < 4; ++v)");
+      element(absl::StrCat("ch * ", cols / 8, " + jj"));
+      const std::string value = w_.eval(st.value);
+      w_.line(absl::StrCat("*reinterpret_cast<", et, "*>(ebuf_p + (cw * 16 + lane / 4 + 8 * (v >> 1)) * ", kChunkPitch,
+                           " + (8 * jj + 2 * (lane % 4) + (v & 1)) * ", eb, ") = ", d_.to_storage(odt, value), ";"));
+      w_.close();
+      w_.close();
+      w_.close();
+      w_.line("asm volatile(\"bar.sync %0, 128;\" :: \"r\"(wg + 1) : \"memory\");");
+      // 2. The chunk (64 rows of 128 bytes) to global memory, 16 bytes per thread and step.
+      w_.line("#pragma unroll");
+      w_.open(absl::StrCat("for (int q = 0; q < ", 64 * kChunkBytes / 16 / 128, "; ++q)"));
+      w_.line("const int t = (tid % 128) + 128 * q, row = t / 8, c16 = t % 8;");
+      w_.line(absl::StrCat(it, " om = ", idx_cast(row0 + " + row"), ";"));
+      w_.line(absl::StrCat(it, " on = ", idx_cast(absl::StrCat("n0 + ch * ", cols, " + c16 * ", vec)), ";"));
+      w_.line(absl::StrCat("const unsigned char* src = ebuf_p + row * ", kChunkPitch, " + c16 * 16;"));
+      w_.open(absl::StrCat("if (om < ", w_.ilit(M), ")"));
+      w_.set_axis(c.m_axis, "om");
+      w_.set_axis(c.n_axis, "on");
+      const std::string at = w_.element_index(st.map);
+      w_.open(absl::StrCat("if (on + ", vec, " <= ", w_.ilit(N), ")"));
+      w_.line(absl::StrCat("*reinterpret_cast<uint4*>(", out, " + ", at, ") = *reinterpret_cast<const uint4*>(src);"));
+      w_.close();
+      w_.open("else");
+      w_.open(absl::StrCat("for (int e = 0; e < ", vec, " && on + e < ", w_.ilit(N), "; ++e)"));
+      w_.line(absl::StrCat(out, "[", at, " + e] = reinterpret_cast<const ", et, "*>(src)[e];"));
+      w_.close();
+      w_.close();
+      w_.close();
+      w_.close();
+      // The next chunk reuses the buffer once every thread of the warpgroup has read this one.
+      w_.line("asm volatile(\"bar.sync %0, 128;\" :: \"r\"(wg + 1) : \"memory\");");
+      w_.close();
+    }
+    w_.pop_scope();
   }
   w_.close();
   w_.close();
   // No CTA leaves while its peer may still arrive on its barriers.
   if (C > 1) w_.line("kiln_cluster_sync();");
 
-  const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(tiles, std::max(t_.parallelism, C) / C));
+  // KILN_CUDA_SM90_GRID caps the CTAs (tests: many tiles per CTA on small shapes).
+  const int cap = support::options().cuda_sm90_grid > 0 ? support::options().cuda_sm90_grid : t_.parallelism;
+  const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(tiles, std::max(std::min(cap, t_.parallelism), C) / C));
   out->grid[0] = uint32_t(clusters * C);
-  out->shared_bytes = uint32_t(int64_t(S) * stage_bytes + ebytes + 16 * S + 1024);
+  out->shared_bytes = uint32_t(int64_t(S) * stage_bytes + ebytes + 16 * S + (pp ? 16 : 0) + 1024);
   out->strategy = absl::StrCat("contraction sm_90a: TMA (lhs ", A.mn_major ? "m" : "k", "-major, rhs ",
                                B.mn_major ? "n" : "k", "-major, ", kBK == 64 ? "128B" : "64B/128B", " swizzle) into ", S, " stages of ", kBM, "x", BN,
-                               "x", kBK, ", wgmma m64n", BN, "k16 on 2 consumer warpgroups + 1 producer warp, persistent ",
+                               "x", kBK, ", wgmma m64n", BN, "k16 on 2 consumer warpgroups",
+                               pp ? " taking turns (ping-pong, 128 rows each)" : " (64 rows each)", " + 1 producer warp, persistent ",
                                "grid over ", tiles * C, " tiles in groups of ", group * C,
                                C > 1 ? absl::StrCat(", clusters of ", C, " sharing the rhs tile (multicast)") : "",
                                staged ? ", epilogue staged through shared memory (16-byte stores)" : ", epilogue in registers",

@@ -209,32 +209,53 @@ TEST_F(GemmSm90Compile, TileWidthAndClusterFollowTheShape) {
   EXPECT_NE(s.find("sm_90a"), std::string::npos) << s;
   EXPECT_EQ(s.find("staged"), std::string::npos) << s;
   {
+    // Ping-pong: 128 x 128 tiles, one per warpgroup; not with clusters.
+    ScopedEnv env({{"KILN_CUDA_SM90_SCHEDULE", "pingpong"}});
+    s = strategy_of(matmul(a, b));
+    EXPECT_NE(s.find("128x128x64"), std::string::npos) << s;
+    EXPECT_NE(s.find("ping-pong"), std::string::npos) << s;
+  }
+  {
+    ScopedEnv env({{"KILN_CUDA_SM90_SCHEDULE", "pingpong"}, {"KILN_CUDA_SM90_CLUSTER", "2"}});
+    s = strategy_of(matmul(a, b));
+    EXPECT_EQ(s.find("ping-pong"), std::string::npos) << s;
+  }
+  {
     ScopedEnv env({{"KILN_CUDA_SM90_BN", "128"}});
     s = strategy_of(matmul(x, w));
     EXPECT_NE(s.find("128x128x64"), std::string::npos) << s;
   }
 }
 
-TEST_F(GemmSm90Compile, ClusterKernelsCompileAndAssemble) {
-  // Multicast rhs halves, k-major (a transposed view) and n-major, batched.
-  ScopedEnv env({{"KILN_CUDA_SM90_CLUSTER", "2"}});
+// The clustered and ping-pong variants compile for sm_90a and assemble (no GPU needed).
+TEST_F(GemmSm90Compile, ClusterAndPingPongKernelsCompileAndAssemble) {
+  // k-major (a transposed view) and n-major rhs, a transposed lhs, batched, two results.
   Tensor a = random_tensor({2048, 64}, bfloat16, 1), b = random_tensor({64, 4096}, bfloat16, 2);
-  Tensor bt = random_tensor({4096, 64}, bfloat16, 3);
+  Tensor bt = random_tensor({4096, 64}, bfloat16, 3), at = random_tensor({64, 2048}, bfloat16, 6);
   Tensor x3 = random_tensor({3, 1024, 64}, bfloat16, 4), w3 = random_tensor({3, 64, 2048}, bfloat16, 5);
   int i = 0;
-  for (const std::vector<Tensor>& outs : std::vector<std::vector<Tensor>>{{matmul(a, b)}, {matmul(a, bt.t())}, {matmul(x3, w3)}}) {
-    Rendered r = render_h100(outs);
-    ASSERT_EQ(r.r.kernels.size(), 1u);
-    EXPECT_NE(r.r.kernels[0].strategy.find("clusters of 2"), std::string::npos) << r.r.kernels[0].strategy;
-    auto bin = runtime::cuda::nvrtc_compile(r.r.module_source, 90, /*keep_ptx=*/true, /*arch_specific=*/true);
-    ASSERT_TRUE(bin.ok()) << bin.status() << "\n" << r.r.module_source;
-    write_ptx_for_inspection(absl::StrCat("cluster", i++), bin->ptx);
-    EXPECT_NE(bin->ptx.find("multicast::cluster"), std::string::npos);
-    EXPECT_NE(bin->ptx.find(".reqnctapercluster 2, 1, 1"), std::string::npos);
-    if (testing_ptxas::available()) {
-      std::string log;
-      EXPECT_TRUE(testing_ptxas::assemble(bin->ptx, "sm_90a", &log)) << log;
-      EXPECT_EQ(log.find("C7508"), std::string::npos) << "setmaxnreg ignored:\n" << log;
+  for (const char* variant : {"cluster", "pingpong"}) {
+    ScopedEnv env({{variant == std::string("cluster") ? "KILN_CUDA_SM90_CLUSTER" : "KILN_CUDA_SM90_SCHEDULE",
+                    variant == std::string("cluster") ? "2" : "pingpong"}});
+    Tensor mm = matmul(a, b);
+    for (const std::vector<Tensor>& outs : std::vector<std::vector<Tensor>>{
+             {mm}, {matmul(a, bt.t())}, {matmul(x3, w3)}, {matmul(at.t(), b)}, {mm.relu(), mm * 2.0}}) {
+      Rendered r = render_h100(outs);
+      ASSERT_EQ(r.r.kernels.size(), 1u);
+      const std::string& how = r.r.kernels[0].strategy;
+      EXPECT_NE(how.find(variant == std::string("cluster") ? "clusters of 2" : "ping-pong"), std::string::npos) << how;
+      auto bin = runtime::cuda::nvrtc_compile(r.r.module_source, 90, /*keep_ptx=*/true, /*arch_specific=*/true);
+      ASSERT_TRUE(bin.ok()) << bin.status() << "\n" << r.r.module_source;
+      write_ptx_for_inspection(absl::StrCat(variant, i++), bin->ptx);
+      if (variant == std::string("cluster")) {
+        EXPECT_NE(bin->ptx.find("multicast::cluster"), std::string::npos);
+        EXPECT_NE(bin->ptx.find(".reqnctapercluster 2, 1, 1"), std::string::npos);
+      }
+      if (testing_ptxas::available()) {
+        std::string log;
+        EXPECT_TRUE(testing_ptxas::assemble(bin->ptx, "sm_90a", &log)) << log;
+        EXPECT_EQ(log.find("C7508"), std::string::npos) << "setmaxnreg ignored:\n" << log;
+      }
     }
   }
 }
@@ -346,15 +367,26 @@ TEST_F(GemmSm90Run, EveryTileWidthWithAndWithoutClusters) {
   Tensor a = random_tensor({520, 264}, bfloat16, 1), b = random_tensor({264, 776}, bfloat16, 2);
   Tensor bt = random_tensor({300, 264}, bfloat16, 3), b203 = random_tensor({203, 264}, bfloat16, 6);
   Tensor x3 = random_tensor({2, 384, 72}, bfloat16, 4), w3 = random_tensor({2, 72, 520}, bfloat16, 5);
+  Tensor at = random_tensor({264, 520}, bfloat16, 7);  // a transposed (m-major) lhs
+  Tensor deep = random_tensor({136, 1024}, bfloat16, 8), deep_b = random_tensor({1024, 200}, bfloat16, 9);  // 16 k blocks
   std::vector<std::array<const char*, 3>> configs;
   for (const char* bn : {"64", "128", "256"})
     for (const char* cluster : {"1", "2"}) configs.push_back({bn, cluster, "1"});
   configs.push_back({"256", "2", "0"});
   configs.push_back({"128", "1", "0"});
   for (auto [bn, cluster, staged] : configs) {
-    SCOPED_TRACE(::testing::Message() << "BN " << bn << ", cluster " << cluster << ", staged " << staged);
-    ScopedEnv env({{"KILN_CUDA_SM90_BN", bn}, {"KILN_CUDA_SM90_CLUSTER", cluster}, {"KILN_CUDA_SM90_STAGED", staged}});
-    EXPECT_MATCHES_REFERENCE({matmul(a, b), matmul(a, bt.t()), matmul(x3, w3), matmul(a.slice(0, 0, 1), b203.t())}, kHalf);
+    for (const char* schedule : {"cooperative", "pingpong"}) {
+      if (schedule == std::string("pingpong") && (cluster == std::string("2") || bn == std::string("256"))) continue;
+      SCOPED_TRACE(::testing::Message() << "BN " << bn << ", cluster " << cluster << ", staged " << staged << ", "
+                                        << schedule);
+      // Four CTAs: each walks many tiles, so the stage ring wraps within and across tiles and
+      // the ping-pong warpgroups take many turns.
+      ScopedEnv env({{"KILN_CUDA_SM90_BN", bn}, {"KILN_CUDA_SM90_CLUSTER", cluster}, {"KILN_CUDA_SM90_STAGED", staged},
+                     {"KILN_CUDA_SM90_SCHEDULE", schedule}, {"KILN_CUDA_SM90_GRID", "4"}});
+      EXPECT_MATCHES_REFERENCE({matmul(a, b), matmul(a, bt.t()), matmul(x3, w3), matmul(a.slice(0, 0, 1), b203.t()),
+                                matmul(at.t(), b), matmul(deep, deep_b)},
+                               kHalf);
+    }
   }
 }
 
