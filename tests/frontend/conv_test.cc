@@ -1,0 +1,331 @@
+// Convolution and pooling: values against a direct loop written here (the independent check of
+// the window arithmetic) and against the reference interpreter on the test's device, kernel
+// counts (conv + bias + relu and every pooling are one kernel, on the CPU and on a GPU target,
+// where the windows are read in place: no im2col copy), and record-time errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "passes/helpers.h"
+#include "testing/error_of.h"
+#include "testing/reference.h"
+
+namespace kiln {
+namespace {
+
+using testing::error_of;
+using testing::program_of;
+
+// A host tensor viewed as [N, C, D, H, W] (1-D and 2-D cases have trailing unit dims).
+struct Host {
+  Shape shape;  // the real shape
+  std::vector<float> v;
+  int64_t dim(size_t d) const { return d < shape.size() ? shape[d] : 1; }
+  float at(int64_t n, int64_t c, int64_t z, int64_t y, int64_t x) const {
+    return v[size_t((((n * dim(1) + c) * dim(2) + z) * dim(3) + y) * dim(4) + x)];
+  }
+};
+
+Host host(const Tensor& t) { return {t.shape(), t.to_vector<float>()}; }
+
+// Per spatial dim, filled to three dims (the missing ones trivial).
+struct Win {
+  int64_t k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+};
+Win win(size_t n, const std::vector<int64_t>& k, const std::vector<int64_t>& s, const std::vector<int64_t>& dil,
+        const std::vector<std::pair<int64_t, int64_t>>& pad) {
+  Win w;
+  for (size_t i = 0; i < n; ++i) {
+    w.k[i] = k.empty() ? 1 : k[i];
+    w.s[i] = s.empty() ? 1 : s[i];
+    w.d[i] = dil.empty() ? 1 : dil[i];
+    w.lo[i] = pad.empty() ? 0 : pad[i].first;
+    w.hi[i] = pad.empty() ? 0 : pad[i].second;
+  }
+  return w;
+}
+
+void expect_near(const std::vector<float>& got, const std::vector<float>& want, const Shape& got_shape,
+                 const Shape& want_shape) {
+  ASSERT_EQ(shape_str(got_shape), shape_str(want_shape));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isinf(want[i])) {
+      EXPECT_EQ(got[i], want[i]) << "at " << i;
+      continue;
+    }
+    ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::fabs(want[i])) << "at " << i;
+  }
+}
+
+// The direct loop: y[n, co, o] = sum over the group's channels and the kernel of
+// x[n, ci, o * s + k * d - lo] * w[co, ci, k].
+void check_conv(const Tensor& x, const Tensor& w, const ConvOptions& o, const Tensor& y) {
+  size_t sp = x.shape().size() - 2;
+  Host X = host(x), W = host(w);
+  Win p = win(sp, std::vector<int64_t>(w.shape().begin() + 2, w.shape().end()), o.strides, o.dilation, o.padding);
+  int64_t G = o.groups, Cout = W.dim(0), Cg = W.dim(1), Cog = Cout / G, out[3];
+  Shape want_shape = {X.dim(0), Cout};
+  for (size_t i = 0; i < 3; ++i) {
+    out[i] = (X.dim(i + 2) + p.lo[i] + p.hi[i] - p.d[i] * (p.k[i] - 1) - 1) / p.s[i] + 1;
+    if (i < sp) want_shape.push_back(out[i]);
+  }
+  std::vector<float> want;
+  for (int64_t n = 0; n < X.dim(0); ++n)
+    for (int64_t co = 0; co < Cout; ++co)
+      for (int64_t a = 0; a < out[0]; ++a)
+        for (int64_t b = 0; b < out[1]; ++b)
+          for (int64_t c = 0; c < out[2]; ++c) {
+            double acc = 0;
+            for (int64_t ci = 0; ci < Cg; ++ci)
+              for (int64_t ka = 0; ka < p.k[0]; ++ka)
+                for (int64_t kb = 0; kb < p.k[1]; ++kb)
+                  for (int64_t kc = 0; kc < p.k[2]; ++kc) {
+                    int64_t ia = a * p.s[0] + ka * p.d[0] - p.lo[0], ib = b * p.s[1] + kb * p.d[1] - p.lo[1],
+                            ic = c * p.s[2] + kc * p.d[2] - p.lo[2];
+                    if (ia < 0 || ia >= X.dim(2) || ib < 0 || ib >= X.dim(3) || ic < 0 || ic >= X.dim(4)) continue;
+                    acc += double(X.at(n, co / Cog * Cg + ci, ia, ib, ic)) * W.at(co, ci, ka, kb, kc);
+                  }
+            want.push_back(float(acc));
+          }
+  expect_near(y.to_vector<float>(), want, y.shape(), want_shape);
+}
+
+// y[n, co, i * s + k * d - lo] += x[n, ci, i] * w[ci, co % (C_out / G), k] over the group's ci.
+void check_conv_transpose(const Tensor& x, const Tensor& w, const ConvTransposeOptions& o, const Tensor& y) {
+  size_t sp = x.shape().size() - 2;
+  Host X = host(x), W = host(w);
+  Win p = win(sp, std::vector<int64_t>(w.shape().begin() + 2, w.shape().end()), o.strides, o.dilation, o.padding);
+  int64_t G = o.groups, Cin = X.dim(1), Cig = Cin / G, Cog = W.dim(1), Cout = Cog * G, out[3];
+  Shape want_shape = {X.dim(0), Cout};
+  for (size_t i = 0; i < 3; ++i) {
+    int64_t op = i < sp && !o.output_padding.empty() ? o.output_padding[i] : 0;
+    out[i] = (X.dim(i + 2) - 1) * p.s[i] - p.lo[i] - p.hi[i] + p.d[i] * (p.k[i] - 1) + op + 1;
+    if (i < sp) want_shape.push_back(out[i]);
+  }
+  std::vector<double> acc(size_t(X.dim(0) * Cout * out[0] * out[1] * out[2]), 0.0);
+  for (int64_t n = 0; n < X.dim(0); ++n)
+    for (int64_t ci = 0; ci < Cin; ++ci)
+      for (int64_t a = 0; a < X.dim(2); ++a)
+        for (int64_t b = 0; b < X.dim(3); ++b)
+          for (int64_t c = 0; c < X.dim(4); ++c)
+            for (int64_t cl = 0; cl < Cog; ++cl)
+              for (int64_t ka = 0; ka < p.k[0]; ++ka)
+                for (int64_t kb = 0; kb < p.k[1]; ++kb)
+                  for (int64_t kc = 0; kc < p.k[2]; ++kc) {
+                    int64_t oa = a * p.s[0] + ka * p.d[0] - p.lo[0], ob = b * p.s[1] + kb * p.d[1] - p.lo[1],
+                            oc = c * p.s[2] + kc * p.d[2] - p.lo[2];
+                    if (oa < 0 || oa >= out[0] || ob < 0 || ob >= out[1] || oc < 0 || oc >= out[2]) continue;
+                    int64_t co = ci / Cig * Cog + cl;
+                    acc[size_t((((n * Cout + co) * out[0] + oa) * out[1] + ob) * out[2] + oc)] +=
+                        double(X.at(n, ci, a, b, c)) * W.at(ci, cl, ka, kb, kc);
+                  }
+  std::vector<float> want(acc.begin(), acc.end());
+  expect_near(y.to_vector<float>(), want, y.shape(), want_shape);
+}
+
+enum class Pool { kMax, kAvg, kLp };
+
+// Windows over the padded frame; a cell counts when inside the input (and, for the divisor with
+// count_include_pad, inside the given padding). ceil_mode drops a window starting after the input.
+void check_pool(const Tensor& x, Pool kind, const PoolOptions& o, const Tensor& y, double lp = 2) {
+  size_t sp = x.shape().size() - 2;
+  Host X = host(x);
+  Win p = win(sp, o.kernel, o.strides, o.dilation, o.padding);
+  int64_t out[3];
+  Shape want_shape = {X.dim(0), X.dim(1)};
+  for (size_t i = 0; i < 3; ++i) {
+    int64_t span = X.dim(i + 2) + p.lo[i] + p.hi[i] - p.d[i] * (p.k[i] - 1) - 1;
+    out[i] = (o.ceil_mode ? (span + p.s[i] - 1) / p.s[i] : span / p.s[i]) + 1;
+    if (o.ceil_mode && (out[i] - 1) * p.s[i] >= X.dim(i + 2) + p.lo[i]) --out[i];
+    if (i < sp) want_shape.push_back(out[i]);
+  }
+  std::vector<float> want;
+  for (int64_t n = 0; n < X.dim(0); ++n)
+    for (int64_t c = 0; c < X.dim(1); ++c)
+      for (int64_t a = 0; a < out[0]; ++a)
+        for (int64_t b = 0; b < out[1]; ++b)
+          for (int64_t e = 0; e < out[2]; ++e) {
+            double best = -INFINITY, sum = 0, count = 0;
+            for (int64_t ka = 0; ka < p.k[0]; ++ka)
+              for (int64_t kb = 0; kb < p.k[1]; ++kb)
+                for (int64_t kc = 0; kc < p.k[2]; ++kc) {
+                  int64_t at[3] = {a * p.s[0] + ka * p.d[0] - p.lo[0], b * p.s[1] + kb * p.d[1] - p.lo[1],
+                                   e * p.s[2] + kc * p.d[2] - p.lo[2]};
+                  bool inside = true, in_pad = true;
+                  for (int i = 0; i < 3; ++i) {
+                    inside = inside && at[i] >= 0 && at[i] < X.dim(i + 2);
+                    in_pad = in_pad && at[i] >= -p.lo[i] && at[i] < X.dim(i + 2) + p.hi[i];
+                  }
+                  if (o.count_include_pad ? in_pad : inside) count += 1;
+                  if (!inside) continue;
+                  double v = X.at(n, c, at[0], at[1], at[2]);
+                  best = std::max(best, v);
+                  sum += kind == Pool::kLp ? std::pow(std::fabs(v), lp) : v;
+                }
+            want.push_back(float(kind == Pool::kMax ? best : kind == Pool::kAvg ? sum / count : std::pow(sum, 1 / lp)));
+          }
+  expect_near(y.to_vector<float>(), want, y.shape(), want_shape);
+}
+
+Tensor rnd(Shape s, uint32_t seed) { return testing::random_tensor(std::move(s), float32, seed); }
+
+TEST(Conv, TwoDimensionalCasesMatchADirectLoop) {
+  struct Case {
+    Shape x, w;
+    ConvOptions o;
+  };
+  std::vector<Case> cases = {
+      {{1, 1, 5, 5}, {1, 1, 3, 3}, {}},
+      {{2, 3, 7, 6}, {4, 3, 3, 2}, {{2, 1}, {{1, 2}, {0, 1}}, {}, 1}},     // strides, asymmetric padding
+      {{1, 2, 9, 8}, {3, 2, 3, 3}, {{1, 2}, {{2, 2}, {2, 2}}, {2, 3}, 1}},  // dilation
+      {{2, 4, 6, 5}, {6, 2, 3, 3}, {{1, 1}, {{1, 1}, {1, 1}}, {}, 2}},      // groups
+      {{1, 5, 7, 7}, {5, 1, 3, 3}, {{2, 2}, {{1, 1}, {1, 1}}, {}, 5}},      // depthwise
+      {{1, 3, 4, 4}, {8, 3, 1, 1}, {}},                                     // pointwise
+      {{1, 2, 5, 3}, {2, 2, 5, 3}, {}},                                     // kernel = input: one output
+  };
+  uint32_t seed = 10;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w));
+    Tensor x = rnd(c.x, seed++), w = rnd(c.w, seed++);
+    Tensor y = conv(x, w, c.o);
+    check_conv(x, w, c.o, y);
+    EXPECT_MATCHES_REFERENCE({y});
+  }
+}
+
+TEST(Conv, OneAndThreeDimensional) {
+  Tensor x1 = rnd({2, 3, 11}, 1), w1 = rnd({4, 3, 3}, 2);
+  ConvOptions o1{{2}, {{1, 0}}, {2}, 1};
+  check_conv(x1, w1, o1, conv(x1, w1, o1));
+  EXPECT_MATCHES_REFERENCE({conv(x1, w1, o1)});
+  Tensor x3 = rnd({1, 2, 4, 5, 3}, 3), w3 = rnd({4, 1, 2, 3, 2}, 4);
+  ConvOptions o3{{1, 2, 1}, {{1, 0}, {1, 1}, {0, 1}}, {1, 1, 2}, 2};
+  check_conv(x3, w3, o3, conv(x3, w3, o3));
+  EXPECT_MATCHES_REFERENCE({conv(x3, w3, o3)});
+}
+
+TEST(Conv, TransposedMatchesADirectLoop) {
+  struct Case {
+    Shape x, w;
+    ConvTransposeOptions o;
+  };
+  std::vector<Case> cases = {
+      {{1, 1, 3, 3}, {1, 2, 3, 3}, {}},
+      {{1, 1, 3, 3}, {1, 2, 3, 3}, {{3, 2}, {{1, 1}, {2, 2}}, {}, 1, {}, {}}},
+      {{2, 4, 4, 3}, {4, 3, 2, 3}, {{2, 2}, {{0, 1}, {1, 0}}, {1, 2}, 2, {1, 1}, {}}},
+      {{1, 2, 5}, {2, 3, 3}, {{3}, {{0, 0}}, {2}, 1, {2}, {}}},
+      {{1, 2, 2, 3, 2}, {2, 1, 2, 2, 2}, {{2, 1, 2}, {}, {}, 2, {}, {}}},
+  };
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w));
+    Tensor x = rnd(c.x, seed++), w = rnd(c.w, seed++);
+    Tensor y = conv_transpose(x, w, c.o);
+    check_conv_transpose(x, w, c.o, y);
+    EXPECT_MATCHES_REFERENCE({y});
+  }
+  // output_size picks the output padding.
+  Tensor x = rnd({1, 1, 3, 3}, 60), w = rnd({1, 1, 3, 3}, 61);
+  ConvTransposeOptions o;
+  o.strides = {2, 2};
+  o.output_size = {8, 7};
+  EXPECT_EQ(shape_str(conv_transpose(x, w, o).shape()), "[1,1,8,7]");
+  o.output_size = {9, 7};
+  EXPECT_EQ(error_of([&] { (void)conv_transpose(x, w, o); }),
+            "conv_transpose: output padding 2 of spatial dim 0 must be in [0, max(stride, dilation)) (output_size 9)");
+}
+
+TEST(Pool, MaxAverageAndLpMatchADirectLoop) {
+  std::vector<PoolOptions> cases = {
+      {{3, 3}, {}, {}, {}, false, false},
+      {{3, 2}, {2, 2}, {{1, 1}, {0, 1}}, {}, false, false},
+      {{3, 3}, {2, 2}, {{1, 1}, {1, 1}}, {}, true, false},  // ceil_mode
+      {{3, 3}, {2, 2}, {{1, 1}, {1, 1}}, {}, true, true},   // ceil_mode, count_include_pad
+      {{2, 2}, {1, 2}, {{1, 0}, {1, 1}}, {2, 2}, false, true},
+      {{2, 3}, {3, 2}, {}, {}, true, false},                // ceil_mode's last window is ragged
+  };
+  Tensor x = rnd({2, 3, 7, 8}, 70);
+  for (const PoolOptions& o : cases) {
+    SCOPED_TRACE(shape_str(o.kernel) + " strides " + shape_str(o.strides) + (o.ceil_mode ? " ceil" : "") +
+                 (o.count_include_pad ? " include_pad" : ""));
+    check_pool(x, Pool::kMax, o, max_pool(x, o));
+    check_pool(x, Pool::kAvg, o, avg_pool(x, o));
+    check_pool(x, Pool::kLp, o, lp_pool(x, 2, o));
+    check_pool(x, Pool::kLp, o, lp_pool(x, 3, o), 3);
+    EXPECT_MATCHES_REFERENCE({max_pool(x, o), avg_pool(x, o), lp_pool(x, 3, o)});
+  }
+  Tensor x1 = rnd({1, 2, 10}, 71);
+  PoolOptions o1{{3}, {2}, {{1, 1}}, {}, true, false};
+  check_pool(x1, Pool::kAvg, o1, avg_pool(x1, o1));
+  Tensor x3 = rnd({1, 2, 4, 5, 6}, 72);
+  PoolOptions o3{{2, 2, 3}, {2, 1, 2}, {{0, 1}, {1, 0}, {1, 1}}, {}, false, false};
+  check_pool(x3, Pool::kMax, o3, max_pool(x3, o3));
+  check_pool(x3, Pool::kAvg, o3, avg_pool(x3, o3));
+}
+
+TEST(Pool, MaxPoolOfIntegersNeverPicksThePadding) {
+  Tensor x = from_vector<int32_t>({-5, -7, -9, -2, -4, -6}, {1, 1, 2, 3});
+  PoolOptions o{{2, 2}, {1, 1}, {{1, 1}, {1, 1}}, {}, false, false};
+  EXPECT_EQ(max_pool(x, o).to_vector<int32_t>(),
+            (std::vector<int32_t>{-5, -5, -7, -9, -2, -2, -4, -6, -2, -2, -4, -6}));
+  EXPECT_MATCHES_REFERENCE({max_pool(x, o)});
+}
+
+// conv + bias + relu is one kernel on the CPU and on a GPU target: the contraction reads the
+// padded windows in place and the epilogue is fused. No operand is copied out (an im2col buffer
+// would be a second kernel).
+TEST(Conv, ConvBiasReluIsOneKernel) {
+  Tensor x = rnd({2, 8, 13, 11}, 80), w = rnd({16, 4, 3, 3}, 81), b = rnd({16}, 82);
+  ConvOptions o{{2, 1}, {{1, 1}, {1, 1}}, {1, 2}, 2};
+  auto net = [&] { return relu(conv(x, w, o) + reshape(b, {1, 16, 1, 1})); };
+  EXPECT_EQ(program_of({net()}).kernels.size(), 1u);
+  EXPECT_EQ(program_of({net()}, testing::gpu_target()).kernels.size(), 1u);
+  EXPECT_MATCHES_REFERENCE({net()});
+  ConvTransposeOptions t;
+  t.strides = {2, 2};
+  t.padding = {{1, 1}, {0, 0}};
+  Tensor wt = rnd({8, 3, 3, 3}, 83);
+  EXPECT_EQ(program_of({relu(conv_transpose(x, wt, t))}).kernels.size(), 1u);
+  EXPECT_EQ(program_of({relu(conv_transpose(x, wt, t))}, testing::gpu_target()).kernels.size(), 1u);
+}
+
+TEST(Pool, EveryPoolIsOneKernel) {
+  Tensor x = rnd({2, 3, 9, 10}, 90);
+  PoolOptions o{{3, 3}, {2, 2}, {{1, 1}, {1, 1}}, {}, true, false};  // divisors differ at the edges
+  for (const Tensor& y : {max_pool(x, o), avg_pool(x, o), lp_pool(x, 2, o)}) {
+    EXPECT_EQ(program_of({y}).kernels.size(), 1u);
+    EXPECT_EQ(program_of({y}, testing::gpu_target()).kernels.size(), 1u);
+  }
+}
+
+TEST(Conv, ErrorsAreReportedAtRecordTime) {
+  Tensor x = zeros({1, 4, 5, 5});
+  EXPECT_EQ(error_of([&] { (void)conv(x, zeros({2, 3, 3, 3})); }),
+            "conv: input [1,4,5,5] and weight [2,3,3,3] do not match 1 group(s): expected weight [C_out, 4, ...] with "
+            "C_out divisible by the groups");
+  EXPECT_EQ(error_of([&] { (void)conv(x, zeros({3, 2, 3, 3}), {{}, {}, {}, 2}); }),
+            "conv: input [1,4,5,5] and weight [3,2,3,3] do not match 2 group(s): expected weight [C_out, 2, ...] with "
+            "C_out divisible by the groups");
+  EXPECT_EQ(error_of([&] { (void)conv(x, zeros({2, 4, 7, 3})); }),
+            "conv: window of extent 7 (kernel 7, dilation 1) is larger than spatial dim 0 of [1,4,5,5] padded to 5");
+  EXPECT_EQ(error_of([&] { (void)conv(x, zeros({2, 4, 3, 3}), {{}, {}, {3, 1}, 1}); }),
+            "conv: window of extent 7 (kernel 3, dilation 3) is larger than spatial dim 0 of [1,4,5,5] padded to 5");
+  EXPECT_EQ(error_of([&] { (void)conv(zeros({4, 5}), zeros({2, 4, 3})); }),
+            "conv: input must be [N, C, spatial...] with 1 to 3 spatial dims, got [4,5]");
+  EXPECT_EQ(error_of([&] { (void)conv(x, zeros({2, 4, 3})); }),
+            "conv: weight [2,4,3] must have the rank of input [1,4,5,5]");
+  EXPECT_EQ(error_of([&] { (void)conv(x, zeros({2, 4, 3, 3}), {{1}, {}, {}, 1}); }),
+            "conv: strides has 1 values for 2 spatial dims");
+  EXPECT_EQ(error_of([&] { (void)conv(x, zeros({2, 4, 3, 3}), {{0, 1}, {}, {}, 1}); }),
+            "conv: strides [0,1] must be at least 1");
+  EXPECT_EQ(error_of([&] { (void)max_pool(x, {{2}}); }), "max_pool: kernel [2] does not match the 2 spatial dims of [1,4,5,5]");
+  EXPECT_EQ(error_of([&] { (void)avg_pool(zeros({1, 1, 4, 4}, int32), {{2, 2}}); }),
+            "avg_pool: needs a floating-point input, got int32");
+  EXPECT_EQ(error_of([&] { (void)conv_transpose(x, zeros({3, 2, 3, 3})); }),
+            "conv_transpose: input [1,4,5,5] and weight [3,2,3,3] do not match 1 group(s): expected weight [4, C_out / "
+            "groups, ...] with 4 divisible by the groups");
+}
+
+}  // namespace
+}  // namespace kiln
