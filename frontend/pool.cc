@@ -92,4 +92,56 @@ Tensor lp_pool(const Tensor& x, double p, const PoolOptions& o) {
   return cast(pow(sum(pow(abs(win), p), axes), 1.0 / p), x.dtype());
 }
 
+// Every window cell's flat index into x, its validity, and the window's first maximum: the
+// cell whose row-major index is smallest among the valid cells equal to the maximum (window order
+// and row-major order agree), then that cell's index in the requested numbering.
+Tensor max_pool_indices(const Tensor& x, const PoolOptions& o, bool spatial_column_major) {
+  detail::WindowSpec spec = plan("max_pool_indices", x, o);
+  size_t s = spec.kernel.size();
+  Tensor win = detail::sliding_windows("max_pool_indices", x, spec, lowest("max_pool_indices", x.dtype()));
+  std::vector<int64_t> axes = window_axes(s);
+  const Shape& xs = x.shape();
+  int64_t plane = 1;
+  for (size_t d = 0; d < s; ++d) plane *= xs[d + 2];
+  // (n * C + c) * plane, broadcast over [N, C, 1...].
+  std::vector<int64_t> base;
+  for (int64_t i = 0; i < xs[0] * xs[1]; ++i) base.push_back(i * plane);
+  Shape bshape(2 * s + 2, 1);
+  bshape[0] = xs[0];
+  bshape[1] = xs[1];
+  Tensor row = from_vector(base, bshape, x.device()), col = row, valid;
+  int64_t row_stride = plane, col_stride = 1;
+  for (size_t d = 0; d < s; ++d) {
+    int64_t in = xs[d + 2], O = spec.out[d], K = spec.kernel[d];
+    row_stride /= in;
+    std::vector<int64_t> r, c;
+    std::vector<uint8_t> ok;
+    for (int64_t i = 0; i < O; ++i)
+      for (int64_t k = 0; k < K; ++k) {
+        int64_t at = i * spec.strides[d] + k * spec.dilation[d] - spec.padding[d].first;
+        bool inside = at >= 0 && at < in;
+        ok.push_back(inside);
+        r.push_back(inside ? at * row_stride : 0);
+        c.push_back(inside ? at * col_stride : 0);
+      }
+    col_stride *= in;
+    Shape shape(2 * s + 2, 1);
+    shape[2 + d] = O;
+    shape[2 + s + d] = K;
+    row = row + from_vector(r, shape, x.device());
+    col = col + from_vector(c, shape, x.device());
+    Tensor v = from_vector(ok, shape, bool_, x.device());
+    valid = d == 0 ? v : logical_and(valid, v);
+  }
+  Shape full = win.shape();
+  Tensor hit = logical_and(equal(win, max(win, axes, true)), expand(valid, full));
+  constexpr double kNone = 9.0e18;  // above every index
+  Tensor first = min(where(hit, expand(row, full), scalar(kNone, int64, x.device())), axes, true);
+  Shape out = {xs[0], xs[1]};
+  out.insert(out.end(), spec.out.begin(), spec.out.end());
+  if (!spatial_column_major) return reshape(first, out);
+  Tensor pick = logical_and(hit, equal(expand(row, full), first));
+  return reshape(max(where(pick, expand(col, full), scalar(-1, int64, x.device())), axes), out);
+}
+
 }  // namespace kiln

@@ -71,18 +71,19 @@ void check_kernel_shape(NodeContext& c, const Shape& w) {
     c.invalid(absl::StrCat("kernel_shape ", shape_str(k), " does not match the weight ", shape_str(w)));
 }
 
-void require_float_conv(NodeContext& c) {
+// The checks Conv and ConvTranspose share; returns the number of spatial dims.
+size_t check_conv_operands(NodeContext& c) {
+  require_spatial(c);
   if (!is_float(c.dtype(0)) || c.dtype(1) != c.dtype(0))
     c.unsupported(absl::StrCat("input dtype ", dtype_name(c.dtype(0)), " with weight dtype ", dtype_name(c.dtype(1)),
                                " (kiln convolves floats of one dtype)"));
+  if (c.rank(1) != c.rank(0)) c.invalid(absl::StrCat("weight of rank ", c.rank(1), " for input of rank ", c.rank(0)));
+  check_kernel_shape(c, c.shape(1));
+  return size_t(c.rank(0) - 2);
 }
 
 void conv_op(NodeContext& c) {
-  require_spatial(c);
-  require_float_conv(c);
-  if (c.rank(1) != c.rank(0)) c.invalid(absl::StrCat("weight of rank ", c.rank(1), " for input of rank ", c.rank(0)));
-  check_kernel_shape(c, c.shape(1));
-  size_t s = size_t(c.rank(0) - 2);
+  size_t s = check_conv_operands(c);
   ConvOptions o;
   o.strides = spatial_attr(c, "strides", s, 1);
   o.dilation = spatial_attr(c, "dilations", s, 1);
@@ -95,11 +96,7 @@ void conv_op(NodeContext& c) {
 }
 
 void conv_transpose_op(NodeContext& c) {
-  require_spatial(c);
-  require_float_conv(c);
-  if (c.rank(1) != c.rank(0)) c.invalid(absl::StrCat("weight of rank ", c.rank(1), " for input of rank ", c.rank(0)));
-  check_kernel_shape(c, c.shape(1));
-  size_t s = size_t(c.rank(0) - 2);
+  size_t s = check_conv_operands(c);
   const Shape& x = c.shape(0);
   const Shape& w = c.shape(1);
   ConvTransposeOptions o;
@@ -154,12 +151,14 @@ PoolOptions pool_options(NodeContext& c) {
 }
 
 void max_pool_op(NodeContext& c) {
-  if (c.wants_output(1))
-    c.unsupported("the Indices output of MaxPool (kiln computes the pooled values only)");
   if (!is_float(c.dtype(0)) && c.dtype(0) != DType::kInt8 && c.dtype(0) != DType::kUInt8)
     c.unsupported(absl::StrCat("dtype ", dtype_name(c.dtype(0))));
-  // storage_order only changes the Indices output, refused above.
-  c.set(0, max_pool(c.in(0), pool_options(c)));
+  PoolOptions o = pool_options(c);
+  c.set(0, max_pool(c.in(0), o));
+  // storage_order numbers the Indices output's spatial dims row- (0) or column-major (1).
+  int64_t order = c.attr_int("storage_order", 0);
+  if (order != 0 && order != 1) c.invalid(absl::StrCat("storage_order must be 0 or 1, got ", order));
+  if (c.wants_output(1)) c.set(1, max_pool_indices(c.in(0), o, order == 1));
 }
 
 void average_pool_op(NodeContext& c) {

@@ -62,4 +62,9 @@ Tensor max_pool(const Tensor& x, const PoolOptions& options);
 Tensor avg_pool(const Tensor& x, const PoolOptions& options);
 Tensor lp_pool(const Tensor& x, double p, const PoolOptions& options);
 
+// Where max_pool's values come from: per output, the flat index into x (int64, over [N, C, S...]
+// row-major; with spatial_column_major, the spatial dims are numbered column-major, as ONNX's
+// storage_order = 1) of the first maximum of its window in window order (padding never counts).
+Tensor max_pool_indices(const Tensor& x, const PoolOptions& options, bool spatial_column_major = false);
+
 }  // namespace kiln

@@ -27,6 +27,7 @@ struct Host {
 };
 
 Host host(const Tensor& t) { return {t.shape(), t.to_vector<float>()}; }
+Tensor rnd(Shape s, uint32_t seed) { return testing::random_tensor(std::move(s), float32, seed); }
 
 // Per spatial dim, filled to three dims (the missing ones trivial).
 struct Win {
@@ -43,6 +44,24 @@ Win win(size_t n, const std::vector<int64_t>& k, const std::vector<int64_t>& s, 
     w.hi[i] = pad.empty() ? 0 : pad[i].second;
   }
   return w;
+}
+
+// Calls f(at, k) for every kernel cell k of the window at output (a, b, c): at = o * s + k * d - lo.
+template <typename F>
+void for_window(const Win& p, int64_t a, int64_t b, int64_t c, F f) {
+  for (int64_t ka = 0; ka < p.k[0]; ++ka)
+    for (int64_t kb = 0; kb < p.k[1]; ++kb)
+      for (int64_t kc = 0; kc < p.k[2]; ++kc) {
+        const int64_t at[3] = {a * p.s[0] + ka * p.d[0] - p.lo[0], b * p.s[1] + kb * p.d[1] - p.lo[1],
+                               c * p.s[2] + kc * p.d[2] - p.lo[2]};
+        const int64_t k[3] = {ka, kb, kc};
+        f(at, k);
+      }
+}
+bool inside(const int64_t at[3], const int64_t size[3]) {
+  for (int i = 0; i < 3; ++i)
+    if (at[i] < 0 || at[i] >= size[i]) return false;
+  return true;
 }
 
 void expect_near(const std::vector<float>& got, const std::vector<float>& want, const Shape& got_shape,
@@ -77,15 +96,12 @@ void check_conv(const Tensor& x, const Tensor& w, const ConvOptions& o, const Te
         for (int64_t b = 0; b < out[1]; ++b)
           for (int64_t c = 0; c < out[2]; ++c) {
             double acc = 0;
+            const int64_t size[3] = {X.dim(2), X.dim(3), X.dim(4)};
             for (int64_t ci = 0; ci < Cg; ++ci)
-              for (int64_t ka = 0; ka < p.k[0]; ++ka)
-                for (int64_t kb = 0; kb < p.k[1]; ++kb)
-                  for (int64_t kc = 0; kc < p.k[2]; ++kc) {
-                    int64_t ia = a * p.s[0] + ka * p.d[0] - p.lo[0], ib = b * p.s[1] + kb * p.d[1] - p.lo[1],
-                            ic = c * p.s[2] + kc * p.d[2] - p.lo[2];
-                    if (ia < 0 || ia >= X.dim(2) || ib < 0 || ib >= X.dim(3) || ic < 0 || ic >= X.dim(4)) continue;
-                    acc += double(X.at(n, co / Cog * Cg + ci, ia, ib, ic)) * W.at(co, ci, ka, kb, kc);
-                  }
+              for_window(p, a, b, c, [&](const int64_t at[3], const int64_t k[3]) {
+                if (inside(at, size))
+                  acc += double(X.at(n, co / Cog * Cg + ci, at[0], at[1], at[2])) * W.at(co, ci, k[0], k[1], k[2]);
+              });
             want.push_back(float(acc));
           }
   expect_near(y.to_vector<float>(), want, y.shape(), want_shape);
@@ -110,21 +126,26 @@ void check_conv_transpose(const Tensor& x, const Tensor& w, const ConvTransposeO
         for (int64_t b = 0; b < X.dim(3); ++b)
           for (int64_t c = 0; c < X.dim(4); ++c)
             for (int64_t cl = 0; cl < Cog; ++cl)
-              for (int64_t ka = 0; ka < p.k[0]; ++ka)
-                for (int64_t kb = 0; kb < p.k[1]; ++kb)
-                  for (int64_t kc = 0; kc < p.k[2]; ++kc) {
-                    int64_t oa = a * p.s[0] + ka * p.d[0] - p.lo[0], ob = b * p.s[1] + kb * p.d[1] - p.lo[1],
-                            oc = c * p.s[2] + kc * p.d[2] - p.lo[2];
-                    if (oa < 0 || oa >= out[0] || ob < 0 || ob >= out[1] || oc < 0 || oc >= out[2]) continue;
-                    int64_t co = ci / Cig * Cog + cl;
-                    acc[size_t((((n * Cout + co) * out[0] + oa) * out[1] + ob) * out[2] + oc)] +=
-                        double(X.at(n, ci, a, b, c)) * W.at(ci, cl, ka, kb, kc);
-                  }
+              for_window(p, a, b, c, [&](const int64_t at[3], const int64_t k[3]) {
+                if (!inside(at, out)) return;
+                int64_t co = ci / Cig * Cog + cl;
+                acc[size_t((((n * Cout + co) * out[0] + at[0]) * out[1] + at[1]) * out[2] + at[2])] +=
+                    double(X.at(n, ci, a, b, c)) * W.at(ci, cl, k[0], k[1], k[2]);
+              });
   std::vector<float> want(acc.begin(), acc.end());
   expect_near(y.to_vector<float>(), want, y.shape(), want_shape);
 }
 
 enum class Pool { kMax, kAvg, kLp };
+
+// Pooling output sizes; ceil_mode drops a window starting after the input.
+void pool_sizes(const Host& X, const Win& p, bool ceil_mode, int64_t out[3]) {
+  for (size_t i = 0; i < 3; ++i) {
+    int64_t span = X.dim(i + 2) + p.lo[i] + p.hi[i] - p.d[i] * (p.k[i] - 1) - 1;
+    out[i] = (ceil_mode ? (span + p.s[i] - 1) / p.s[i] : span / p.s[i]) + 1;
+    if (ceil_mode && (out[i] - 1) * p.s[i] >= X.dim(i + 2) + p.lo[i]) --out[i];
+  }
+}
 
 // Windows over the padded frame; a cell counts when inside the input (and, for the divisor with
 // count_include_pad, inside the given padding). ceil_mode drops a window starting after the input.
@@ -133,13 +154,9 @@ void check_pool(const Tensor& x, Pool kind, const PoolOptions& o, const Tensor& 
   Host X = host(x);
   Win p = win(sp, o.kernel, o.strides, o.dilation, o.padding);
   int64_t out[3];
+  pool_sizes(X, p, o.ceil_mode, out);
   Shape want_shape = {X.dim(0), X.dim(1)};
-  for (size_t i = 0; i < 3; ++i) {
-    int64_t span = X.dim(i + 2) + p.lo[i] + p.hi[i] - p.d[i] * (p.k[i] - 1) - 1;
-    out[i] = (o.ceil_mode ? (span + p.s[i] - 1) / p.s[i] : span / p.s[i]) + 1;
-    if (o.ceil_mode && (out[i] - 1) * p.s[i] >= X.dim(i + 2) + p.lo[i]) --out[i];
-    if (i < sp) want_shape.push_back(out[i]);
-  }
+  for (size_t i = 0; i < sp; ++i) want_shape.push_back(out[i]);
   std::vector<float> want;
   for (int64_t n = 0; n < X.dim(0); ++n)
     for (int64_t c = 0; c < X.dim(1); ++c)
@@ -147,35 +164,43 @@ void check_pool(const Tensor& x, Pool kind, const PoolOptions& o, const Tensor& 
         for (int64_t b = 0; b < out[1]; ++b)
           for (int64_t e = 0; e < out[2]; ++e) {
             double best = -INFINITY, sum = 0, count = 0;
-            for (int64_t ka = 0; ka < p.k[0]; ++ka)
-              for (int64_t kb = 0; kb < p.k[1]; ++kb)
-                for (int64_t kc = 0; kc < p.k[2]; ++kc) {
-                  int64_t at[3] = {a * p.s[0] + ka * p.d[0] - p.lo[0], b * p.s[1] + kb * p.d[1] - p.lo[1],
-                                   e * p.s[2] + kc * p.d[2] - p.lo[2]};
-                  bool inside = true, in_pad = true;
-                  for (int i = 0; i < 3; ++i) {
-                    inside = inside && at[i] >= 0 && at[i] < X.dim(i + 2);
-                    in_pad = in_pad && at[i] >= -p.lo[i] && at[i] < X.dim(i + 2) + p.hi[i];
-                  }
-                  if (o.count_include_pad ? in_pad : inside) count += 1;
-                  if (!inside) continue;
-                  double v = X.at(n, c, at[0], at[1], at[2]);
-                  best = std::max(best, v);
-                  sum += kind == Pool::kLp ? std::pow(std::fabs(v), lp) : v;
-                }
+            for_window(p, a, b, e, [&](const int64_t at[3], const int64_t*) {
+              bool in = true, in_pad = true;
+              for (int i = 0; i < 3; ++i) {
+                in = in && at[i] >= 0 && at[i] < X.dim(i + 2);
+                in_pad = in_pad && at[i] >= -p.lo[i] && at[i] < X.dim(i + 2) + p.hi[i];
+              }
+              if (o.count_include_pad ? in_pad : in) count += 1;
+              if (!in) return;
+              double v = X.at(n, c, at[0], at[1], at[2]);
+              best = std::max(best, v);
+              sum += kind == Pool::kLp ? std::pow(std::fabs(v), lp) : v;
+            });
             want.push_back(float(kind == Pool::kMax ? best : kind == Pool::kAvg ? sum / count : std::pow(sum, 1 / lp)));
           }
   expect_near(y.to_vector<float>(), want, y.shape(), want_shape);
 }
 
-Tensor rnd(Shape s, uint32_t seed) { return testing::random_tensor(std::move(s), float32, seed); }
+template <typename Options>
+struct Case {
+  Shape x, w;
+  Options o;
+};
+
+// op(x, w, options) over random operands of each case, checked by `check` and the interpreter.
+template <typename Options, typename Op, typename Check>
+void check_cases(const std::vector<Case<Options>>& cases, uint32_t seed, Op op, Check check) {
+  for (const Case<Options>& c : cases) {
+    SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w));
+    Tensor x = rnd(c.x, seed++), w = rnd(c.w, seed++);
+    Tensor y = op(x, w, c.o);
+    check(x, w, c.o, y);
+    EXPECT_MATCHES_REFERENCE({y});
+  }
+}
 
 TEST(Conv, TwoDimensionalCasesMatchADirectLoop) {
-  struct Case {
-    Shape x, w;
-    ConvOptions o;
-  };
-  std::vector<Case> cases = {
+  std::vector<Case<ConvOptions>> cases = {
       {{1, 1, 5, 5}, {1, 1, 3, 3}, {}},
       {{2, 3, 7, 6}, {4, 3, 3, 2}, {{2, 1}, {{1, 2}, {0, 1}}, {}, 1}},     // strides, asymmetric padding
       {{1, 2, 9, 8}, {3, 2, 3, 3}, {{1, 2}, {{2, 2}, {2, 2}}, {2, 3}, 1}},  // dilation
@@ -184,14 +209,8 @@ TEST(Conv, TwoDimensionalCasesMatchADirectLoop) {
       {{1, 3, 4, 4}, {8, 3, 1, 1}, {}},                                     // pointwise
       {{1, 2, 5, 3}, {2, 2, 5, 3}, {}},                                     // kernel = input: one output
   };
-  uint32_t seed = 10;
-  for (const Case& c : cases) {
-    SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w));
-    Tensor x = rnd(c.x, seed++), w = rnd(c.w, seed++);
-    Tensor y = conv(x, w, c.o);
-    check_conv(x, w, c.o, y);
-    EXPECT_MATCHES_REFERENCE({y});
-  }
+  check_cases(cases, 10, [](const Tensor& x, const Tensor& w, const ConvOptions& o) { return conv(x, w, o); },
+              check_conv);
 }
 
 TEST(Conv, OneAndThreeDimensional) {
@@ -206,25 +225,16 @@ TEST(Conv, OneAndThreeDimensional) {
 }
 
 TEST(Conv, TransposedMatchesADirectLoop) {
-  struct Case {
-    Shape x, w;
-    ConvTransposeOptions o;
-  };
-  std::vector<Case> cases = {
+  std::vector<Case<ConvTransposeOptions>> cases = {
       {{1, 1, 3, 3}, {1, 2, 3, 3}, {}},
       {{1, 1, 3, 3}, {1, 2, 3, 3}, {{3, 2}, {{1, 1}, {2, 2}}, {}, 1, {}, {}}},
       {{2, 4, 4, 3}, {4, 3, 2, 3}, {{2, 2}, {{0, 1}, {1, 0}}, {1, 2}, 2, {1, 1}, {}}},
       {{1, 2, 5}, {2, 3, 3}, {{3}, {{0, 0}}, {2}, 1, {2}, {}}},
       {{1, 2, 2, 3, 2}, {2, 1, 2, 2, 2}, {{2, 1, 2}, {}, {}, 2, {}, {}}},
   };
-  uint32_t seed = 40;
-  for (const Case& c : cases) {
-    SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w));
-    Tensor x = rnd(c.x, seed++), w = rnd(c.w, seed++);
-    Tensor y = conv_transpose(x, w, c.o);
-    check_conv_transpose(x, w, c.o, y);
-    EXPECT_MATCHES_REFERENCE({y});
-  }
+  check_cases(cases, 40,
+              [](const Tensor& x, const Tensor& w, const ConvTransposeOptions& o) { return conv_transpose(x, w, o); },
+              check_conv_transpose);
   // output_size picks the output padding.
   Tensor x = rnd({1, 1, 3, 3}, 60), w = rnd({1, 1, 3, 3}, 61);
   ConvTransposeOptions o;
@@ -264,6 +274,59 @@ TEST(Pool, MaxAverageAndLpMatchADirectLoop) {
   check_pool(x3, Pool::kAvg, o3, avg_pool(x3, o3));
 }
 
+// The first maximum of each window in window order, numbered row-major over [N, C, S...] or with
+// the spatial dims column-major; ties are common in the small-integer input.
+void check_indices(const Tensor& x, const PoolOptions& o) {
+  Host X = host(cast(x, float32));
+  size_t sp = x.shape().size() - 2;
+  Win p = win(sp, o.kernel, o.strides, o.dilation, o.padding);
+  Tensor got_row = max_pool_indices(x, o), got_col = max_pool_indices(x, o, true);
+  std::vector<int64_t> row, col;
+  int64_t out[3], plane = X.dim(2) * X.dim(3) * X.dim(4);
+  pool_sizes(X, p, o.ceil_mode, out);
+  for (int64_t n = 0; n < X.dim(0); ++n)
+    for (int64_t c = 0; c < X.dim(1); ++c)
+      for (int64_t a = 0; a < out[0]; ++a)
+        for (int64_t b = 0; b < out[1]; ++b)
+          for (int64_t e = 0; e < out[2]; ++e) {
+            float best = -INFINITY;
+            int64_t r = -1, cm = -1;
+            const int64_t size[3] = {X.dim(2), X.dim(3), X.dim(4)};
+            for_window(p, a, b, e, [&](const int64_t at[3], const int64_t*) {
+              if (!inside(at, size)) return;
+              float v = X.at(n, c, at[0], at[1], at[2]);
+              if (r >= 0 && !(v > best)) return;
+              best = v;
+              int64_t base = (n * X.dim(1) + c) * plane;
+              r = base + (at[0] * X.dim(3) + at[1]) * X.dim(4) + at[2];
+              // Column-major over the real spatial dims only.
+              int64_t sp_col = 0, mult = 1;
+              for (size_t i = 0; i < sp; ++i) {
+                sp_col += at[i] * mult;
+                mult *= X.dim(i + 2);
+              }
+              cm = base + sp_col;
+            });
+            row.push_back(r);
+            col.push_back(cm);
+          }
+  EXPECT_EQ(got_row.to_vector<int64_t>(), row);
+  EXPECT_EQ(got_col.to_vector<int64_t>(), col);
+  EXPECT_EQ(got_row.shape(), max_pool(x, o).shape());
+  EXPECT_MATCHES_REFERENCE({got_row, got_col});
+}
+
+TEST(Pool, MaxPoolIndicesAreTheFirstMaximum) {
+  Tensor ties = cast(testing::random_tensor({2, 3, 7, 6}, int32, 5, -3, 3), float32);
+  for (const PoolOptions& o : std::vector<PoolOptions>{{{3, 3}, {2, 2}, {{1, 1}, {1, 1}}, {}, true, false},
+                                                       {{2, 3}, {1, 2}, {{0, 1}, {1, 1}}, {2, 1}, false, false}}) {
+    check_indices(ties, o);
+    check_indices(rnd({1, 2, 7, 6}, 6), o);
+  }
+  check_indices(cast(testing::random_tensor({1, 2, 9}, int32, 7, 0, 4), float32), {{3}, {2}, {{1, 1}}, {}, true, false});
+  check_indices(rnd({1, 1, 3, 4, 5}, 8), {{2, 2, 2}, {1, 2, 2}, {{0, 1}, {1, 0}, {1, 1}}, {}, false, false});
+}
+
 TEST(Pool, MaxPoolOfIntegersNeverPicksThePadding) {
   Tensor x = from_vector<int32_t>({-5, -7, -9, -2, -4, -6}, {1, 1, 2, 3});
   PoolOptions o{{2, 2}, {1, 1}, {{1, 1}, {1, 1}}, {}, false, false};
@@ -282,6 +345,9 @@ TEST(Conv, ConvBiasReluIsOneKernel) {
   EXPECT_EQ(program_of({net()}).kernels.size(), 1u);
   EXPECT_EQ(program_of({net()}, testing::gpu_target()).kernels.size(), 1u);
   EXPECT_MATCHES_REFERENCE({net()});
+  reset_stats();
+  realize({net()});
+  EXPECT_EQ(stats().kernels_launched, 1);  // on the test's device
   ConvTransposeOptions t;
   t.strides = {2, 2};
   t.padding = {{1, 1}, {0, 0}};
