@@ -954,8 +954,13 @@ class Generator {
   // ceil_mode drawn so that every window holds an input cell (padding below the kernel size).
   bool window_op() {
     Val a = pick_val();
-    if (a.rank() < 3 || !a.is_fl() || a.t.numel() == 0) return false;
-    const Shape& xs = a.shape();
+    if (a.rank() == 0 || a.rank() > 5 || !a.is_fl() || a.t.numel() == 0) return false;
+    if (a.rank() < 3) {  // [L] -> [1, 1, L], [A, B] -> [1, A, B]
+      Shape to = a.shape();
+      to.insert(to.begin(), size_t(3 - a.rank()), 1);
+      a = push(reshape(a.t, to), absl::StrCat(a.name, ".reshape(", dims_str(to), ")"), a.lo, a.hi, a.exact, a.special);
+    }
+    const Shape xs = a.shape();
     size_t sp = size_t(a.rank() - 2);
     std::vector<int64_t> k, st, dl;
     std::vector<std::pair<int64_t, int64_t>> pad;
