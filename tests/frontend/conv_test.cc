@@ -65,7 +65,7 @@ bool inside(const int64_t at[3], const int64_t size[3]) {
 }
 
 void expect_near(const std::vector<float>& got, const std::vector<float>& want, const Shape& got_shape,
-                 const Shape& want_shape) {
+                 const Shape& want_shape, double tol = 1e-4) {
   ASSERT_EQ(shape_str(got_shape), shape_str(want_shape));
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -73,13 +73,13 @@ void expect_near(const std::vector<float>& got, const std::vector<float>& want, 
       EXPECT_EQ(got[i], want[i]) << "at " << i;
       continue;
     }
-    ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::fabs(want[i])) << "at " << i;
+    ASSERT_NEAR(got[i], want[i], tol + tol * std::fabs(want[i])) << "at " << i;
   }
 }
 
 // The direct loop: y[n, co, o] = sum over the group's channels and the kernel of
 // x[n, ci, o * s + k * d - lo] * w[co, ci, k].
-void check_conv(const Tensor& x, const Tensor& w, const ConvOptions& o, const Tensor& y) {
+void check_conv(const Tensor& x, const Tensor& w, const ConvOptions& o, const Tensor& y, double tol = 1e-4) {
   size_t sp = x.shape().size() - 2;
   Host X = host(x), W = host(w);
   Win p = win(sp, std::vector<int64_t>(w.shape().begin() + 2, w.shape().end()), o.strides, o.dilation, o.padding);
@@ -104,7 +104,7 @@ void check_conv(const Tensor& x, const Tensor& w, const ConvOptions& o, const Te
               });
             want.push_back(float(acc));
           }
-  expect_near(y.to_vector<float>(), want, y.shape(), want_shape);
+  expect_near(y.to_vector<float>(), want, y.shape(), want_shape, tol);
 }
 
 // y[n, co, i * s + k * d - lo] += x[n, ci, i] * w[ci, co % (C_out / G), k] over the group's ci.
@@ -210,7 +210,20 @@ TEST(Conv, TwoDimensionalCasesMatchADirectLoop) {
       {{1, 2, 5, 3}, {2, 2, 5, 3}, {}},                                     // kernel = input: one output
   };
   check_cases(cases, 10, [](const Tensor& x, const Tensor& w, const ConvOptions& o) { return conv(x, w, o); },
-              check_conv);
+              [](const Tensor& x, const Tensor& w, const ConvOptions& o, const Tensor& y) { check_conv(x, w, o, y); });
+}
+
+// 16-bit operands accumulate in f32 (the contraction's rule); on CUDA sm_80+ this is the
+// tensor-core kernel staging the windows element by element.
+TEST(Conv, SixteenBitOperands) {
+  for (DType t : {bfloat16, float16}) {
+    Tensor x = testing::random_tensor({2, 16, 9, 8}, t, 20), w = testing::random_tensor({32, 8, 3, 3}, t, 21);
+    ConvOptions o{{1, 2}, {{1, 1}, {1, 0}}, {}, 2};
+    Tensor y = conv(x, w, o);
+    EXPECT_EQ(y.dtype(), t);
+    check_conv(cast(x, float32), cast(w, float32), o, cast(y, float32), 0.06);
+    EXPECT_MATCHES_REFERENCE({y});
+  }
 }
 
 TEST(Conv, OneAndThreeDimensional) {
