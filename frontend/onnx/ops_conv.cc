@@ -1,6 +1,8 @@
 // Convolution and pooling: Conv, ConvTranspose, MaxPool, AveragePool, LpPool, through kiln::conv,
 // conv_transpose and the pools (kiln/conv.h). This file resolves ONNX's padding attributes
 // (auto_pad, pads, output_shape) into explicit (before, after) pairs.
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "frontend/onnx/ops.h"
 #include "kiln/conv.h"
@@ -131,6 +133,10 @@ void conv_transpose_op(NodeContext& c) {
   } else {
     o.padding = resolve_pads(c, x, std::vector<int64_t>(w.begin() + 2, w.end()), o.strides, o.dilation);
   }
+  for (size_t d = 0; d < s; ++d)
+    if (op[d] < 0 || op[d] >= std::max(o.strides[d], o.dilation[d]))
+      c.unsupported(absl::StrCat("output padding ", op[d], " (from output_padding or output_shape) outside [0, ",
+                                 "max(stride, dilation))"));
   o.output_padding = op;
   Tensor y = conv_transpose(c.in(0), c.in(1), o);
   add_bias(c, &y);
@@ -170,9 +176,9 @@ void average_pool_op(NodeContext& c) {
 
 void lp_pool_op(NodeContext& c) {
   if (!is_float(c.dtype(0))) c.unsupported(absl::StrCat("dtype ", dtype_name(c.dtype(0))));
-  int64_t p = c.attr_int("p", 2);
-  if (p < 1) c.invalid(absl::StrCat("p must be positive, got ", p));
-  c.set(0, lp_pool(c.in(0), double(p), pool_options(c)));
+  double p = c.opset() < 2 ? c.attr_float("p", 2.0) : double(c.attr_int("p", 2));  // a float in LpPool-1
+  if (!(p > 0) || std::isinf(p)) c.invalid(absl::StrCat("p must be positive, got ", p));
+  c.set(0, lp_pool(c.in(0), p, pool_options(c)));
 }
 
 }  // namespace
