@@ -19,9 +19,7 @@ void check_operands(const std::string& label, const Tensor& x, const Tensor& w) 
     fail(label, absl::StrCat("input must be [N, C, spatial...] with 1 to 3 spatial dims, got ", shape_str(x.shape())));
   if (w.ndim() != x.ndim())
     fail(label, absl::StrCat("weight ", shape_str(w.shape()), " must have the rank of input ", shape_str(x.shape())));
-  if (!is_float(x.dtype()) || !is_float(w.dtype()))
-    fail(label, absl::StrCat("needs floating-point input and weight, got ", dtype_name(x.dtype()), " and ",
-                             dtype_name(w.dtype())));
+  if (x.dtype() == DType::kBool || w.dtype() == DType::kBool) fail(label, "bool operands are not supported");
 }
 
 std::vector<int64_t> spatial(const Shape& s) { return std::vector<int64_t>(s.begin() + 2, s.end()); }

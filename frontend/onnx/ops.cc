@@ -39,8 +39,7 @@ std::vector<std::string> supported_ops() {
 
 std::string missing_reason(const std::string& op) {
   static const std::map<std::string, std::string> reasons = {
-      {"ConvInteger", "kiln has no integer convolution (Conv of floats is supported)"},
-      {"QLinearConv", "kiln has no quantized convolution (Conv of floats is supported)"},
+      {"QLinearConv", "kiln has no requantizing convolution (Conv and ConvInteger are supported)"},
       {"DeformConv", "kiln has no gather primitive yet (deformable offsets are run-time values)"},
       {"MaxUnpool", "kiln has no scatter primitive yet"},
       {"MaxRoiPool", "kiln has no gather primitive yet (regions are run-time values)"},

@@ -1,6 +1,6 @@
-// Convolution and pooling: Conv, ConvTranspose, MaxPool, AveragePool, LpPool, through kiln::conv,
-// conv_transpose and the pools (kiln/conv.h). This file resolves ONNX's padding attributes
-// (auto_pad, pads, output_shape) into explicit (before, after) pairs.
+// Convolution and pooling: Conv, ConvInteger, ConvTranspose, MaxPool, AveragePool, LpPool, through
+// kiln::conv, conv_transpose and the pools (kiln/conv.h). This file resolves ONNX's padding
+// attributes (auto_pad, pads, output_shape) into explicit (before, after) pairs.
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -73,25 +73,45 @@ void check_kernel_shape(NodeContext& c, const Shape& w) {
     c.invalid(absl::StrCat("kernel_shape ", shape_str(k), " does not match the weight ", shape_str(w)));
 }
 
-// The checks Conv and ConvTranspose share; returns the number of spatial dims.
-size_t check_conv_operands(NodeContext& c) {
+// The checks Conv, ConvInteger and ConvTranspose share; returns the number of spatial dims.
+size_t check_conv_operands(NodeContext& c, bool integer = false) {
   require_spatial(c);
-  if (!is_float(c.dtype(0)) || c.dtype(1) != c.dtype(0))
+  auto fits = [&](DType t) { return integer ? t == DType::kInt8 || t == DType::kUInt8 : is_float(t); };
+  if (!fits(c.dtype(0)) || !fits(c.dtype(1)) || (!integer && c.dtype(1) != c.dtype(0)))
     c.unsupported(absl::StrCat("input dtype ", dtype_name(c.dtype(0)), " with weight dtype ", dtype_name(c.dtype(1)),
-                               " (kiln convolves floats of one dtype)"));
+                               integer ? " (ConvInteger takes int8 and uint8)" : " (kiln convolves floats of one dtype)"));
   if (c.rank(1) != c.rank(0)) c.invalid(absl::StrCat("weight of rank ", c.rank(1), " for input of rank ", c.rank(0)));
   check_kernel_shape(c, c.shape(1));
   return size_t(c.rank(0) - 2);
 }
 
+// ConvInteger: (x - x_zero_point) convolved with (w - w_zero_point) in int32 (zero points: a
+// scalar for x; a scalar or one per output channel for w). Padding is zero after the shift, as
+// padding with the zero point before it.
+Tensor shifted(NodeContext& c, size_t i, size_t zp, bool per_channel) {
+  Tensor v = cast(c.in(i), DType::kInt32);
+  if (!c.has_input(zp)) return v;
+  Tensor z = cast(c.in(zp), DType::kInt32);
+  if (z.numel() != 1 && !(per_channel && z.ndim() == 1 && z.shape()[0] == c.shape(i)[0]))
+    c.unsupported(absl::StrCat("zero point of shape ", shape_str(z.shape()), " for input ", i));
+  Shape s(size_t(c.rank(i)), 1);
+  if (z.numel() != 1) s[0] = z.shape()[0];
+  return v - reshape(z, s);
+}
+
 void conv_op(NodeContext& c) {
-  size_t s = check_conv_operands(c);
+  bool integer = c.node().op_type == "ConvInteger";
+  size_t s = check_conv_operands(c, integer);
   ConvOptions o;
   o.strides = spatial_attr(c, "strides", s, 1);
   o.dilation = spatial_attr(c, "dilations", s, 1);
   o.groups = c.attr_int("group", 1);
   const Shape& w = c.shape(1);
   o.padding = resolve_pads(c, c.shape(0), std::vector<int64_t>(w.begin() + 2, w.end()), o.strides, o.dilation);
+  if (integer) {
+    c.set(0, conv(shifted(c, 0, 2, false), shifted(c, 1, 3, true), o));
+    return;
+  }
   Tensor y = conv(c.in(0), c.in(1), o);
   add_bias(c, &y);
   c.set(0, y);
@@ -185,6 +205,7 @@ void lp_pool_op(NodeContext& c) {
 
 void register_conv_ops(OpTable& t) {
   t["Conv"] = {conv_op, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, {}};
+  t["ConvInteger"] = {conv_op, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, {}};
   t["ConvTranspose"] = {conv_transpose_op,
                         {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
                          "strides"},

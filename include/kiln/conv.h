@@ -23,7 +23,8 @@ struct ConvOptions {
   int64_t groups = 1;                                 // C and C_out are both divisible by it
 };
 
-// x [N, C, S...], w [C_out, C / groups, K...] -> [N, C_out, O...] with
+// x [N, C, S...], w [C_out, C / groups, K...] -> [N, C_out, O...] (the promoted dtype; integers
+// accumulate in it and wrap, as matmul's do) with
 // O = (S + before + after - dilation * (K - 1) - 1) / stride + 1 (rounded down). Depthwise is
 // groups = C. Add a bias as `conv(x, w) + reshape(b, {1, C_out, 1, ...})`: it fuses.
 Tensor conv(const Tensor& x, const Tensor& w, const ConvOptions& options = {});

@@ -226,6 +226,16 @@ TEST(Conv, SixteenBitOperands) {
   }
 }
 
+// Integer convolutions accumulate in their dtype (exact here: small values).
+TEST(Conv, Int32) {
+  Tensor x = testing::random_tensor({2, 4, 6, 5}, int32, 22, -9, 9), w = testing::random_tensor({6, 2, 3, 2}, int32, 23, -9, 9);
+  ConvOptions o{{2, 1}, {{1, 1}, {0, 1}}, {1, 2}, 2};
+  Tensor y = conv(x, w, o);
+  EXPECT_EQ(y.dtype(), int32);
+  check_conv(x, w, o, y);
+  EXPECT_MATCHES_REFERENCE({y});
+}
+
 TEST(Conv, OneAndThreeDimensional) {
   Tensor x1 = rnd({2, 3, 11}, 1), w1 = rnd({4, 3, 3}, 2);
   ConvOptions o1{{2}, {{1, 0}}, {2}, 1};
