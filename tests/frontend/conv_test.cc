@@ -254,6 +254,7 @@ TEST(Conv, TransposedMatchesADirectLoop) {
       {{2, 4, 4, 3}, {4, 3, 2, 3}, {{2, 2}, {{0, 1}, {1, 0}}, {1, 2}, 2, {1, 1}, {}}},
       {{1, 2, 5}, {2, 3, 3}, {{3}, {{0, 0}}, {2}, 1, {2}, {}}},
       {{1, 2, 2, 3, 2}, {2, 1, 2, 2, 2}, {{2, 1, 2}, {}, {}, 2, {}, {}}},
+      {{1, 2, 4}, {2, 1, 2}, {{2}, {{2, 1}}, {}, 1, {1}, {}}},  // padding beyond dilation * (K - 1): a crop
   };
   check_cases(cases, 40,
               [](const Tensor& x, const Tensor& w, const ConvTransposeOptions& o) { return conv_transpose(x, w, o); },
