@@ -15,6 +15,9 @@
 //   slice        ints = {start_0, step_0, ..., start_{r-1}, step_{r-1}}, count = node shape
 //   pad          ints = {lo_0, hi_0, ..., lo_{r-1}, hi_{r-1}} (non-negative); scalar = value
 //   concat       ints = {axis}
+//   window       ints = {stride_0, dilation_0, ..., stride_{r-1}, dilation_{r-1}}: operand [D_0..D_{r-1}]
+//                -> [O_0..O_{r-1}, K_0..K_{r-1}] (rank 2r), element (o, k) is operand element
+//                o * stride + k * dilation per axis (sliding windows: one strided view, no copy)
 //   dot          [B..., M, K] x [B..., K, N] -> [B..., M, N] (batch dims equal)
 //   attention    q [B..., Sq, D], k [B..., Sk, D], v [B..., Sk, Dv], optional bias [B..., Sq, Sk]
 //                -> [B..., Sq, Dv]: softmax over j of (scale * q_i . k_j + bias_ij) weighting

@@ -324,6 +324,11 @@ class Interp {
         case Op::kSlice:
           for (size_t d = 0; d < idx.size(); ++d) src[d] = n.ints[2 * d] + idx[d] * n.ints[2 * d + 1];
           break;
+        case Op::kWindow:
+          src.resize(a->shape.size());
+          for (size_t d = 0; d < src.size(); ++d)
+            src[d] = idx[d] * n.ints[2 * d] + idx[src.size() + d] * n.ints[2 * d + 1];
+          break;
         case Op::kPad:
           for (size_t d = 0; d < idx.size(); ++d) {
             src[d] = idx[d] - n.ints[2 * d];

@@ -12,7 +12,7 @@ enum class OpClass : uint8_t {
   kBinary,    // elementwise, two operands of equal shape
   kTernary,   // where
   kReduce,    // reduce over axes, keeps reduced dims as size 1
-  kMovement,  // reshape, permute, expand, slice, pad, concat
+  kMovement,  // reshape, permute, expand, slice, pad, concat, window
   kContract,  // dot, attention
   kKernel,    // kernel-IR only: load, valid, axis index
 };
@@ -66,6 +66,7 @@ enum class OpClass : uint8_t {
   X(Slice, "slice", kMovement, 1)               \
   X(Pad, "pad", kMovement, 1)                   \
   X(Concat, "concat", kMovement, -1)            \
+  X(Window, "window", kMovement, 1)             \
   X(Dot, "dot", kContract, 2)                   \
   X(Attention, "attention", kContract, -1)      \
   X(Load, "load", kKernel, 0)                   \

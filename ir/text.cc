@@ -38,6 +38,7 @@ const char* ints_attr(Op op) {
     case Op::kSlice: return "start_step";
     case Op::kPad: return "widths";
     case Op::kConcat: return "axis";
+    case Op::kWindow: return "stride_dilation";
     case Op::kAttention: return "causal";
     default: return nullptr;
   }

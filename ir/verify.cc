@@ -138,6 +138,20 @@ absl::Status check_movement(const Graph& g, const Node& n) {
           return err(n, "result shape does not match the pad widths");
       }
       return absl::OkStatus();
+    case Op::kWindow:
+      if (n.ints.size() != 2 * r || n.shape.size() != 2 * r)
+        return err(n, "needs stride and dilation per axis and a result of twice the rank");
+      for (size_t k = 0; k < r; ++k) {
+        int64_t stride = n.ints[2 * k], dilation = n.ints[2 * k + 1], o = n.shape[k], w = n.shape[r + k];
+        if (stride < 1 || dilation < 1) return err(n, "stride and dilation must be positive");
+        if (o == 0 || w == 0) continue;
+        int64_t a = 0, b = 0, last = 0;  // checked: the text gives any int64
+        if (__builtin_mul_overflow(o - 1, stride, &a) || __builtin_mul_overflow(w - 1, dilation, &b) ||
+            __builtin_add_overflow(a, b, &last) || last >= in[k])
+          return err(n, absl::StrCat("windows of axis ", k, " reach past its extent ", in[k], " in ",
+                                     shape_str(in)));
+      }
+      return absl::OkStatus();
     case Op::kConcat: {
       if (n.ints.size() != 1 || n.ints[0] < 0 || n.ints[0] >= int64_t(r)) return err(n, "bad axis");
       // Before the per-operand loop, which indexes the result shape by the operands' rank.

@@ -262,6 +262,21 @@ View pad_view(const Shape& in, const std::vector<int64_t>& w) {
   return v;
 }
 
+View window_view(const Shape& in, const std::vector<int64_t>& sd, const Shape& result) {
+  std::vector<int64_t> cs = contiguous_strides(in);
+  size_t r = in.size();
+  View v;
+  v.shape = result;
+  v.strides.assign(2 * r, 0);
+  for (size_t d = 0; d < r; ++d) {
+    v.strides[d] = cs[d] * sd[2 * d];
+    v.strides[r + d] = cs[d] * sd[2 * d + 1];
+  }
+  if (shape_numel(result) == 0) v.strides.assign(2 * r, 0);
+  v.canonicalize();
+  return v;
+}
+
 int64_t evaluate(const IndexMap& m, const std::vector<int64_t>& idx_in) {
   std::vector<int64_t> idx = idx_in;
   int64_t flat = 0;

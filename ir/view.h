@@ -1,5 +1,5 @@
 // Index maps: how a kernel's loop index addresses a buffer element, as a stack of strided views
-// with validity masks. Movement ops (reshape, permute, expand, slice, pad) compose into these
+// with validity masks. Movement ops (reshape, permute, expand, slice, pad, window) compose into these
 // maps instead of producing copies.
 #pragma once
 
@@ -58,6 +58,8 @@ View permute_view(const Shape& in, const std::vector<int64_t>& perm);
 View expand_view(const Shape& in, const Shape& result);
 View slice_view(const Shape& in, const std::vector<int64_t>& start_step, const Shape& result);
 View pad_view(const Shape& in, const std::vector<int64_t>& widths);
+// A window node's view: result [O..., K...] (rank 2r) over an operand of rank r.
+View window_view(const Shape& in, const std::vector<int64_t>& stride_dilation, const Shape& result);
 
 // Evaluates a map on the host (used by tests and the view-folding checks): returns the buffer
 // offset, or -1 when the index is masked out.

@@ -67,10 +67,17 @@ class Fuser {
         if (!cheap_operand(g_, x, mat, &costly)) {
           mat[costly] = true;
           plan_.decisions.push_back(absl::StrCat("materialize %", costly, ": matmul operand too costly to recompute per tile"));
-        } else if (t_.is_gpu && ir::is_movement(g_.node(x).op) && !reads_as_one_view(g_, x)) {
-          // One copy kernel instead of index arithmetic per element in every tile.
-          mat[x] = true;
-          plan_.decisions.push_back(absl::StrCat("materialize %", x, ": ", n.op == Op::kDot ? "matmul" : "attention",
+        } else if (t_.is_gpu && ir::is_movement(g_.node(x).op) && !reads_as_one_view(g_, x) &&
+                   !reads_windows(g_, x)) {
+          // One copy kernel instead of index arithmetic per element in every tile. Sliding windows
+          // (a convolution's input) stay index arithmetic: their copy would be an im2col matrix
+          // K times the input's size, so the tiles read the padded windows in place (implicit GEMM).
+          // The copy is taken below a broadcast (a matmul's batch expand), which stays a view of it.
+          NodeId c = x;
+          while (g_.node(c).op == Op::kExpand && ir::is_movement(g_.node(g_.node(c).inputs[0]).op))
+            c = g_.node(c).inputs[0];
+          mat[c] = true;
+          plan_.decisions.push_back(absl::StrCat("materialize %", c, ": ", n.op == Op::kDot ? "matmul" : "attention",
                                                  " operand is not one strided view"));
         }
       }

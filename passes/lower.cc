@@ -56,13 +56,14 @@ IndexMap compose_merged(const IndexMap& outer, const View& inner) {
   return r;
 }
 
-// The view through which reshape, permute, expand or slice node `n` reads its operand.
+// The view through which reshape, permute, expand, window or slice node `n` reads its operand.
 View reindexing_view(const ir::Graph& g, const Node& n) {
   const Shape& in = g.node(n.inputs[0]).shape;
   switch (n.op) {
     case Op::kReshape: return ir::reshape_view(n.shape);
     case Op::kPermute: return ir::permute_view(in, n.ints);
     case Op::kExpand: return ir::expand_view(in, n.shape);
+    case Op::kWindow: return ir::window_view(in, n.ints, n.shape);
     default: return ir::slice_view(in, n.ints, n.shape);
   }
 }
@@ -199,7 +200,8 @@ class Builder {
       case Op::kReshape:
       case Op::kPermute:
       case Op::kExpand:
-      case Op::kSlice: return lower(n.inputs[0], compose_merged(m, reindexing_view(g_, n)));
+      case Op::kSlice:
+      case Op::kWindow: return lower(n.inputs[0], compose_merged(m, reindexing_view(g_, n)));
       case Op::kPad: {
         IndexMap inner = compose_merged(m, ir::pad_view(in, n.ints));
         auto x = lower(n.inputs[0], inner);
@@ -350,6 +352,15 @@ bool reads_as_one_view(const ir::Graph& g, ir::NodeId id) {
     x = n.inputs[0];
   }
   return m.views.size() == 1;
+}
+
+bool reads_windows(const ir::Graph& g, ir::NodeId id) {
+  for (NodeId x = id;;) {
+    const Node& n = g.node(x);
+    if (n.op == Op::kWindow) return true;
+    if (!ir::is_movement(n.op) || n.op == Op::kConcat) return false;
+    x = n.inputs[0];
+  }
 }
 
 }  // namespace kiln::passes

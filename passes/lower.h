@@ -34,4 +34,9 @@ absl::StatusOr<ir::Kernel> lower_group(const LowerRequest& req);
 // reshape of a permuted layout, which needs a stack of views.
 bool reads_as_one_view(const ir::Graph& g, ir::NodeId id);
 
+// Whether the movement ops from `id` down to the first other node (through pads) include a
+// window: a convolution's operand, read by the contraction through its index map (implicit GEMM)
+// rather than copied out as an im2col matrix.
+bool reads_windows(const ir::Graph& g, ir::NodeId id);
+
 }  // namespace kiln::passes

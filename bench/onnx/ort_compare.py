@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """kiln's ONNX importer against onnxruntime (an independent reference) on small real-world graphs.
 
-Builds, with onnx.helper and random weights, an MLP (Gemm, Relu, Softmax), a transformer
+Builds, with onnx.helper and random weights, an MLP (Gemm, Relu, Softmax), a small ResNet-style
+CNN (Conv with groups and auto_pad, BatchNormalization, MaxPool, AveragePool, residuals), a transformer
 encoder layer (LayerNormalization, multi-head attention with the head split done by
 Shape/Gather/Concat/Reshape/Transpose as exporters write it, erf-GELU MLP, residuals) and a stack
 of --layers of them (default 12, ~500 nodes: import and compile time), runs each
@@ -192,6 +193,51 @@ def recurrent():
     return g, {"x": rng.standard_normal((T, Bt, I)).astype(np.float32)}
 
 
+def cnn():
+    """A small ResNet-style CNN: a stem (Conv, BatchNormalization, Relu, MaxPool), a basic residual
+    block, a strided block with a 1x1 projection shortcut, a depthwise (group = C) convolution with
+    SAME_UPPER padding, an AveragePool, then GlobalAveragePool, Flatten and a Gemm classifier."""
+    n, c0, hw = 2, 3, 17
+    inits, nodes = [], []
+
+    def conv_bn(name, x, cin, cout, k, stride=1, group=1, relu=True, **attrs):
+        inits.extend([init(f"{name}_w", (cout, cin // group, k, k), 0.3), init(f"{name}_b", (cout,)),
+                      numpy_helper.from_array((1 + rng.random(cout) * 0.2).astype(np.float32), f"{name}_s"),
+                      init(f"{name}_beta", (cout,)), init(f"{name}_m", (cout,)),
+                      numpy_helper.from_array((0.5 + rng.random(cout)).astype(np.float32), f"{name}_v")])
+        if "auto_pad" not in attrs:
+            attrs["pads"] = [k // 2] * 4
+        nodes.append(helper.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [f"{name}_c"], name=name,
+                                      kernel_shape=[k, k], strides=[stride, stride], group=group, **attrs))
+        nodes.append(helper.make_node("BatchNormalization", [f"{name}_c", f"{name}_s", f"{name}_beta", f"{name}_m",
+                                                             f"{name}_v"], [f"{name}_n"], name=f"{name}_bn"))
+        if not relu:
+            return f"{name}_n"
+        nodes.append(helper.make_node("Relu", [f"{name}_n"], [f"{name}_r"], name=f"{name}_relu"))
+        return f"{name}_r"
+
+    h = conv_bn("stem", "x", c0, 8, 3)
+    nodes.append(helper.make_node("MaxPool", [h], ["pool"], name="pool", kernel_shape=[3, 3], strides=[2, 2],
+                                  pads=[1, 1, 1, 1]))
+    a = conv_bn("b1a", "pool", 8, 8, 3)
+    b = conv_bn("b1b", a, 8, 8, 3, relu=False)
+    nodes += [helper.make_node("Add", [b, "pool"], ["s1"], name="res1"), helper.make_node("Relu", ["s1"], ["r1"], name="r1")]
+    a = conv_bn("b2a", "r1", 8, 16, 3, stride=2)
+    b = conv_bn("b2b", a, 16, 16, 3, relu=False)
+    p = conv_bn("b2p", "r1", 8, 16, 1, stride=2, relu=False)
+    nodes += [helper.make_node("Add", [b, p], ["s2"], name="res2"), helper.make_node("Relu", ["s2"], ["r2"], name="r2")]
+    d = conv_bn("dw", "r2", 16, 16, 3, group=16, auto_pad="SAME_UPPER")
+    nodes += [helper.make_node("AveragePool", [d], ["ap"], name="avgpool", kernel_shape=[2, 2], strides=[1, 1],
+                               pads=[0, 0, 1, 1]),
+              helper.make_node("GlobalAveragePool", ["ap"], ["gap"], name="gap"),
+              helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"),
+              helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], name="fc", transB=1)]
+    inits += [init("fc_w", (10, 16)), init("fc_b", (10,))]
+    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c0, hw, hw])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [n, 10])], inits)
+    return g, {"x": rng.standard_normal((n, c0, hw, hw)).astype(np.float32)}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("kilnc")
@@ -202,7 +248,7 @@ def main():
     work = args.keep or tempfile.mkdtemp(prefix="kiln_ort_")
     os.makedirs(work, exist_ok=True)
     failed = False
-    models = [("mlp", mlp), ("encoder_layer", encoder(1)), ("decoder_layer", decoder_layer), ("recurrent", recurrent)]
+    models = [("mlp", mlp), ("cnn", cnn), ("encoder_layer", encoder(1)), ("decoder_layer", decoder_layer), ("recurrent", recurrent)]
     if args.layers > 1:
         models.append((f"encoder_x{args.layers}", encoder(args.layers)))
     for name, build in models:

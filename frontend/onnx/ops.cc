@@ -18,6 +18,7 @@ const OpTable& table() {
     register_signal_ops(*m);
     register_control_ops(*m);
     register_rnn_ops(*m);
+    register_conv_ops(*m);
     return m;
   }();
   return *t;
@@ -38,16 +39,10 @@ std::vector<std::string> supported_ops() {
 
 std::string missing_reason(const std::string& op) {
   static const std::map<std::string, std::string> reasons = {
-      {"Conv", "kiln has no convolution primitive yet"},
-      {"ConvTranspose", "kiln has no convolution primitive yet"},
-      {"ConvInteger", "kiln has no convolution primitive yet"},
-      {"QLinearConv", "kiln has no convolution primitive yet"},
-      {"DeformConv", "kiln has no convolution primitive yet"},
-      {"MaxPool", "kiln has no pooling primitive yet"},
-      {"AveragePool", "kiln has no pooling primitive yet"},
-      {"LpPool", "kiln has no pooling primitive yet"},
-      {"MaxUnpool", "kiln has no pooling primitive yet"},
-      {"MaxRoiPool", "kiln has no pooling primitive yet"},
+      {"QLinearConv", "kiln has no requantizing convolution (Conv and ConvInteger are supported)"},
+      {"DeformConv", "kiln has no gather primitive yet (deformable offsets are run-time values)"},
+      {"MaxUnpool", "kiln has no scatter primitive yet"},
+      {"MaxRoiPool", "kiln has no gather primitive yet (regions are run-time values)"},
       {"RoiAlign", "kiln has no pooling primitive yet"},
       {"GatherElements", "kiln has no gather primitive yet"},
       {"GatherND", "kiln has no gather primitive yet"},

@@ -41,5 +41,6 @@ void register_quantize_ops(OpTable& t);
 void register_signal_ops(OpTable& t);
 void register_control_ops(OpTable& t);
 void register_rnn_ops(OpTable& t);
+void register_conv_ops(OpTable& t);
 
 }  // namespace kiln::onnx

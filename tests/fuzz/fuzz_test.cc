@@ -74,7 +74,8 @@ TEST(GraphGen, CoversOpsDtypesAndShapes) {
     for (const ir::HostTensor& t : c->inputs)
       for (double v : t.f) special = special || !std::isfinite(v);
     for (const char* name : {"softmax", "log_softmax", "layer_norm", "rms_norm", "matmul", "linear", "gelu", "silu",
-                             "concat", "stack", "where", "argmax", "argmin", "pad", "expand", "permute"})
+                             "concat", "stack", "where", "argmax", "argmin", "pad", "expand", "permute", "conv",
+                             "max_pool", "avg_pool", "lp_pool"})
       if (g.program.find(std::string("kiln::") + name) != std::string::npos ||
           g.program.find(std::string(".") + name + "(") != std::string::npos)
         composites.insert(name);
@@ -85,12 +86,12 @@ TEST(GraphGen, CoversOpsDtypesAndShapes) {
                     ir::Op::kMax, ir::Op::kMin, ir::Op::kLt, ir::Op::kLe, ir::Op::kEq, ir::Op::kNe, ir::Op::kAnd,
                     ir::Op::kOr, ir::Op::kWhere, ir::Op::kReduceSum, ir::Op::kReduceMax, ir::Op::kReduceMin,
                     ir::Op::kReduceProd, ir::Op::kArgMax, ir::Op::kArgMin, ir::Op::kReshape, ir::Op::kPermute,
-                    ir::Op::kExpand, ir::Op::kSlice, ir::Op::kPad, ir::Op::kConcat, ir::Op::kDot, ir::Op::kIota,
+                    ir::Op::kExpand, ir::Op::kSlice, ir::Op::kPad, ir::Op::kConcat, ir::Op::kWindow, ir::Op::kDot, ir::Op::kIota,
                     ir::Op::kRand, ir::Op::kRandn, ir::Op::kConst})
     EXPECT_TRUE(ops.count(op)) << "no graph used " << ir::op_name(op);
   EXPECT_EQ(dtypes.size(), size_t(kNumDTypes));
   EXPECT_TRUE(negative_step && size1 && odd && batched_dot && special);
-  EXPECT_EQ(composites.size(), 16u);
+  EXPECT_EQ(composites.size(), 20u);
 }
 
 Case parse_case(const std::string& text, std::vector<ir::HostTensor> inputs) {

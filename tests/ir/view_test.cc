@@ -25,7 +25,7 @@ View random_step(Chain* c, std::mt19937* rng) {
   n.dtype = DType::kFloat64;
   n.inputs = {c->cur};
   View v;
-  int choice = std::uniform_int_distribution<int>(0, 4)(*rng);
+  int choice = std::uniform_int_distribution<int>(0, 5)(*rng);
   if (choice == 0 && r > 1) {  // permute
     std::vector<int64_t> p(r);
     for (size_t i = 0; i < r; ++i) p[i] = int64_t(i);
@@ -56,6 +56,21 @@ View random_step(Chain* c, std::mt19937* rng) {
       n.shape.push_back(in[d] + lo + hi);
     }
     v = pad_view(in, n.ints);
+  } else if (choice == 5 && r <= 2) {  // sliding windows: [D...] -> [O..., K...]
+    n.op = Op::kWindow;
+    Shape outs, ks;
+    for (size_t d = 0; d < r; ++d) {
+      int64_t stride = std::uniform_int_distribution<int>(1, 2)(*rng), dil = std::uniform_int_distribution<int>(1, 2)(*rng);
+      int64_t k = std::uniform_int_distribution<int64_t>(1, (in[d] - 1) / dil + 1)(*rng);
+      int64_t o = std::uniform_int_distribution<int64_t>(1, (in[d] - 1 - (k - 1) * dil) / stride + 1)(*rng);
+      n.ints.push_back(stride);
+      n.ints.push_back(dil);
+      outs.push_back(o);
+      ks.push_back(k);
+    }
+    n.shape = outs;
+    n.shape.insert(n.shape.end(), ks.begin(), ks.end());
+    v = window_view(in, n.ints, n.shape);
   } else if (choice == 3) {  // reshape: split or merge dims
     n.op = Op::kReshape;
     int64_t numel = shape_numel(in);
@@ -137,6 +152,24 @@ TEST(IndexMap, RandomMovementChainsMatchTheInterpreter) {
     }
   }
   EXPECT_GT(multi_view, 0);  // the generator does exercise unmergeable reshapes
+}
+
+// A window over a pad is two views (the pad's mask is per padded dim; two window axes walk
+// each), and the map reads the pad value exactly where a window cell leaves the input.
+TEST(IndexMap, WindowsOverAPadAreTwoViews) {
+  Shape in = {5, 4}, padded = {7, 6}, out = {3, 2, 3, 2};
+  IndexMap m = IndexMap::of(View::contiguous(out));
+  m = compose(m, window_view(padded, {2, 1, 3, 1}, out));
+  m = compose(m, pad_view(in, {1, 1, 1, 1}));
+  ASSERT_EQ(m.views.size(), 2u);
+  for (int64_t oh = 0; oh < 3; ++oh)
+    for (int64_t ow = 0; ow < 2; ++ow)
+      for (int64_t kh = 0; kh < 3; ++kh)
+        for (int64_t kw = 0; kw < 2; ++kw) {
+          int64_t h = oh * 2 + kh - 1, w = ow * 3 + kw - 1;
+          bool inside = h >= 0 && h < 5 && w >= 0 && w < 4;
+          EXPECT_EQ(evaluate(m, {oh, ow, kh, kw}), inside ? h * 4 + w : -1) << oh << ow << kh << kw;
+        }
 }
 
 TEST(IndexMap, PermuteThenSliceMergesIntoOneView) {

@@ -86,10 +86,28 @@ TEST(OnnxBadInput, UnsupportedOpNamesTheNodeAndTheReason) {
   ModelBuilder b;
   b.input("x", TensorProto::FLOAT, {1, 1, 4, 4});
   b.initializer("w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
-  b.node("Conv", {"x", "w"}, {"y"}, "conv1");
+  b.node("DeformConv", {"x", "w"}, {"y"}, "conv1");
   b.output("y", TensorProto::FLOAT, {1, 1, 2, 2});
-  EXPECT_FAILS(b.bytes(), kUnimplemented, "m.onnx: node 'conv1' (Conv): Conv is not supported yet (kiln has no convolution primitive yet)");
+  EXPECT_FAILS(b.bytes(), kUnimplemented,
+               "m.onnx: node 'conv1' (DeformConv): DeformConv is not supported yet (kiln has no gather primitive yet "
+               "(deformable offsets are run-time values))");
   EXPECT_FAILS(unary_model("FancyNewOp", "f").bytes(), kUnimplemented, "node 'f' (FancyNewOp): FancyNewOp is not supported yet");
+}
+
+// What kiln's convolution and pooling do not compute is refused by name, never approximated.
+TEST(OnnxBadInput, ConvAndPoolGapsAreNamed) {
+  auto conv = [](int64_t kh, std::vector<int64_t> pads) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {1, 1, 4, 4});
+    b.initializer("w", {1, 1, kh, 3}, std::vector<float>(size_t(kh * 3), 1.0f));
+    ModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}, kh == 3 ? "conv1" : "conv2"), "pads", pads);
+    b.output("y", TensorProto::FLOAT, {1, 1, 1, 2});
+    return b.bytes();
+  };
+  EXPECT_FAILS(conv(3, {-1, 0, 0, 0}), kUnimplemented, "node 'conv1' (Conv): negative pads");
+  EXPECT_FAILS(conv(5, {0, 0, 0, 0}), kInvalidArgument,
+               "node 'conv2' (Conv): conv: window of extent 5 (kernel 5, dilation 1) is larger than spatial dim 0 of "
+               "[1,1,4,4] padded to 4");
 }
 
 TEST(OnnxBadInput, UnsupportedAttributeIsRefusedNotIgnored) {

@@ -436,9 +436,10 @@ TEST(OnnxImport, PowWithConstantExponents) {
 
 TEST(OnnxImport, SupportedOpsAreListed) {
   std::vector<std::string> ops = onnx::supported_ops();
-  for (const char* op : {"Add", "MatMul", "Gemm", "Softmax", "LayerNormalization", "Reshape", "Slice", "ReduceMean", "Where"})
+  for (const char* op : {"Add", "MatMul", "Gemm", "Softmax", "LayerNormalization", "Reshape", "Slice", "ReduceMean", "Where",
+                         "Conv", "ConvInteger", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"})
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
-  EXPECT_EQ(std::find(ops.begin(), ops.end(), "Conv"), ops.end());
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "QLinearConv"), ops.end());
 }
 
 }  // namespace

@@ -245,6 +245,7 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
       case ir::Op::kExpand:
       case ir::Op::kSlice:
       case ir::Op::kPad:
+      case ir::Op::kWindow:
       case ir::Op::kConcat: e = max_in(); break;
       case ir::Op::kWhere: e = Ein(0) > 0 ? INFINITY : std::max(Ein(1), Ein(2)); break;
       // Discontinuous in their operands: exact only when the operands are.

@@ -328,7 +328,7 @@ class Generator {
     if (r < 48) return scalar_op();
     if (r < 60) return reduce();
     if (r < 78) return movement();
-    if (r < 84) return r < 82 ? matmul_op() : attention_op();
+    if (r < 84) return r < 80 ? matmul_op() : r < 82 ? window_op() : attention_op();
     if (r < 92) return composite();
     if (r < 97) return concat_op();
     source();
@@ -946,6 +946,68 @@ class Generator {
     double m = double(K) * a.mag() * b.mag();
     push(matmul(a.t, b.t), absl::StrCat("kiln::matmul(", a.name, ", ", b.name, ")"), -m, m, false, a.special || b.special);
     settle();
+    return true;
+  }
+
+  // A convolution (with a new weight input) or a max / average / Lp pooling over a float value
+  // of rank 3 to 5 read as [N, C, spatial...]: kernels, strides, dilations, padding, groups and
+  // ceil_mode drawn so that every window holds an input cell (padding below the kernel size).
+  bool window_op() {
+    Val a = pick_val();
+    if (a.rank() == 0 || a.rank() > 5 || !a.is_fl() || a.t.numel() == 0) return false;
+    if (a.rank() < 3) {  // [L] -> [1, 1, L], [A, B] -> [1, A, B]
+      Shape to = a.shape();
+      to.insert(to.begin(), size_t(3 - a.rank()), 1);
+      a = push(reshape(a.t, to), absl::StrCat(a.name, ".reshape(", dims_str(to), ")"), a.lo, a.hi, a.exact, a.special);
+    }
+    const Shape xs = a.shape();
+    size_t sp = size_t(a.rank() - 2);
+    std::vector<int64_t> k, st, dl;
+    std::vector<std::pair<int64_t, int64_t>> pad;
+    std::string pads;
+    for (size_t d = 0; d < sp; ++d) {
+      int64_t in = xs[d + 2];
+      int64_t kd = uniform(1, double(std::min<int64_t>(3, in + 1))), dil = 1, lo = 0, hi = 0;
+      if (kd > 1 && chance(0.3) && 2 * (kd - 1) + 1 <= in) dil = 2;
+      if (dil == 1 && chance(0.5)) lo = uniform(0, double(kd - 1)), hi = uniform(0, double(kd - 1));
+      if (dil * (kd - 1) + 1 > in + lo + hi) kd = 1, lo = hi = 0;
+      k.push_back(kd);
+      dl.push_back(dil);
+      st.push_back(pick(std::vector<int64_t>{1, 1, 2, 3}));
+      pad.push_back({lo, hi});
+      absl::StrAppend(&pads, d ? ", " : "", "{", lo, ", ", hi, "}");
+    }
+    int kind = int(uniform(0, 4));
+    if (kind <= 1) {
+      int64_t C = xs[1], G = C % 2 == 0 && chance(0.4) ? 2 : chance(0.2) ? C : 1, Cout = G * uniform(1, 3);
+      Shape ws = {Cout, C / G};
+      ws.insert(ws.end(), k.begin(), k.end());
+      int64_t kt = shape_numel(ws) / Cout, out = xs[0] * Cout;
+      for (size_t d = 0; d < sp; ++d) out *= (xs[d + 2] + pad[d].first + pad[d].second - dl[d] * (k[d] - 1) - 1) / st[d] + 1;
+      if (out > o_.max_numel || shape_numel(ws) > o_.max_numel) return false;
+      Val w = input(a.dtype(), ws);
+      double lim = std::sqrt(limit(a.dtype()) / double(kt));
+      Val x = bounded(a, lim);
+      w = bounded(w, lim);
+      ConvOptions o{st, pad, dl, G};
+      double m = double(kt) * x.mag() * w.mag();
+      push(conv(x.t, w.t, o),
+           absl::StrCat("kiln::conv(", x.name, ", ", w.name, ", {", dims_str(st), ", {", pads, "}, ", dims_str(dl), ", ", G, "})"),
+           -m, m, false, x.special || w.special);
+      settle();
+      return true;
+    }
+    PoolOptions o{k, st, pad, dl, chance(0.3), chance(0.5)};
+    std::string opts = absl::StrCat("{", dims_str(k), ", ", dims_str(st), ", {", pads, "}, ", dims_str(dl), ", ",
+                                    o.ceil_mode, ", ", o.count_include_pad, "})");
+    if (kind == 2) {
+      push(max_pool(a.t, o), absl::StrCat("kiln::max_pool(", a.name, ", ", opts), a.lo, a.hi, a.exact, a.special);
+    } else if (kind == 3) {
+      push(avg_pool(a.t, o), absl::StrCat("kiln::avg_pool(", a.name, ", ", opts), a.lo, a.hi, false, a.special);
+    } else {
+      Val x = bounded(a, std::sqrt(limit(a.dtype()) / 64));
+      push(lp_pool(x.t, 2, o), absl::StrCat("kiln::lp_pool(", x.name, ", 2, ", opts), 0, x.mag() * 8, false, x.special);
+    }
     return true;
   }
 
