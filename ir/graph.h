@@ -15,6 +15,11 @@
 //   slice        ints = {start_0, step_0, ..., start_{r-1}, step_{r-1}}, count = node shape
 //   pad          ints = {lo_0, hi_0, ..., lo_{r-1}, hi_{r-1}} (non-negative); scalar = value
 //   concat       ints = {axis}
+//   gather       x, idx -> result of idx's shape, x's dtype; ints = {axis}. x and idx have one rank
+//                and equal dims except along axis; idx has an integer dtype. Element i is x at i with
+//                its axis coordinate replaced by j = idx[i], where a negative j counts from the end
+//                (j + x.shape[axis]); a j still outside [0, x.shape[axis]) reads 0 (false for bool).
+//                So an out-of-range run-time index never reads out of bounds; see DESIGN.md.
 //   dot          [B..., M, K] x [B..., K, N] -> [B..., M, N] (batch dims equal)
 //   attention    q [B..., Sq, D], k [B..., Sk, D], v [B..., Sk, Dv], optional bias [B..., Sq, Sk]
 //                -> [B..., Sq, Dv]: softmax over j of (scale * q_i . k_j + bias_ij) weighting

@@ -129,6 +129,7 @@ class Interp {
       case OpClass::kReduce: reduce(n, &r); break;
       case OpClass::kMovement: movement(n, &r); break;
       case OpClass::kContract: n.op == Op::kDot ? dot(n, &r) : attention(n, &r); break;
+      case OpClass::kIndex: gather(n, &r); break;
       case OpClass::kKernel: return absl::InvalidArgumentError("kernel op in a graph");
     }
     (void)fl;
@@ -295,6 +296,26 @@ class Interp {
       if (is_arg_reduce(n.op)) r->i[o] = best[o] < 0 ? 0 : best[o];
       else if (fl) r->f[o] = round_to(r->dtype, facc[o]);
       else r->i[o] = wrap_to(r->dtype, iacc[o]);
+    }
+  }
+
+  // Out-of-range indices (after counting negatives from the end) read 0; HostTensor::make
+  // zero-filled the result.
+  void gather(const Node& n, HostTensor* r) {
+    const HostTensor& x = vals_[n.inputs[0]];
+    const HostTensor& idx = vals_[n.inputs[1]];
+    size_t axis = size_t(n.ints[0]);
+    int64_t extent = x.shape[axis];
+    std::vector<int64_t> pos;
+    for (int64_t k = 0; k < r->numel(); ++k) {
+      int64_t j = idx.i[k];
+      if (j < 0) j += extent;
+      if (j < 0 || j >= extent) continue;
+      unravel(k, n.shape, &pos);
+      pos[axis] = j;
+      int64_t src = ravel(pos, x.shape);
+      if (is_float(r->dtype)) r->f[k] = x.f[src];
+      else r->i[k] = x.i[src];
     }
   }
 

@@ -15,6 +15,7 @@ enum class OpClass : uint8_t {
   kMovement,  // reshape, permute, expand, slice, pad, concat
   kContract,  // dot, attention
   kKernel,    // kernel-IR only: load, valid, axis index
+  kIndex,     // gather: reads its first operand at positions held by its second
 };
 
 // X(name, text, class, arity). Arity -1 = variadic (concat; attention takes 3 or 4).
@@ -70,7 +71,8 @@ enum class OpClass : uint8_t {
   X(Attention, "attention", kContract, -1)      \
   X(Load, "load", kKernel, 0)                   \
   X(Valid, "valid", kKernel, 0)                 \
-  X(AxisIndex, "axis_index", kKernel, 0)
+  X(AxisIndex, "axis_index", kKernel, 0)         \
+  X(Gather, "gather", kIndex, 2)
 
 enum class Op : uint8_t {
 #define KILN_X(name, text, cls, arity) k##name,
@@ -93,5 +95,6 @@ inline bool is_comparison(Op op) {
   return op == Op::kLt || op == Op::kLe || op == Op::kEq || op == Op::kNe;
 }
 inline bool is_arg_reduce(Op op) { return op == Op::kArgMax || op == Op::kArgMin; }
+inline bool is_gather(Op op) { return op == Op::kGather; }
 
 }  // namespace kiln::ir

@@ -37,6 +37,23 @@ bool map_depends_on_reduce(const IndexMap& m, const std::vector<bool>& reduce) {
 }
 }  // namespace
 
+Shape indexed_load_space(const KNode& n) {
+  Shape s = n.map.views[size_t(n.ints[0]) - 1].shape;
+  s[size_t(n.ints[1])] = n.ints[2];
+  return s;
+}
+
+namespace {
+std::string check_indexed_load(const std::vector<KNode>& nodes, const KNode& n) {
+  if (n.inputs.size() != 1 || n.ints.size() != 3) return "takes one index value and ints {split, axis, extent}";
+  if (nodes[size_t(n.inputs[0])].dtype != DType::kInt64) return "index value must be i64";
+  if (n.ints[0] < 1 || n.ints[0] >= int64_t(n.map.views.size())) return "split out of range";
+  const Shape& src = n.map.views[size_t(n.ints[0]) - 1].shape;
+  if (n.ints[1] < 0 || n.ints[1] >= int64_t(src.size()) || n.ints[2] < 0) return "axis out of range";
+  return "";
+}
+}  // namespace
+
 std::string Kernel::finalize() {
   if (reduce.size() != shape.size()) return "reduce flags do not match the kernel rank";
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -47,6 +64,10 @@ std::string Kernel::finalize() {
         n.op == Op::kRandn) {
       if (n.map.views.empty() || n.map.shape() != shape) return absl::StrCat("node ", i, " has a map of the wrong shape");
       n.inner = map_depends_on_reduce(n.map, reduce);
+      if (is_indexed_load(n)) {
+        if (std::string e = check_indexed_load(nodes, n); !e.empty()) return absl::StrCat("indexed load ", i, ": ", e);
+        n.inner = n.inner || nodes[size_t(n.inputs[0])].inner;
+      }
     } else if (n.op == Op::kAxisIndex) {
       n.inner = reduce[n.ints[0]];
     } else if (n.op == Op::kAttention) {

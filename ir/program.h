@@ -23,6 +23,11 @@ using KNodeId = int32_t;
 
 // Kernel expression node. `op` reuses the graph ops:
 //   load       buffer + map: the element at map(index) of buffer (0 where the map is masked)
+//   load with an index operand (a gather; is_indexed_load): inputs = {j}, an i64 value in
+//     [0, extent) (lowering clamps it); ints = {split, axis, extent}. map.views[split..] address
+//     the gather's result G from the loop index; their flat result is unflattened over G (the
+//     shape of map.views[split - 1] with dim `axis` = G's own extent there), coordinate `axis` is
+//     replaced by j, and map.views[..split) map those coordinates to the source buffer.
 //   valid      map: bool, whether map(index) is inside every mask
 //   const      scalar
 //   iota       map: the flat index map(index) as a value
@@ -50,6 +55,10 @@ struct KNode {
            ints == o.ints && buffer == o.buffer && map == o.map;
   }
 };
+
+inline bool is_indexed_load(const KNode& n) { return n.op == Op::kLoad && !n.inputs.empty(); }
+// The shape over which an indexed load unflattens its result position (see KNode).
+Shape indexed_load_space(const KNode& n);
 
 struct Store {
   int buffer = -1;

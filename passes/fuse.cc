@@ -21,6 +21,7 @@ using ir::Op;
 struct Read {
   NodeId node;
   IndexMap map;
+  bool indexed = false;  // a gather's read: no loop of the reader computes it in place
 };
 
 // Whether the operand chain of a contraction is cheap enough to recompute inside its tiles:
@@ -73,6 +74,17 @@ class Fuser {
           plan_.decisions.push_back(absl::StrCat("materialize %", x, ": ", n.op == Op::kDot ? "matmul" : "attention",
                                                  " operand is not one strided view"));
         }
+      }
+    }
+    // A gather reads its source at positions known only at run time, so the source is in memory:
+    // the first node below the gather's movement ops (those fold into the gather's load).
+    for (size_t i = 0; i < g_.size(); ++i) {
+      if (!ir::is_gather(g_.node(NodeId(i)).op)) continue;
+      NodeId src = g_.node(NodeId(i)).inputs[0];
+      while (is_reindexing(g_.node(src).op)) src = g_.node(src).inputs[0];
+      if (g_.node(src).op != Op::kInput && !mat[size_t(src)]) {
+        mat[size_t(src)] = true;
+        plan_.decisions.push_back(absl::StrCat("materialize %", src, ": gathered from at run-time positions"));
       }
     }
     // Inlined expressions stay at most kMaxInlineDepth deep: lowering and code generation walk
@@ -161,7 +173,7 @@ class Fuser {
     for (NodeId n : group.computed)
       if (buffer_of_[n] >= 0) req.stores.push_back(n);
     req.buffer_of = &buffer_of_;
-    req.on_read = [out](NodeId n, const IndexMap& m) { out->push_back({n, m}); };
+    req.on_read = [out](NodeId n, const IndexMap& m, bool indexed) { out->push_back({n, m, indexed}); };
     return lower_group(req).ok();
   }
 
@@ -217,6 +229,7 @@ class Fuser {
       }
       for (const Read& r : *reads) {
         if (group_of_[r.node] != h) continue;
+        if (r.indexed) return false;
         IndexMap want;
         if (!s.natural_map(g_.node(r.node).shape, &want) || !(want == r.map)) return false;
       }

@@ -156,7 +156,7 @@ class Builder {
     // the node is (a load, a reduction computed here, ...), it is the constant 0 there.
     if (never_valid(m)) return constant(is_float(n.dtype) ? Scalar::from_double(0) : Scalar::from_int(0), n.dtype);
     if (n.op == Op::kInput || (buf >= 0 && !as_root && !is_computed(id))) {
-      if (r_.on_read) r_.on_read(id, m);
+      if (r_.on_read) r_.on_read(id, m, /*indexed=*/false);
       KNode l;
       l.op = Op::kLoad;
       l.dtype = n.dtype;
@@ -188,9 +188,50 @@ class Builder {
       case ir::OpClass::kMovement: return lower_movement(n, m);
       case ir::OpClass::kReduce: return lower_reduce(id, n, m);
       case ir::OpClass::kContract: return n.op == Op::kDot ? lower_dot(id, n, m) : lower_attention(id, n, m);
+      case ir::OpClass::kIndex: return lower_gather(n, m);
       case ir::OpClass::kKernel: break;
     }
     return absl::InternalError("unexpected kernel op in a graph");
+  }
+
+  // gather(x, idx) at map m (over its result G): idx is read at m like an elementwise operand;
+  // x is read from memory (through the movement ops above its buffer) at m's position in G with
+  // the axis coordinate taken from the index. An index outside the axis, after counting a
+  // negative one from the end, reads 0: the load itself reads position 0 of the axis then.
+  absl::StatusOr<KNodeId> lower_gather(const Node& n, const IndexMap& m) {
+    const size_t axis = size_t(n.ints[0]);
+    const Shape& xs = g_.node(n.inputs[0]).shape;
+    auto j = lower(n.inputs[1], m);
+    if (!j.ok()) return j;
+    const DType i64 = DType::kInt64;
+    KNodeId jv = k_.nodes[*j].dtype == i64 ? *j : op(Op::kCast, i64, {*j});
+    KNodeId zero = constant(Scalar::from_int(0), i64), extent = constant(Scalar::from_int(xs[axis]), i64);
+    KNodeId wrapped = op(Op::kWhere, i64, {op(Op::kLt, DType::kBool, {jv, zero}), op(Op::kAdd, i64, {jv, extent}), jv});
+    KNodeId ok = op(Op::kAnd, DType::kBool,
+                    {op(Op::kLe, DType::kBool, {zero, wrapped}), op(Op::kLt, DType::kBool, {wrapped, extent})});
+    KNodeId safe = op(Op::kWhere, i64, {ok, wrapped, zero});
+    IndexMap source = IndexMap::of(View::contiguous(xs));
+    NodeId src = n.inputs[0];
+    for (;;) {
+      const Node& s = g_.node(src);
+      if (s.op == Op::kInput || ((*r_.buffer_of)[src] >= 0 && !is_computed(src))) break;
+      if (!is_reindexing(s.op))
+        return absl::InternalError(absl::StrCat("gather source %", src, " is not in memory"));
+      source = compose_merged(source, reindexing_view(g_, s));
+      src = s.inputs[0];
+    }
+    if (r_.on_read) r_.on_read(src, source, /*indexed=*/true);
+    KNode l;
+    l.op = Op::kLoad;
+    l.dtype = n.dtype;
+    l.buffer = (*r_.buffer_of)[src];
+    l.inputs = {safe};
+    l.ints = {int64_t(source.views.size()), int64_t(axis), n.shape[axis]};
+    l.map = source;
+    l.map.views.insert(l.map.views.end(), m.views.begin(), m.views.end());
+    KNodeId loaded = emit(l);
+    Scalar z = is_float(n.dtype) ? Scalar::from_double(0) : Scalar::from_int(0);
+    return op(Op::kWhere, n.dtype, {ok, loaded, constant(z, n.dtype)});
   }
 
   absl::StatusOr<KNodeId> lower_movement(const Node& n, const IndexMap& m) {
@@ -341,11 +382,13 @@ class Builder {
 
 absl::StatusOr<ir::Kernel> lower_group(const LowerRequest& req) { return Builder(req).build(); }
 
+bool is_reindexing(Op op) { return op == Op::kReshape || op == Op::kPermute || op == Op::kExpand || op == Op::kSlice; }
+
 bool reads_as_one_view(const ir::Graph& g, ir::NodeId id) {
   IndexMap m = IndexMap::of(View::contiguous(g.node(id).shape));
   for (NodeId x = id;;) {
     const Node& n = g.node(x);
-    if (!ir::is_movement(n.op) || n.op == Op::kPad || n.op == Op::kConcat) break;
+    if (!is_reindexing(n.op)) break;
     m = compose_merged(m, reindexing_view(g, n));
     x = n.inputs[0];
   }

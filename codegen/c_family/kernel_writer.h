@@ -76,7 +76,8 @@ class KernelWriter {
   struct Addr {
     std::string offset, valid;  // valid empty = always
   };
-  Addr address(const ir::IndexMap& m);
+  // `gather`: the indexed load whose map this is (see ir::KNode), else null.
+  Addr address(const ir::IndexMap& m, const ir::KNode* gather = nullptr);
   std::string lookup(ir::KNodeId id) const;
   std::string eval_uncached(ir::KNodeId id);
   std::string rng_bits(const ir::KNode& n, const std::string& counter);
