@@ -41,5 +41,7 @@ void register_quantize_ops(OpTable& t);
 void register_signal_ops(OpTable& t);
 void register_control_ops(OpTable& t);
 void register_rnn_ops(OpTable& t);
+void register_gather_ops(OpTable& t);
+void register_resize_ops(OpTable& t);
 
 }  // namespace kiln::onnx

@@ -1,5 +1,5 @@
 // Movement and shape ops: Reshape, Transpose, Flatten, Squeeze, Unsqueeze, Expand, Slice, Pad,
-// Concat, Split, Tile, Gather (constant indices), DepthToSpace, SpaceToDepth, Shape, Size. They
+// Concat, Split, Tile, Gather, DepthToSpace, SpaceToDepth, Shape, Size. They
 // become kiln views (no copies); their shape operands must be known at import (ops.h).
 #include <algorithm>
 
@@ -246,14 +246,18 @@ void tile_op(NodeContext& c) {
   c.set(0, reshape(expand(reshape(x, inter), expanded), out));
 }
 
-// Gather along an axis with indices known at import: one slice per index, concatenated.
+// Gather along an axis: a few indices known at import become slices (views that fuse with the
+// producer of the data); other indices, run-time ones above all, are kiln's gather.
 void gather_op(NodeContext& c) {
   Tensor x = c.in(0);
   int64_t axis = c.axis(c.attr_int("axis", 0), x.ndim());
-  if (!c.is_host(1)) c.unsupported("Gather with indices computed at run time (kiln has no gather primitive yet)");
+  c.require_dtype(1, {DType::kInt32, DType::kInt64});
+  if (!c.is_host(1) || c.host(1, "indices").numel() > 8) {
+    c.set(0, gather(x, axis, c.in(1)));
+    return;
+  }
   const HostTensor& idx = c.host(1, "indices");
   int64_t n = x.shape()[size_t(axis)];
-  if (idx.numel() > 1024) c.unsupported(absl::StrCat("Gather of ", idx.numel(), " constant indices (kiln has no gather primitive yet; up to 1024 become slices)"));
   std::vector<Tensor> parts;
   for (int64_t k = 0; k < idx.numel(); ++k) {
     int64_t i = idx.int_at(k);
