@@ -20,6 +20,7 @@ const OpTable& table() {
     register_rnn_ops(*m);
     register_gather_ops(*m);
     register_resize_ops(*m);
+    register_grid_sample_ops(*m);
     return m;
   }();
   return *t;
@@ -51,7 +52,6 @@ std::string missing_reason(const std::string& op) {
       {"MaxUnpool", "kiln has no pooling primitive yet"},
       {"MaxRoiPool", "kiln has no pooling primitive yet"},
       {"RoiAlign", "kiln has no pooling primitive yet"},
-      {"GridSample", "not built yet (bilinear sampling at run-time positions is four gathers; issue 12)"},
       {"TopK", "kiln has no sort / top-k primitive yet"},
       {"NonZero", "its output shape depends on the values (kiln's shapes are static)"},
       {"Unique", "its output shape depends on the values (kiln's shapes are static)"},
