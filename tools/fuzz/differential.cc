@@ -247,6 +247,8 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
       case ir::Op::kPad:
       case ir::Op::kConcat: e = max_in(); break;
       case ir::Op::kWhere: e = Ein(0) > 0 ? INFINITY : std::max(Ein(1), Ein(2)); break;
+      // Picks elements: as exact as its source, at positions only exact indices determine.
+      case ir::Op::kGather: e = Ein(1) > 0 ? INFINITY : Ein(0); break;
       // Discontinuous in their operands: exact only when the operands are.
       case ir::Op::kNot:
       case ir::Op::kAnd:
