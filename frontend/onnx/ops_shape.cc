@@ -252,16 +252,23 @@ void gather_op(NodeContext& c) {
   Tensor x = c.in(0);
   int64_t axis = c.axis(c.attr_int("axis", 0), x.ndim());
   c.require_dtype(1, {DType::kInt32, DType::kInt64});
-  if (!c.is_host(1) || c.host(1, "indices").numel() > 8) {
+  int64_t n = x.shape()[size_t(axis)];
+  if (!c.is_host(1)) {
     c.set(0, gather(x, axis, c.in(1)));
     return;
   }
+  // Indices known at import are checked here (ONNX calls one out of range an error).
   const HostTensor& idx = c.host(1, "indices");
-  int64_t n = x.shape()[size_t(axis)];
+  for (int64_t k = 0; k < idx.numel(); ++k)
+    if (idx.int_at(k) < -n || idx.int_at(k) >= n)
+      c.invalid(absl::StrCat("index ", idx.int_at(k), " is out of range for an axis of size ", n));
+  if (idx.numel() > 8) {
+    c.set(0, gather(x, axis, c.in(1)));
+    return;
+  }
   std::vector<Tensor> parts;
   for (int64_t k = 0; k < idx.numel(); ++k) {
     int64_t i = idx.int_at(k);
-    if (i < -n || i >= n) c.invalid(absl::StrCat("index ", i, " is out of range for an axis of size ", n));
     if (i < 0) i += n;
     parts.push_back(slice(x, axis, i, i + 1));
   }
