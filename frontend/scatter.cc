@@ -1,12 +1,7 @@
-// Scatters, composed from primitives: each output position along the axis j looks at every
-// update k along it and takes the matching ones (index k == j), folded by a reduction over k.
-// No position is written twice and no write lands at a run-time address, so the result is the
-// same on every device and duplicates resolve deterministically: with no reduction, the last
-// matching update wins (the highest position along the axis, as a sequential loop gives).
-// The price is work proportional to |updates| x |axis|: fine for the updates of a cache or a
-// mask, quadratic for a large histogram (a kernel that writes at data-dependent positions is
-// the planned replacement; DESIGN.md).
-#include <limits>
+// Scatters: scatter records the ir scatter primitive (a copy of the data, then a kernel over the
+// updates that writes at run-time positions; passes/lower.cc), scatter_nd flattens its index
+// tuples into one index along the data's leading dims and scatters along that.
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "frontend/indices.h"
@@ -17,35 +12,13 @@ namespace {
 
 using detail::fail;
 
-// The value a reduction leaves unchanged, exactly (int64's limits are not doubles).
-Scalar identity_of(ScatterReduction r, DType t) {
-  const bool f = is_float(t);
-  const double inf = std::numeric_limits<double>::infinity();
-  const bool max = r == ScatterReduction::kMax;
-  switch (r) {
-    case ScatterReduction::kMul: return Scalar::from_int(1).cast_to(t);
-    case ScatterReduction::kMax:
-    case ScatterReduction::kMin:
-      if (f) return Scalar::from_double(max ? -inf : inf);
-      switch (t) {
-        case DType::kUInt8: return Scalar::from_int(max ? 0 : 255);
-        case DType::kInt8: return Scalar::from_int(max ? -128 : 127);
-        case DType::kInt32:
-          return Scalar::from_int(max ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max());
-        default:
-          return Scalar::from_int(max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
-      }
-    default: return Scalar::from_int(0).cast_to(t);
-  }
-}
-
 }  // namespace
 
 Tensor scatter(const Tensor& data, int64_t axis, const Tensor& indices, const Tensor& updates,
                ScatterReduction reduction) {
   const std::string label = "scatter";
   detail::check_indices(label, indices);
-  runtime::Device* device = detail::common_device(label, {data, indices, updates});
+  detail::common_device(label, {data, indices, updates});
   if (data.ndim() == 0) fail(label, "cannot scatter into a scalar");
   const int64_t ax = detail::normalize_axis(label, axis, data.ndim());
   if (indices.ndim() != data.ndim())
@@ -62,40 +35,8 @@ Tensor scatter(const Tensor& data, int64_t axis, const Tensor& indices, const Te
     if (d != ax && S[d] > data.shape()[d])
       fail(label, absl::StrCat("indices ", shape_str(S), " exceed data ", shape_str(data.shape()), " along axis ", d));
   if (indices.numel() == 0) return data;
-  const int64_t J = data.shape()[ax], K = S[ax];
-  // T: the indices' shape with the data's axis inserted before theirs (J at ax, K at ax + 1).
-  Shape T = S;
-  T.insert(T.begin() + ax, J);
-  auto along = [&](int64_t n, int64_t at) {
-    Shape s(T.size(), 1);
-    s[at] = n;
-    return expand(reshape(arange(n, DType::kInt64, detail::Access::device(device)), s), T);
-  };
-  Tensor match = expand(unsqueeze(detail::wrap_index(indices, J), ax), T) == along(J, ax);
-  Shape P = S;  // the part of data that updates can reach
-  P[ax] = J;
-  Tensor value, touched;
-  if (reduction == ScatterReduction::kNone) {
-    Tensor last = max(where(match, along(K, ax + 1), -1.0), {ax + 1});
-    touched = last >= 0.0;
-    value = take_along_axis(updates, where(touched, last, 0.0), ax);
-  } else {
-    touched = max(cast(match, DType::kInt32), {ax + 1}) > 0.0;
-    Tensor identity = detail::record(label, ir::Op::kConst, data.dtype(), T, {}, {}, identity_of(reduction, data.dtype()), device);
-    Tensor picked = where(match, expand(unsqueeze(updates, ax), T), identity);
-    Tensor part = data;
-    for (int64_t d = 0; d < data.ndim(); ++d) part = slice(part, d, 0, P[d]);
-    switch (reduction) {
-      case ScatterReduction::kAdd: value = part + sum(picked, {ax + 1}); break;
-      case ScatterReduction::kMul: value = part * prod(picked, {ax + 1}); break;
-      case ScatterReduction::kMax: value = maximum(part, max(picked, {ax + 1})); break;
-      default: value = minimum(part, min(picked, {ax + 1})); break;
-    }
-    value = cast(value, data.dtype());
-  }
-  std::vector<std::pair<int64_t, int64_t>> widths;
-  for (int64_t d = 0; d < data.ndim(); ++d) widths.push_back({0, data.shape()[d] - P[d]});
-  return where(pad(touched, widths), pad(value, widths), data);
+  return detail::record(label, ir::Op::kScatter, data.dtype(), data.shape(), {data, indices, updates},
+                        {ax, int64_t(reduction)});
 }
 
 Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates, ScatterReduction reduction) {

@@ -15,7 +15,7 @@ enum class OpClass : uint8_t {
   kMovement,  // reshape, permute, expand, slice, pad, concat
   kContract,  // dot, attention
   kKernel,    // kernel-IR only: load, valid, axis index
-  kIndex,     // gather: reads its first operand at positions held by its second
+  kIndex,     // gather, scatter: read / write positions held by an index operand
 };
 
 // X(name, text, class, arity). Arity -1 = variadic (concat; attention takes 3 or 4).
@@ -72,7 +72,8 @@ enum class OpClass : uint8_t {
   X(Load, "load", kKernel, 0)                   \
   X(Valid, "valid", kKernel, 0)                 \
   X(AxisIndex, "axis_index", kKernel, 0)         \
-  X(Gather, "gather", kIndex, 2)
+  X(Gather, "gather", kIndex, 2)                \
+  X(Scatter, "scatter", kIndex, 3)
 
 enum class Op : uint8_t {
 #define KILN_X(name, text, cls, arity) k##name,
@@ -96,5 +97,8 @@ inline bool is_comparison(Op op) {
 }
 inline bool is_arg_reduce(Op op) { return op == Op::kArgMax || op == Op::kArgMin; }
 inline bool is_gather(Op op) { return op == Op::kGather; }
+
+// How a scatter combines an update with the value it lands on (graph ints[1]).
+enum class ScatterMode : int64_t { kNone, kAdd, kMul, kMax, kMin };
 
 }  // namespace kiln::ir

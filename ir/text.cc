@@ -40,6 +40,7 @@ const char* ints_attr(Op op) {
     case Op::kConcat:
     case Op::kGather: return "axis";
     case Op::kAttention: return "causal";
+    case Op::kScatter: return "axis_mode";
     default: return nullptr;
   }
 }

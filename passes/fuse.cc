@@ -55,7 +55,7 @@ class Fuser {
       if (g_.node(o).op != Op::kInput) mat[o] = true;
     for (size_t i = 0; i < g_.size(); ++i) {
       const Node& n = g_.node(NodeId(i));
-      if (ir::is_reduce(n.op) || n.op == Op::kDot || n.op == Op::kAttention) mat[i] = true;
+      if (ir::is_reduce(n.op) || n.op == Op::kDot || n.op == Op::kAttention || n.op == Op::kScatter) mat[i] = true;
       if (!enable_ && (ir::is_elementwise(n.op))) mat[i] = true;
     }
     for (size_t i = 0; i < g_.size(); ++i) {
@@ -244,6 +244,10 @@ class Fuser {
       *why = "an attention kernel only inlines cheap operands; this one must be stored";
       return false;
     }
+    if (SH.scatter) {
+      *why = "a scatter writes its result at run-time positions, after a copy of its data";
+      return false;
+    }
     if (SG.dot) {
       // H's nodes are in memory for a reason (a graph output, or an operand too costly to
       // recompute per tile), and a contraction kernel stores only values of its result's space:
@@ -393,7 +397,7 @@ class Fuser {
       for (size_t b = a + 1; b < groups_.size(); ++b) {
         if (!alive_[b]) continue;
         const Space &sa = groups_[a].space, &sb = groups_[b].space;
-        if (sa.dot || sb.dot || sa.attention || sb.attention || sa.full != sb.full) continue;
+        if (sa.dot || sb.dot || sa.attention || sb.attention || sa.scatter || sb.scatter || sa.full != sb.full) continue;
         // Same space, or an elementwise kernel joining a reduction over its full shape (its values
         // become inner-level stores of the reduction kernel).
         if (!(sa == sb) && sa.has_reduce() && sb.has_reduce()) continue;

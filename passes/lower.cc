@@ -81,12 +81,18 @@ class Builder {
   }
 
   absl::StatusOr<ir::Kernel> build() {
+    k_.serial = r_.space.scatter && !r_.scatter_init;
     for (NodeId root : r_.stores) {
+      const bool scatter = g_.node(root).op == Op::kScatter;
+      if (scatter && !r_.scatter_init) {
+        if (absl::Status s = scatter_store(root); !s.ok()) return s;
+        continue;
+      }
       IndexMap m;
       if (!r_.space.natural_map(g_.node(root).shape, &m))
         return absl::InternalError(absl::StrCat("root %", root, " of shape ", shape_str(g_.node(root).shape),
                                                 " does not fit kernel space ", shape_str(r_.space.full)));
-      auto v = lower(root, m, /*as_root=*/true);
+      auto v = scatter ? lower(g_.node(root).inputs[0], m) : lower(root, m, /*as_root=*/true);
       if (!v.ok()) return v.status();
       ir::Store s;
       s.buffer = (*r_.buffer_of)[root];
@@ -188,10 +194,86 @@ class Builder {
       case ir::OpClass::kMovement: return lower_movement(n, m);
       case ir::OpClass::kReduce: return lower_reduce(id, n, m);
       case ir::OpClass::kContract: return n.op == Op::kDot ? lower_dot(id, n, m) : lower_attention(id, n, m);
-      case ir::OpClass::kIndex: return lower_gather(n, m);
+      case ir::OpClass::kIndex:
+        if (n.op == Op::kGather) return lower_gather(n, m);
+        return absl::InternalError(absl::StrCat("scatter %", id, " is read before it is in memory"));
       case ir::OpClass::kKernel: break;
     }
     return absl::InternalError("unexpected kernel op in a graph");
+  }
+
+  // Index value j as an i64 inside [0, extent): a negative one counts from the end, and one still
+  // outside becomes 0 with *ok false (so no access ever leaves the axis).
+  KNodeId in_axis(KNodeId j, int64_t extent_value, KNodeId* ok) {
+    const DType i64 = DType::kInt64;
+    KNodeId jv = k_.nodes[j].dtype == i64 ? j : op(Op::kCast, i64, {j});
+    KNodeId zero = constant(Scalar::from_int(0), i64), extent = constant(Scalar::from_int(extent_value), i64);
+    KNodeId wrapped = op(Op::kWhere, i64, {op(Op::kLt, DType::kBool, {jv, zero}), op(Op::kAdd, i64, {jv, extent}), jv});
+    *ok = op(Op::kAnd, DType::kBool,
+             {op(Op::kLe, DType::kBool, {zero, wrapped}), op(Op::kLt, DType::kBool, {wrapped, extent})});
+    return op(Op::kWhere, i64, {*ok, wrapped, zero});
+  }
+
+  // The scatter kernel: over the updates (the kernel space), its axis a serial reduce axis. Each
+  // update reads the result's element it lands on (an indexed load of the scatter's own buffer,
+  // which the copy kernel filled with the data), combines and writes it back (an indexed store).
+  // An out-of-range update writes the old value of position 0 of its own row back, unchanged.
+  // Updates at different positions of the other axes never share an element, and each thread
+  // runs the axis in order, so nothing races and the last duplicate wins.
+  absl::Status scatter_store(NodeId root) {
+    const Node& n = g_.node(root);
+    const size_t axis = size_t(n.ints[0]);
+    IndexMap m = IndexMap::of(View::contiguous(r_.space.full));
+    auto j = lower(n.inputs[1], m);
+    if (!j.ok()) return j.status();
+    auto u = lower(n.inputs[2], m);
+    if (!u.ok()) return u.status();
+    KNodeId ok = -1, safe = in_axis(*j, n.shape[axis], &ok);
+    // The update's position flattened over the data's shape with the updates' axis extent (the
+    // updates may be smaller than the data outside the axis), then the data's own layout.
+    Shape g = n.shape;
+    g[axis] = r_.space.full[axis];
+    View pos;
+    pos.shape = r_.space.full;
+    pos.strides = ir::contiguous_strides(g);
+    pos.canonicalize();
+    IndexMap at = IndexMap::of(View::contiguous(n.shape));
+    at.views.push_back(pos);
+    KNode l;
+    l.op = Op::kLoad;
+    l.dtype = n.dtype;
+    l.buffer = (*r_.buffer_of)[root];
+    l.inputs = {safe};
+    l.ints = {1, int64_t(axis), r_.space.full[axis]};
+    l.map = at;
+    KNodeId old = emit(l), v = *u;
+    switch (ir::ScatterMode(n.ints[1])) {
+      case ir::ScatterMode::kNone: break;
+      case ir::ScatterMode::kAdd: v = op(Op::kAdd, n.dtype, {old, v}); break;
+      case ir::ScatterMode::kMul: v = op(Op::kMul, n.dtype, {old, v}); break;
+      case ir::ScatterMode::kMax: v = op(Op::kMax, n.dtype, {old, v}); break;
+      case ir::ScatterMode::kMin: v = op(Op::kMin, n.dtype, {old, v}); break;
+    }
+    ir::Store s;
+    s.buffer = l.buffer;
+    s.map = at;
+    s.value = op(Op::kWhere, n.dtype, {ok, v, old});
+    s.index = safe;
+    s.ints = l.ints;
+    k_.stores.push_back(s);
+    // The copy kernel's reads order this kernel after the data's producers; none of them can
+    // join this kernel (the copy runs first).
+    if (r_.on_read) {
+      LowerRequest copy = r_;
+      copy.space = elementwise_space(n.shape);
+      copy.computed = {};
+      copy.stores = {root};
+      copy.scatter_init = true;
+      copy.on_read = [this](NodeId x, const IndexMap& xm, bool) { r_.on_read(x, xm, /*indexed=*/true); };
+      auto k = Builder(copy).build();
+      if (!k.ok()) return k.status();
+    }
+    return absl::OkStatus();
   }
 
   // gather(x, idx) at map m (over its result G): idx is read at m like an elementwise operand;
@@ -203,13 +285,7 @@ class Builder {
     const Shape& xs = g_.node(n.inputs[0]).shape;
     auto j = lower(n.inputs[1], m);
     if (!j.ok()) return j;
-    const DType i64 = DType::kInt64;
-    KNodeId jv = k_.nodes[*j].dtype == i64 ? *j : op(Op::kCast, i64, {*j});
-    KNodeId zero = constant(Scalar::from_int(0), i64), extent = constant(Scalar::from_int(xs[axis]), i64);
-    KNodeId wrapped = op(Op::kWhere, i64, {op(Op::kLt, DType::kBool, {jv, zero}), op(Op::kAdd, i64, {jv, extent}), jv});
-    KNodeId ok = op(Op::kAnd, DType::kBool,
-                    {op(Op::kLe, DType::kBool, {zero, wrapped}), op(Op::kLt, DType::kBool, {wrapped, extent})});
-    KNodeId safe = op(Op::kWhere, i64, {ok, wrapped, zero});
+    KNodeId ok = -1, safe = in_axis(*j, xs[axis], &ok);
     IndexMap source = IndexMap::of(View::contiguous(xs));
     NodeId src = n.inputs[0];
     for (;;) {

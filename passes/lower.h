@@ -25,6 +25,9 @@ struct LowerRequest {
   // `indexed`: a gather's read, at positions only known at run time (the map addresses the
   // node's own shape, not the kernel's loops).
   std::function<void(ir::NodeId, const ir::IndexMap&, bool indexed)> on_read;
+  // A scatter root is lowered as the copy of its data into its buffer (the kernel that runs
+  // before the scatter's own, whose space is the updates'), not as the scatter itself.
+  bool scatter_init = false;
 };
 
 // Builds the kernel. An error means the group is not expressible as one kernel (a reduction of

@@ -76,8 +76,8 @@ class KernelWriter {
   struct Addr {
     std::string offset, valid;  // valid empty = always
   };
-  // `gather`: the indexed load whose map this is (see ir::KNode), else null.
-  Addr address(const ir::IndexMap& m, const ir::KNode* gather = nullptr);
+  // An indexed access (see ir::KNode) passes its index value and ints {split, axis, extent}.
+  Addr address(const ir::IndexMap& m, ir::KNodeId index = -1, const std::vector<int64_t>* at = nullptr);
   std::string lookup(ir::KNodeId id) const;
   std::string eval_uncached(ir::KNodeId id);
   std::string rng_bits(const ir::KNode& n, const std::string& counter);

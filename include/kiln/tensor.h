@@ -254,7 +254,8 @@ enum class ScatterReduction { kNone, kAdd, kMul, kMax, kMin };
 // PyTorch's scatter / scatter_reduce(include_self) / ONNX ScatterElements: a copy of `data`
 // with updates[i] combined into the element at i with its `axis` coordinate replaced by
 // indices[i]; updates have indices' shape, indices have data's rank and dims no larger than
-// data's outside `axis`. Work grows with |updates| x data.shape[axis] (see DESIGN.md).
+// data's outside `axis`. Updates apply along `axis` in order, in one thread per position of the
+// other axes (so a scatter over one long axis runs serially; DESIGN.md).
 Tensor scatter(const Tensor& data, int64_t axis, const Tensor& indices, const Tensor& updates,
                ScatterReduction reduction = ScatterReduction::kNone);
 // ONNX ScatterND: index tuples (the last dim of `indices`) into data's leading dims; updates

@@ -74,5 +74,61 @@ TEST(IrGather, VerifierNamesTheProblem) {
   }
 }
 
+const char* kScatter = R"(graph {
+  %0 = input 0 : f32[2,3]
+  %1 = input 1 : i32[2,4]
+  %2 = input 2 : f32[2,4]
+  %3 = scatter %0, %1, %2 axis_mode=[1,1] : f32[2,3]
+  output %3
+}
+)";
+
+// Updates apply along the axis in order: duplicates add up (mode 1, add); negative indices count
+// from the end and out-of-range ones are dropped.
+TEST(IrScatter, RoundTripsAndInterpretsInOrder) {
+  auto g = parse(kScatter);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(print(*g), kScatter);
+  HostTensor x = HostTensor::make(DType::kFloat32, {2, 3});
+  x.f = {1, 2, 3, 4, 5, 6};
+  HostTensor idx = HostTensor::make(DType::kInt32, {2, 4});
+  idx.i = {0, 0, -1, 3, 2, 2, -4, 1};
+  HostTensor upd = HostTensor::make(DType::kFloat32, {2, 4});
+  upd.f = {10, 20, 30, 40, 1, 2, 3, 4};
+  auto r = interpret(*g, {x, idx, upd});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].f, (std::vector<double>{31, 2, 33, 4, 9, 9}));
+  Graph none = *parse(std::string(kScatter).replace(std::string(kScatter).find("[1,1]"), 5, "[1,0]"));
+  auto n = interpret(none, {x, idx, upd});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ((*n)[0].f, (std::vector<double>{20, 2, 30, 4, 4, 2}));  // the last duplicate wins
+}
+
+TEST(IrScatter, VerifierNamesTheProblem) {
+  const Bad cases[] = {
+      {"%0 = input 0 : f32[2,3]\n  %1 = input 1 : f32[2,4]\n  %2 = input 2 : f32[2,4]\n"
+       "  %3 = scatter %0, %1, %2 axis_mode=[1,0] : f32[2,3]",
+       "scatter: indices must have an integer dtype, got f32"},
+      {"%0 = input 0 : f32[2,3]\n  %1 = input 1 : i32[3,4]\n  %2 = input 2 : f32[3,4]\n"
+       "  %3 = scatter %0, %1, %2 axis_mode=[1,0] : f32[2,3]",
+       "scatter: indices [3,4] exceed [2,3] along axis 0"},
+      {"%0 = input 0 : f32[2,3]\n  %1 = input 1 : i32[2,4]\n  %2 = input 2 : f32[2,3]\n"
+       "  %3 = scatter %0, %1, %2 axis_mode=[1,0] : f32[2,3]",
+       "scatter: updates must have the indices' shape"},
+      {"%0 = input 0 : bool[2,3]\n  %1 = input 1 : i32[2,4]\n  %2 = input 2 : bool[2,4]\n"
+       "  %3 = scatter %0, %1, %2 axis_mode=[1,1] : bool[2,3]",
+       "scatter: a reduction needs numeric data, got bool"},
+      {"%0 = input 0 : f32[2,3]\n  %1 = input 1 : i32[2,4]\n  %2 = input 2 : f32[2,4]\n"
+       "  %3 = scatter %0, %1, %2 axis_mode=[1,7] : f32[2,3]",
+       "scatter: unknown mode"},
+  };
+  for (const Bad& c : cases) {
+    std::string text = absl::StrCat("graph {\n  ", c.body, "\n  output %3\n}\n");
+    auto g = parse(text);
+    ASSERT_FALSE(g.ok()) << text;
+    EXPECT_NE(g.status().message().find(c.message), std::string::npos) << g.status() << "\nwanted: " << c.message;
+  }
+}
+
 }  // namespace
 }  // namespace kiln::ir

@@ -1,7 +1,8 @@
-// How a gather lowers: its source is read from memory through an indexed load whose index is
-// clamped into the axis before the load (so no run-time index addresses memory outside the
-// buffer, whatever the backend evaluates eagerly), and memory planning never puts a buffer in
-// place over one that a gather reads at run-time positions.
+// How gathers and scatters lower: a gather's source is read from memory through an indexed load
+// whose index is clamped into the axis before the load (so no run-time index addresses memory
+// outside the buffer, whatever the backend evaluates eagerly), memory planning never puts a
+// buffer in place over one that a gather reads at run-time positions, and a scatter is a copy
+// kernel and a serial kernel with an indexed store.
 #include <gtest/gtest.h>
 
 #include "ir/verify_program.h"
@@ -68,6 +69,33 @@ TEST(GatherLowering, NoBufferIsPlacedOverAGatheredOne) {
   EXPECT_EQ(p.buffers[size_t(result)].kind, ir::BufferKind::kIntermediate);
   EXPECT_FALSE(ir::share_bytes(p, gathered, result));
   EXPECT_MATCHES_REFERENCE({m});
+}
+
+// A scatter is two kernels: the copy of its data (the data's producers fuse into it), then a
+// serial kernel over the updates (their producers and the indices' fuse into it) that writes at
+// run-time positions; its consumers read the result from memory.
+TEST(ScatterLowering, CopyThenASerialKernelWritingAtRunTimePositions) {
+  Tensor x = random_tensor({6, 5}, float32, 6);
+  Tensor idx = random_tensor({6, 9}, int64, 7, -5, 5);
+  Tensor u = random_tensor({6, 9}, float32, 8);
+  Tensor s = scatter(x + 1.0, 1, idx + 0, exp(u) * 2.0, ScatterReduction::kAdd);
+  for (const ir::TargetInfo& t : {testing::cpu_target(), testing::gpu_target()}) {
+    ir::Program p = program_of({s * 3.0}, t);
+    ASSERT_TRUE(ir::verify(p).ok());
+    ASSERT_EQ(p.kernels.size(), 3u);
+    const ir::Kernel &copy = p.kernels[0], &scatter = p.kernels[1];
+    EXPECT_FALSE(copy.serial);
+    EXPECT_FALSE(copy.has_reduce());
+    EXPECT_TRUE(scatter.serial);
+    ASSERT_EQ(scatter.stores.size(), 1u);
+    EXPECT_TRUE(scatter.stores[0].indexed());
+    EXPECT_EQ(scatter.stores[0].buffer, copy.stores[0].buffer);
+    // The scatter kernel runs after the copy (it reads and writes what the copy wrote).
+    bool after = false;
+    for (int d : p.steps[1].deps) after = after || d == 0;
+    EXPECT_TRUE(after);
+  }
+  EXPECT_MATCHES_REFERENCE({s * 3.0});
 }
 
 }  // namespace
