@@ -21,7 +21,9 @@ using ir::Op;
 struct Read {
   NodeId node;
   IndexMap map;
-  bool indexed = false;  // a gather's read: no loop of the reader computes it in place
+  // Read at run-time positions (a gather) or by the copy kernel that runs before a scatter's:
+  // never a value the reader's loop could compute itself, so never merged into the reader.
+  bool indexed = false;
 };
 
 // Whether the operand chain of a contraction is cheap enough to recompute inside its tiles:

@@ -23,7 +23,8 @@ struct LowerRequest {
   const std::vector<int>* buffer_of = nullptr;
   // Called for every load of a materialized node (analysis for the fuser); may be empty.
   // `indexed`: a gather's read, at positions only known at run time (the map addresses the
-  // node's own shape, not the kernel's loops).
+  // node's own shape, not the kernel's loops), or a read of the copy kernel that runs before a
+  // scatter's (the map is over the data's space).
   std::function<void(ir::NodeId, const ir::IndexMap&, bool indexed)> on_read;
   // A scatter root is lowered as the copy of its data into its buffer (the kernel that runs
   // before the scatter's own, whose space is the updates'), not as the scatter itself.
