@@ -18,6 +18,17 @@
 //   window       ints = {stride_0, dilation_0, ..., stride_{r-1}, dilation_{r-1}}: operand [D_0..D_{r-1}]
 //                -> [O_0..O_{r-1}, K_0..K_{r-1}] (rank 2r), element (o, k) is operand element
 //                o * stride + k * dilation per axis (sliding windows: one strided view, no copy)
+//   gather       x, idx -> result of idx's shape, x's dtype; ints = {axis}. x and idx have one rank
+//                and equal dims except along axis; idx has an integer dtype. Element i is x at i with
+//                its axis coordinate replaced by j = idx[i], where a negative j counts from the end
+//                (j + x.shape[axis]); a j still outside [0, x.shape[axis]) reads 0 (false for bool).
+//                So an out-of-range run-time index never reads out of bounds; see DESIGN.md.
+//   scatter      data, idx, updates -> data's shape and dtype; ints = {axis, mode} (ScatterMode:
+//                none, add, mul, max, min). idx has data's rank and dims no larger outside axis;
+//                updates have idx's shape and data's dtype. A copy of data where each update i
+//                is combined into the element at i with its axis coordinate replaced by idx[i]
+//                (negative counts from the end; an index still out of range drops the update).
+//                Updates along the axis apply in order: with mode none the last duplicate wins.
 //   dot          [B..., M, K] x [B..., K, N] -> [B..., M, N] (batch dims equal)
 //   attention    q [B..., Sq, D], k [B..., Sk, D], v [B..., Sk, Dv], optional bias [B..., Sq, Sk]
 //                -> [B..., Sq, Dv]: softmax over j of (scale * q_i . k_j + bias_ij) weighting

@@ -129,6 +129,7 @@ class Interp {
       case OpClass::kReduce: reduce(n, &r); break;
       case OpClass::kMovement: movement(n, &r); break;
       case OpClass::kContract: n.op == Op::kDot ? dot(n, &r) : attention(n, &r); break;
+      case OpClass::kIndex: n.op == Op::kGather ? gather(n, &r) : scatter(n, &r); break;
       case OpClass::kKernel: return absl::InvalidArgumentError("kernel op in a graph");
     }
     (void)fl;
@@ -295,6 +296,55 @@ class Interp {
       if (is_arg_reduce(n.op)) r->i[o] = best[o] < 0 ? 0 : best[o];
       else if (fl) r->f[o] = round_to(r->dtype, facc[o]);
       else r->i[o] = wrap_to(r->dtype, iacc[o]);
+    }
+  }
+
+  // Out-of-range indices (after counting negatives from the end) read 0; HostTensor::make
+  // zero-filled the result.
+  void gather(const Node& n, HostTensor* r) {
+    const HostTensor& x = vals_[n.inputs[0]];
+    const HostTensor& idx = vals_[n.inputs[1]];
+    size_t axis = size_t(n.ints[0]);
+    int64_t extent = x.shape[axis];
+    std::vector<int64_t> pos;
+    for (int64_t k = 0; k < r->numel(); ++k) {
+      int64_t j = idx.i[k];
+      if (j < 0) j += extent;
+      if (j < 0 || j >= extent) continue;
+      unravel(k, n.shape, &pos);
+      pos[axis] = j;
+      int64_t src = ravel(pos, x.shape);
+      if (is_float(r->dtype)) r->f[k] = x.f[src];
+      else r->i[k] = x.i[src];
+    }
+  }
+
+  // Updates apply in row-major order of the indices (so along the axis in order).
+  void scatter(const Node& n, HostTensor* r) {
+    const HostTensor& idx = vals_[n.inputs[1]];
+    const HostTensor& upd = vals_[n.inputs[2]];
+    *r = vals_[n.inputs[0]];
+    size_t axis = size_t(n.ints[0]);
+    int64_t extent = r->shape[axis];
+    std::vector<int64_t> pos;
+    for (int64_t k = 0; k < idx.numel(); ++k) {
+      int64_t j = idx.i[k];
+      if (j < 0) j += extent;
+      if (j < 0 || j >= extent) continue;
+      unravel(k, idx.shape, &pos);
+      pos[axis] = j;
+      int64_t dst = ravel(pos, r->shape);
+      const bool f = is_float(r->dtype);
+      double a = f ? r->f[dst] : 0, b = f ? upd.f[k] : 0, v = b;
+      int64_t ai = f ? 0 : r->i[dst], bi = f ? 0 : upd.i[k], vi = bi;
+      switch (ScatterMode(n.ints[1])) {
+        case ScatterMode::kNone: break;
+        case ScatterMode::kAdd: v = a + b, vi = int64_t(uint64_t(ai) + uint64_t(bi)); break;
+        case ScatterMode::kMul: v = a * b, vi = int64_t(uint64_t(ai) * uint64_t(bi)); break;
+        case ScatterMode::kMax: v = nan_max(a, b), vi = std::max(ai, bi); break;
+        case ScatterMode::kMin: v = nan_min(a, b), vi = std::min(ai, bi); break;
+      }
+      set(r, dst, v, vi);
     }
   }
 

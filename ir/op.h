@@ -15,6 +15,7 @@ enum class OpClass : uint8_t {
   kMovement,  // reshape, permute, expand, slice, pad, concat, window
   kContract,  // dot, attention
   kKernel,    // kernel-IR only: load, valid, axis index
+  kIndex,     // gather, scatter: read / write positions held by an index operand
 };
 
 // X(name, text, class, arity). Arity -1 = variadic (concat; attention takes 3 or 4).
@@ -71,7 +72,9 @@ enum class OpClass : uint8_t {
   X(Attention, "attention", kContract, -1)      \
   X(Load, "load", kKernel, 0)                   \
   X(Valid, "valid", kKernel, 0)                 \
-  X(AxisIndex, "axis_index", kKernel, 0)
+  X(AxisIndex, "axis_index", kKernel, 0)         \
+  X(Gather, "gather", kIndex, 2)                \
+  X(Scatter, "scatter", kIndex, 3)
 
 enum class Op : uint8_t {
 #define KILN_X(name, text, cls, arity) k##name,
@@ -94,5 +97,9 @@ inline bool is_comparison(Op op) {
   return op == Op::kLt || op == Op::kLe || op == Op::kEq || op == Op::kNe;
 }
 inline bool is_arg_reduce(Op op) { return op == Op::kArgMax || op == Op::kArgMin; }
+inline bool is_gather(Op op) { return op == Op::kGather; }
+
+// How a scatter combines an update with the value it lands on (graph ints[1]).
+enum class ScatterMode : int64_t { kNone, kAdd, kMul, kMax, kMin };
 
 }  // namespace kiln::ir

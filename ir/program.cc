@@ -37,6 +37,24 @@ bool map_depends_on_reduce(const IndexMap& m, const std::vector<bool>& reduce) {
 }
 }  // namespace
 
+Shape indexed_space(const IndexMap& m, const std::vector<int64_t>& ints) {
+  Shape s = m.views[size_t(ints[0]) - 1].shape;
+  s[size_t(ints[1])] = ints[2];
+  return s;
+}
+
+namespace {
+std::string check_indexed(const std::vector<KNode>& nodes, KNodeId index, const IndexMap& m,
+                          const std::vector<int64_t>& ints) {
+  if (ints.size() != 3) return "needs ints {split, axis, extent}";
+  if (nodes[size_t(index)].dtype != DType::kInt64) return "index value must be i64";
+  if (ints[0] < 1 || ints[0] >= int64_t(m.views.size())) return "split out of range";
+  const Shape& src = m.views[size_t(ints[0]) - 1].shape;
+  if (ints[1] < 0 || ints[1] >= int64_t(src.size()) || ints[2] < 0) return "axis out of range";
+  return "";
+}
+}  // namespace
+
 std::string Kernel::finalize() {
   if (reduce.size() != shape.size()) return "reduce flags do not match the kernel rank";
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -47,6 +65,12 @@ std::string Kernel::finalize() {
         n.op == Op::kRandn) {
       if (n.map.views.empty() || n.map.shape() != shape) return absl::StrCat("node ", i, " has a map of the wrong shape");
       n.inner = map_depends_on_reduce(n.map, reduce);
+      if (is_indexed_load(n)) {
+        if (n.inputs.size() != 1) return absl::StrCat("indexed load ", i, " takes one index value");
+        if (std::string e = check_indexed(nodes, n.inputs[0], n.map, n.ints); !e.empty())
+          return absl::StrCat("indexed load ", i, ": ", e);
+        n.inner = n.inner || nodes[size_t(n.inputs[0])].inner;
+      }
     } else if (n.op == Op::kAxisIndex) {
       n.inner = reduce[n.ints[0]];
     } else if (n.op == Op::kAttention) {
@@ -63,6 +87,11 @@ std::string Kernel::finalize() {
     if (s.map.views.empty() || s.map.shape() != shape) return "store map has the wrong shape";
     bool store_inner = map_depends_on_reduce(s.map, reduce);
     if (nodes[s.value].inner && !store_inner) return "inner-level value stored at an outer-level map";
+    if (s.indexed()) {
+      if (s.index >= KNodeId(nodes.size())) return "indexed store of a missing index";
+      if (std::string e = check_indexed(nodes, s.index, s.map, s.ints); !e.empty()) return "indexed store: " + e;
+      if (!serial) return "an indexed store needs a serial kernel";
+    }
   }
   return "";
 }
@@ -86,6 +115,7 @@ std::string kernel_to_string(const Kernel& k) {
   if (k.contraction.reduce >= 0)
     absl::StrAppend(&r, " contraction(m=", k.contraction.m_axis, ",n=", k.contraction.n_axis, ",k=",
                     k.contraction.k_axis, ")");
+  if (k.serial) r += " serial";
   r += " {\n";
   for (size_t i = 0; i < k.nodes.size(); ++i) {
     const KNode& n = k.nodes[i];
@@ -100,8 +130,11 @@ std::string kernel_to_string(const Kernel& k) {
     if (!n.map.views.empty()) absl::StrAppend(&r, " ", n.map.to_string());
     absl::StrAppend(&r, " : ", dtype_name(n.dtype), n.inner ? " inner" : " outer", "\n");
   }
-  for (const Store& s : k.stores)
-    absl::StrAppend(&r, "  store buf", s.buffer, " <- $", s.value, " ", s.map.to_string(), "\n");
+  for (const Store& s : k.stores) {
+    absl::StrAppend(&r, "  store buf", s.buffer, " <- $", s.value, " ", s.map.to_string());
+    if (s.indexed()) absl::StrAppend(&r, " at $", s.index, " ints=", shape_str(s.ints));
+    r += "\n";
+  }
   for (const std::string& note : k.notes) absl::StrAppend(&r, "  # ", note, "\n");
   return r + "}\n";
 }

@@ -23,6 +23,11 @@ using KNodeId = int32_t;
 
 // Kernel expression node. `op` reuses the graph ops:
 //   load       buffer + map: the element at map(index) of buffer (0 where the map is masked)
+//   load with an index operand (a gather; is_indexed_load): inputs = {j}, an i64 value in
+//     [0, extent) (lowering clamps it); ints = {split, axis, extent}. map.views[split..] address
+//     the gather's result G from the loop index; their flat result is unflattened over G (the
+//     shape of map.views[split - 1] with dim `axis` = G's own extent there), coordinate `axis` is
+//     replaced by j, and map.views[..split) map those coordinates to the source buffer.
 //   valid      map: bool, whether map(index) is inside every mask
 //   const      scalar
 //   iota       map: the flat index map(index) as a value
@@ -51,10 +56,22 @@ struct KNode {
   }
 };
 
+inline bool is_indexed_load(const KNode& n) { return n.op == Op::kLoad && !n.inputs.empty(); }
+// The shape over which an indexed access (load or store) with map `m` and ints {split, axis,
+// extent} unflattens its position (see KNode).
+Shape indexed_space(const IndexMap& m, const std::vector<int64_t>& ints);
+
+// A store writes `value` at map(index). An indexed store (a scatter: index >= 0) addresses like
+// an indexed load, with index and ints = {split, axis, extent} in place of the load's operand
+// and ints; a kernel with one runs its reduce axes in order in one thread per outer index
+// (Kernel::serial), so its read-modify-writes never race.
 struct Store {
   int buffer = -1;
   IndexMap map;  // over the kernel shape; stride 0 on reduce axes for outer-level values
   KNodeId value = -1;
+  KNodeId index = -1;
+  std::vector<int64_t> ints;
+  bool indexed() const { return index >= 0; }
 };
 
 // A matmul-shaped reduction: sum over k of lhs(.., m, k) * rhs(.., k, n). Backends may emit a
@@ -72,6 +89,7 @@ struct Kernel {
   std::vector<KNode> nodes;  // topological
   std::vector<Store> stores;
   Contraction contraction;  // reduce < 0 when absent
+  bool serial = false;  // reduce axes run in order, in one thread per outer index (a scatter)
   std::vector<std::string> notes;  // fusion decisions, for dumps
 
   bool has_reduce() const;

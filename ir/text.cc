@@ -37,14 +37,17 @@ const char* ints_attr(Op op) {
     case Op::kPermute: return "perm";
     case Op::kSlice: return "start_step";
     case Op::kPad: return "widths";
-    case Op::kConcat: return "axis";
+    case Op::kConcat:
+    case Op::kGather: return "axis";
     case Op::kWindow: return "stride_dilation";
     case Op::kAttention: return "causal";
+    case Op::kScatter: return "axis_mode";
     default: return nullptr;
   }
 }
 bool ints_is_list(Op op) {
-  return op != Op::kInput && op != Op::kRand && op != Op::kRandn && op != Op::kConcat && op != Op::kAttention;
+  return op != Op::kInput && op != Op::kRand && op != Op::kRandn && op != Op::kConcat && op != Op::kGather &&
+         op != Op::kAttention;
 }
 bool has_scalar(Op op) { return op == Op::kConst || op == Op::kPad || op == Op::kAttention; }
 

@@ -175,6 +175,49 @@ absl::Status check_movement(const Graph& g, const Node& n) {
   }
 }
 
+absl::Status check_gather(const Graph& g, const Node& n) {
+  const Node& x = g.node(n.inputs[0]);
+  const Node& idx = g.node(n.inputs[1]);
+  if (n.dtype != x.dtype) return err(n, "result dtype must equal the gathered tensor's dtype");
+  if (!is_int(idx.dtype))
+    return err(n, absl::StrCat("indices must have an integer dtype, got ", dtype_name(idx.dtype)));
+  size_t r = x.shape.size();
+  if (n.ints.size() != 1 || n.ints[0] < 0 || n.ints[0] >= int64_t(r))
+    return err(n, absl::StrCat("axis must be one of the ", r, " dims of ", shape_str(x.shape)));
+  if (idx.shape.size() != r)
+    return err(n, absl::StrCat("indices ", shape_str(idx.shape), " must have the rank of ", shape_str(x.shape)));
+  for (size_t d = 0; d < r; ++d)
+    if (int64_t(d) != n.ints[0] && idx.shape[d] != x.shape[d])
+      return err(n, absl::StrCat("indices ", shape_str(idx.shape), " and ", shape_str(x.shape),
+                                 " differ outside axis ", n.ints[0]));
+  if (x.shape[size_t(n.ints[0])] == 0 && shape_numel(idx.shape) > 0)
+    return err(n, "cannot gather from an empty axis");
+  if (n.shape != idx.shape) return err(n, "result shape must equal the indices' shape");
+  return absl::OkStatus();
+}
+
+absl::Status check_scatter(const Graph& g, const Node& n) {
+  const Node& data = g.node(n.inputs[0]);
+  const Node& idx = g.node(n.inputs[1]);
+  const Node& upd = g.node(n.inputs[2]);
+  if (n.dtype != data.dtype || n.shape != data.shape) return err(n, "result must have the data's dtype and shape");
+  if (!is_int(idx.dtype))
+    return err(n, absl::StrCat("indices must have an integer dtype, got ", dtype_name(idx.dtype)));
+  if (upd.dtype != data.dtype) return err(n, "updates must have the data's dtype");
+  if (upd.shape != idx.shape) return err(n, "updates must have the indices' shape");
+  size_t r = data.shape.size();
+  if (n.ints.size() != 2 || n.ints[0] < 0 || n.ints[0] >= int64_t(r))
+    return err(n, absl::StrCat("needs an axis of ", shape_str(data.shape), " and a mode"));
+  if (n.ints[1] < 0 || n.ints[1] > int64_t(ScatterMode::kMin)) return err(n, "unknown mode");
+  if (n.ints[1] != 0 && data.dtype == DType::kBool) return err(n, "a reduction needs numeric data, got bool");
+  if (idx.shape.size() != r)
+    return err(n, absl::StrCat("indices ", shape_str(idx.shape), " must have the rank of ", shape_str(data.shape)));
+  for (size_t d = 0; d < r; ++d)
+    if (int64_t(d) != n.ints[0] && idx.shape[d] > data.shape[d])
+      return err(n, absl::StrCat("indices ", shape_str(idx.shape), " exceed ", shape_str(data.shape), " along axis ", d));
+  return absl::OkStatus();
+}
+
 absl::Status check_attention(const Graph& g, const Node& n) {
   if (n.inputs.size() != 3 && n.inputs.size() != 4) return err(n, "takes q, k, v and an optional bias");
   if (n.ints.size() != 1 || (n.ints[0] != 0 && n.ints[0] != 1)) return err(n, "causal must be 0 or 1");
@@ -274,6 +317,7 @@ absl::Status check_node(const Graph& g, const Node& n) {
         return err(n, "result shape is not [..., M, N]");
       return absl::OkStatus();
     }
+    case OpClass::kIndex: return n.op == Op::kGather ? check_gather(g, n) : check_scatter(g, n);
     case OpClass::kKernel: return err(n, "kernel-IR op in a graph");
   }
   return absl::OkStatus();

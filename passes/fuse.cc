@@ -21,6 +21,9 @@ using ir::Op;
 struct Read {
   NodeId node;
   IndexMap map;
+  // Read at run-time positions (a gather) or by the copy kernel that runs before a scatter's:
+  // never a value the reader's loop could compute itself, so never merged into the reader.
+  bool indexed = false;
 };
 
 // Whether the operand chain of a contraction is cheap enough to recompute inside its tiles:
@@ -54,7 +57,7 @@ class Fuser {
       if (g_.node(o).op != Op::kInput) mat[o] = true;
     for (size_t i = 0; i < g_.size(); ++i) {
       const Node& n = g_.node(NodeId(i));
-      if (ir::is_reduce(n.op) || n.op == Op::kDot || n.op == Op::kAttention) mat[i] = true;
+      if (ir::is_reduce(n.op) || n.op == Op::kDot || n.op == Op::kAttention || n.op == Op::kScatter) mat[i] = true;
       if (!enable_ && (ir::is_elementwise(n.op))) mat[i] = true;
     }
     for (size_t i = 0; i < g_.size(); ++i) {
@@ -80,6 +83,17 @@ class Fuser {
           plan_.decisions.push_back(absl::StrCat("materialize %", c, ": ", n.op == Op::kDot ? "matmul" : "attention",
                                                  " operand is not one strided view"));
         }
+      }
+    }
+    // A gather reads its source at positions known only at run time, so the source is in memory:
+    // the first node below the gather's movement ops (those fold into the gather's load).
+    for (size_t i = 0; i < g_.size(); ++i) {
+      if (!ir::is_gather(g_.node(NodeId(i)).op)) continue;
+      NodeId src = g_.node(NodeId(i)).inputs[0];
+      while (is_reindexing(g_.node(src).op)) src = g_.node(src).inputs[0];
+      if (g_.node(src).op != Op::kInput && !mat[size_t(src)]) {
+        mat[size_t(src)] = true;
+        plan_.decisions.push_back(absl::StrCat("materialize %", src, ": gathered from at run-time positions"));
       }
     }
     // Inlined expressions stay at most kMaxInlineDepth deep: lowering and code generation walk
@@ -168,7 +182,7 @@ class Fuser {
     for (NodeId n : group.computed)
       if (buffer_of_[n] >= 0) req.stores.push_back(n);
     req.buffer_of = &buffer_of_;
-    req.on_read = [out](NodeId n, const IndexMap& m) { out->push_back({n, m}); };
+    req.on_read = [out](NodeId n, const IndexMap& m, bool indexed) { out->push_back({n, m, indexed}); };
     return lower_group(req).ok();
   }
 
@@ -224,6 +238,7 @@ class Fuser {
       }
       for (const Read& r : *reads) {
         if (group_of_[r.node] != h) continue;
+        if (r.indexed) return false;
         IndexMap want;
         if (!s.natural_map(g_.node(r.node).shape, &want) || !(want == r.map)) return false;
       }
@@ -236,6 +251,10 @@ class Fuser {
     };
     if (SG.attention) {
       *why = "an attention kernel only inlines cheap operands; this one must be stored";
+      return false;
+    }
+    if (SH.scatter) {
+      *why = "a scatter writes its result at run-time positions, after a copy of its data";
       return false;
     }
     if (SG.dot) {
@@ -387,7 +406,7 @@ class Fuser {
       for (size_t b = a + 1; b < groups_.size(); ++b) {
         if (!alive_[b]) continue;
         const Space &sa = groups_[a].space, &sb = groups_[b].space;
-        if (sa.dot || sb.dot || sa.attention || sb.attention || sa.full != sb.full) continue;
+        if (sa.dot || sb.dot || sa.attention || sb.attention || sa.scatter || sb.scatter || sa.full != sb.full) continue;
         // Same space, or an elementwise kernel joining a reduction over its full shape (its values
         // become inner-level stores of the reduction kernel).
         if (!(sa == sb) && sa.has_reduce() && sb.has_reduce()) continue;

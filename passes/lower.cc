@@ -82,12 +82,18 @@ class Builder {
   }
 
   absl::StatusOr<ir::Kernel> build() {
+    k_.serial = r_.space.scatter && !r_.scatter_init;
     for (NodeId root : r_.stores) {
+      const bool scatter = g_.node(root).op == Op::kScatter;
+      if (scatter && !r_.scatter_init) {
+        if (absl::Status s = scatter_store(root); !s.ok()) return s;
+        continue;
+      }
       IndexMap m;
       if (!r_.space.natural_map(g_.node(root).shape, &m))
         return absl::InternalError(absl::StrCat("root %", root, " of shape ", shape_str(g_.node(root).shape),
                                                 " does not fit kernel space ", shape_str(r_.space.full)));
-      auto v = lower(root, m, /*as_root=*/true);
+      auto v = scatter ? lower(g_.node(root).inputs[0], m) : lower(root, m, /*as_root=*/true);
       if (!v.ok()) return v.status();
       ir::Store s;
       s.buffer = (*r_.buffer_of)[root];
@@ -157,7 +163,7 @@ class Builder {
     // the node is (a load, a reduction computed here, ...), it is the constant 0 there.
     if (never_valid(m)) return constant(is_float(n.dtype) ? Scalar::from_double(0) : Scalar::from_int(0), n.dtype);
     if (n.op == Op::kInput || (buf >= 0 && !as_root && !is_computed(id))) {
-      if (r_.on_read) r_.on_read(id, m);
+      if (r_.on_read) r_.on_read(id, m, /*indexed=*/false);
       KNode l;
       l.op = Op::kLoad;
       l.dtype = n.dtype;
@@ -189,9 +195,120 @@ class Builder {
       case ir::OpClass::kMovement: return lower_movement(n, m);
       case ir::OpClass::kReduce: return lower_reduce(id, n, m);
       case ir::OpClass::kContract: return n.op == Op::kDot ? lower_dot(id, n, m) : lower_attention(id, n, m);
+      case ir::OpClass::kIndex:
+        if (n.op == Op::kGather) return lower_gather(n, m);
+        return absl::InternalError(absl::StrCat("scatter %", id, " is read before it is in memory"));
       case ir::OpClass::kKernel: break;
     }
     return absl::InternalError("unexpected kernel op in a graph");
+  }
+
+  // Index value j as an i64 inside [0, extent): a negative one counts from the end, and one still
+  // outside becomes 0 with *ok false (so no access ever leaves the axis).
+  KNodeId in_axis(KNodeId j, int64_t extent_value, KNodeId* ok) {
+    const DType i64 = DType::kInt64;
+    KNodeId jv = k_.nodes[j].dtype == i64 ? j : op(Op::kCast, i64, {j});
+    KNodeId zero = constant(Scalar::from_int(0), i64), extent = constant(Scalar::from_int(extent_value), i64);
+    KNodeId wrapped = op(Op::kWhere, i64, {op(Op::kLt, DType::kBool, {jv, zero}), op(Op::kAdd, i64, {jv, extent}), jv});
+    *ok = op(Op::kAnd, DType::kBool,
+             {op(Op::kLe, DType::kBool, {zero, wrapped}), op(Op::kLt, DType::kBool, {wrapped, extent})});
+    return op(Op::kWhere, i64, {*ok, wrapped, zero});
+  }
+
+  // The scatter kernel: over the updates (the kernel space), its axis a serial reduce axis. Each
+  // update reads the result's element it lands on (an indexed load of the scatter's own buffer,
+  // which the copy kernel filled with the data), combines and writes it back (an indexed store).
+  // An out-of-range update writes the old value of position 0 of its own row back, unchanged.
+  // Updates at different positions of the other axes never share an element, and each thread
+  // runs the axis in order, so nothing races and the last duplicate wins.
+  absl::Status scatter_store(NodeId root) {
+    const Node& n = g_.node(root);
+    const size_t axis = size_t(n.ints[0]);
+    IndexMap m = IndexMap::of(View::contiguous(r_.space.full));
+    auto j = lower(n.inputs[1], m);
+    if (!j.ok()) return j.status();
+    auto u = lower(n.inputs[2], m);
+    if (!u.ok()) return u.status();
+    KNodeId ok = -1, safe = in_axis(*j, n.shape[axis], &ok);
+    // The update's position flattened over the data's shape with the updates' axis extent (the
+    // updates may be smaller than the data outside the axis), then the data's own layout.
+    Shape g = n.shape;
+    g[axis] = r_.space.full[axis];
+    View pos;
+    pos.shape = r_.space.full;
+    pos.strides = ir::contiguous_strides(g);
+    pos.canonicalize();
+    IndexMap at = IndexMap::of(View::contiguous(n.shape));
+    at.views.push_back(pos);
+    KNode l;
+    l.op = Op::kLoad;
+    l.dtype = n.dtype;
+    l.buffer = (*r_.buffer_of)[root];
+    l.inputs = {safe};
+    l.ints = {1, int64_t(axis), r_.space.full[axis]};
+    l.map = at;
+    KNodeId old = emit(l), v = *u;
+    switch (ir::ScatterMode(n.ints[1])) {
+      case ir::ScatterMode::kNone: break;
+      case ir::ScatterMode::kAdd: v = op(Op::kAdd, n.dtype, {old, v}); break;
+      case ir::ScatterMode::kMul: v = op(Op::kMul, n.dtype, {old, v}); break;
+      case ir::ScatterMode::kMax: v = op(Op::kMax, n.dtype, {old, v}); break;
+      case ir::ScatterMode::kMin: v = op(Op::kMin, n.dtype, {old, v}); break;
+    }
+    ir::Store s;
+    s.buffer = l.buffer;
+    s.map = at;
+    s.value = op(Op::kWhere, n.dtype, {ok, v, old});
+    s.index = safe;
+    s.ints = l.ints;
+    k_.stores.push_back(s);
+    // The copy kernel's reads order this kernel after the data's producers; none of them can
+    // join this kernel (the copy runs first).
+    if (r_.on_read) {
+      LowerRequest copy = r_;
+      copy.space = elementwise_space(n.shape);
+      copy.computed = {};
+      copy.stores = {root};
+      copy.scatter_init = true;
+      copy.on_read = [this](NodeId x, const IndexMap& xm, bool) { r_.on_read(x, xm, /*indexed=*/true); };
+      auto k = Builder(copy).build();
+      if (!k.ok()) return k.status();
+    }
+    return absl::OkStatus();
+  }
+
+  // gather(x, idx) at map m (over its result G): idx is read at m like an elementwise operand;
+  // x is read from memory (through the movement ops above its buffer) at m's position in G with
+  // the axis coordinate taken from the index. An index outside the axis, after counting a
+  // negative one from the end, reads 0: the load itself reads position 0 of the axis then.
+  absl::StatusOr<KNodeId> lower_gather(const Node& n, const IndexMap& m) {
+    const size_t axis = size_t(n.ints[0]);
+    const Shape& xs = g_.node(n.inputs[0]).shape;
+    auto j = lower(n.inputs[1], m);
+    if (!j.ok()) return j;
+    KNodeId ok = -1, safe = in_axis(*j, xs[axis], &ok);
+    IndexMap source = IndexMap::of(View::contiguous(xs));
+    NodeId src = n.inputs[0];
+    for (;;) {
+      const Node& s = g_.node(src);
+      if (s.op == Op::kInput || ((*r_.buffer_of)[src] >= 0 && !is_computed(src))) break;
+      if (!is_reindexing(s.op))
+        return absl::InternalError(absl::StrCat("gather source %", src, " is not in memory"));
+      source = compose_merged(source, reindexing_view(g_, s));
+      src = s.inputs[0];
+    }
+    if (r_.on_read) r_.on_read(src, source, /*indexed=*/true);
+    KNode l;
+    l.op = Op::kLoad;
+    l.dtype = n.dtype;
+    l.buffer = (*r_.buffer_of)[src];
+    l.inputs = {safe};
+    l.ints = {int64_t(source.views.size()), int64_t(axis), n.shape[axis]};
+    l.map = source;
+    l.map.views.insert(l.map.views.end(), m.views.begin(), m.views.end());
+    KNodeId loaded = emit(l);
+    Scalar z = is_float(n.dtype) ? Scalar::from_double(0) : Scalar::from_int(0);
+    return op(Op::kWhere, n.dtype, {ok, loaded, constant(z, n.dtype)});
   }
 
   absl::StatusOr<KNodeId> lower_movement(const Node& n, const IndexMap& m) {
@@ -343,11 +460,13 @@ class Builder {
 
 absl::StatusOr<ir::Kernel> lower_group(const LowerRequest& req) { return Builder(req).build(); }
 
+bool is_reindexing(Op op) { return op == Op::kReshape || op == Op::kPermute || op == Op::kExpand || op == Op::kSlice; }
+
 bool reads_as_one_view(const ir::Graph& g, ir::NodeId id) {
   IndexMap m = IndexMap::of(View::contiguous(g.node(id).shape));
   for (NodeId x = id;;) {
     const Node& n = g.node(x);
-    if (!ir::is_movement(n.op) || n.op == Op::kPad || n.op == Op::kConcat) break;
+    if (!is_reindexing(n.op)) break;
     m = compose_merged(m, reindexing_view(g, n));
     x = n.inputs[0];
   }

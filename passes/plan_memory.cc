@@ -18,7 +18,7 @@ bool in_place_ok(const ir::Program& p, const ir::Kernel& k, int in, int out) {
   bool reads = false;
   for (const ir::KNode& n : k.nodes) {
     if (n.op != ir::Op::kLoad || n.buffer != in) continue;
-    if (!(n.map == st->map)) return false;
+    if (ir::is_indexed_load(n) || !(n.map == st->map)) return false;
     reads = true;
   }
   return reads;

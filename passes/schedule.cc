@@ -126,21 +126,13 @@ absl::StatusOr<ir::Program> schedule(const ir::Graph& g, const FusionPlan& plan)
     buffer_of[i] = int(p.buffers.size());
     p.buffers.push_back(b);
   }
-  for (const Group& grp : plan.groups) {
-    LowerRequest req;
-    req.graph = &g;
-    req.space = grp.space;
-    req.computed = grp.computed;
-    for (ir::NodeId n : grp.computed)
-      if (plan.stored[n]) req.stores.push_back(n);
-    if (req.stores.empty()) continue;
-    req.buffer_of = &buffer_of;
+  auto append = [&](const LowerRequest& req, const std::vector<ir::NodeId>& named_by) -> absl::Status {
     auto k = lower_group(req);
     if (!k.ok()) return k.status();
     std::string name = absl::StrCat("k", p.kernels.size());
     std::vector<std::string> seen;
-    for (ir::NodeId n : grp.computed) {
-      std::string op = ir::op_name(g.node(n).op);
+    for (ir::NodeId n : named_by) {
+      std::string op = req.scatter_init ? "scatter_copy" : ir::op_name(g.node(n).op);
       if (std::find(seen.begin(), seen.end(), op) == seen.end() && seen.size() < 3) {
         seen.push_back(op);
         name += "_" + op;
@@ -154,6 +146,29 @@ absl::StatusOr<ir::Program> schedule(const ir::Graph& g, const FusionPlan& plan)
     s.kernel = int(p.kernels.size());
     p.kernels.push_back(*std::move(k));
     p.steps.push_back(s);
+    return absl::OkStatus();
+  };
+  for (const Group& grp : plan.groups) {
+    LowerRequest req;
+    req.graph = &g;
+    req.space = grp.space;
+    req.computed = grp.computed;
+    for (ir::NodeId n : grp.computed)
+      if (plan.stored[n]) req.stores.push_back(n);
+    if (req.stores.empty()) continue;
+    req.buffer_of = &buffer_of;
+    // A scatter's buffer first gets a copy of its data (a kernel of the data's own space).
+    for (ir::NodeId n : req.stores) {
+      if (g.node(n).op != ir::Op::kScatter) continue;
+      LowerRequest copy;
+      copy.graph = &g;
+      copy.space = elementwise_space(g.node(n).shape);
+      copy.stores = {n};
+      copy.buffer_of = &buffer_of;
+      copy.scatter_init = true;
+      if (absl::Status st = append(copy, {n}); !st.ok()) return st;
+    }
+    if (absl::Status st = append(req, grp.computed); !st.ok()) return st;
   }
   return p;
 }

@@ -52,6 +52,13 @@ bool Space::natural_map(const Shape& shape, ir::IndexMap* out) const {
   return false;
 }
 
+Space elementwise_space(const Shape& shape) {
+  Space s;
+  s.full = s.outer = shape;
+  s.reduce.assign(shape.size(), false);
+  return s;
+}
+
 Space space_of(const ir::Graph& g, ir::NodeId id) {
   const ir::Node& n = g.node(id);
   Space s;
@@ -77,10 +84,15 @@ Space space_of(const ir::Graph& g, ir::NodeId id) {
     s.reduce.assign(s.full.size(), false);
     s.reduce[s.full.size() - 1] = s.reduce[s.full.size() - 2] = true;
     s.outer = n.shape;
-  } else {
-    s.full = n.shape;
+  } else if (n.op == ir::Op::kScatter) {
+    s.scatter = true;
+    s.full = g.node(n.inputs[1]).shape;
     s.reduce.assign(s.full.size(), false);
-    s.outer = n.shape;
+    s.reduce[size_t(n.ints[0])] = true;
+    s.outer = s.full;
+    s.outer[size_t(n.ints[0])] = 1;
+  } else {
+    s = elementwise_space(n.shape);
   }
   return s;
 }

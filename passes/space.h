@@ -15,11 +15,13 @@ struct Space {
   Shape outer;               // shape of a value computed once per outer index
   bool dot = false;          // a contraction: full = outer + [K], K is the last axis
   bool attention = false;    // attention: full = outer + [Sk, D], outer = [B..., Sq, Dv]
+  bool scatter = false;      // a scatter's updates: full = the indices' shape, reduce = its axis
 
   bool has_reduce() const;
   int64_t reduce_count() const;
   bool operator==(const Space& o) const {
-    return full == o.full && reduce == o.reduce && outer == o.outer && dot == o.dot && attention == o.attention;
+    return full == o.full && reduce == o.reduce && outer == o.outer && dot == o.dot && attention == o.attention &&
+           scatter == o.scatter;
   }
   // The view over `full` that addresses a row-major tensor of `outer` shape.
   ir::View outer_view() const;
@@ -28,6 +30,9 @@ struct Space {
   // identity for the full shape; false when neither fits.
   bool natural_map(const Shape& shape, ir::IndexMap* out) const;
 };
+
+// Elementwise over `shape`: no reduce axes.
+Space elementwise_space(const Shape& shape);
 
 // Space of a group whose main node is `n`: a reduction over its operand, a contraction, or
 // elementwise over its own shape.

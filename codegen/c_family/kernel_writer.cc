@@ -68,7 +68,7 @@ std::string KernelWriter::lookup(KNodeId id) const {
   return "";
 }
 
-KernelWriter::Addr KernelWriter::address(const ir::IndexMap& m) {
+KernelWriter::Addr KernelWriter::address(const ir::IndexMap& m, ir::KNodeId index, const std::vector<int64_t>* at) {
   std::vector<std::string> idx;
   for (size_t d = 0; d < k_.shape.size(); ++d) idx.push_back(axis_[d].empty() ? ilit(0) : axis_[d]);
   std::string valid, flat;
@@ -92,7 +92,9 @@ KernelWriter::Addr KernelWriter::address(const ir::IndexMap& m) {
     flat = fresh("f");
     line(absl::StrCat(idx_t(), " ", flat, " = ", e, ";"));
     if (j > 0) {
-      const Shape& s = m.views[j - 1].shape;
+      // An indexed load unflattens over its result's shape and takes one coordinate from its index.
+      const bool split = index >= 0 && int64_t(j) == (*at)[0];
+      const Shape s = split ? ir::indexed_space(m, *at) : m.views[j - 1].shape;
       std::vector<int64_t> cs = ir::contiguous_strides(s);
       idx.assign(s.size(), "");
       for (size_t d = 0; d < s.size(); ++d) {
@@ -101,6 +103,12 @@ KernelWriter::Addr KernelWriter::address(const ir::IndexMap& m) {
         std::string var = fresh("u");
         line(absl::StrCat(idx_t(), " ", var, " = ", x, ";"));
         idx[d] = var;
+      }
+      if (split) {
+        std::string var = fresh("g");
+        DType it = wide_ ? DType::kInt64 : DType::kInt32;
+        line(absl::StrCat(idx_t(), " ", var, " = ", d_.cast(DType::kInt64, it, eval(index)), ";"));
+        idx[size_t((*at)[1])] = var;
       }
     }
   }
@@ -142,7 +150,7 @@ std::string KernelWriter::eval_uncached(KNodeId id) {
   switch (n.op) {
     case Op::kConst: return d_.literal(n.dtype, n.scalar);
     case Op::kLoad: {
-      Addr a = address(n.map);
+      Addr a = ir::is_indexed_load(n) ? address(n.map, n.inputs[0], &n.ints) : address(n.map);
       if (a.valid.empty()) return def(d_.load(n.buffer, n.dtype, a.offset));
       // Masked: read element 0 where the index is invalid, so that a compiler evaluating both
       // sides of the select never touches memory outside the buffer.
@@ -199,7 +207,7 @@ bool KernelWriter::store_is_inner(const ir::Store& s) const {
 
 void KernelWriter::store(const ir::Store& s) {
   std::string v = eval(s.value);
-  Addr a = address(s.map);
+  Addr a = s.indexed() ? address(s.map, s.index, &s.ints) : address(s.map);
   line(d_.store(s.buffer, p_.buffers[s.buffer].dtype, a.offset, v));
 }
 

@@ -76,7 +76,8 @@ class KernelWriter {
   struct Addr {
     std::string offset, valid;  // valid empty = always
   };
-  Addr address(const ir::IndexMap& m);
+  // An indexed access (see ir::KNode) passes its index value and ints {split, axis, extent}.
+  Addr address(const ir::IndexMap& m, ir::KNodeId index = -1, const std::vector<int64_t>* at = nullptr);
   std::string lookup(ir::KNodeId id) const;
   std::string eval_uncached(ir::KNodeId id);
   std::string rng_bits(const ir::KNode& n, const std::string& counter);

@@ -55,6 +55,8 @@ class Renderer {
       if (support::debug_level() >= 2)
         std::fprintf(stderr, "kiln: %s: %s%s%s\n", name.c_str(), out.strategy.c_str(), why.empty() ? "" : "; not sm_90a: ",
                      why.c_str());
+    } else if (k_.serial) {
+      per_output(&out, block);  // its reduce axes run in order in each thread
     } else if (phases_.empty()) {
       elementwise(&out, block);
     } else if (use_row_strategy()) {

@@ -183,7 +183,8 @@ class Emitter {
     Value* valid;  // nullptr = always valid
   };
 
-  Addr address(const ir::IndexMap& m) {
+  // An indexed access (see ir::KNode) passes its index value and ints {split, axis, extent}.
+  Addr address(const ir::IndexMap& m, KNodeId index = -1, const std::vector<int64_t>* at = nullptr) {
     std::vector<Value*> idx;
     for (size_t d = 0; d < k_.shape.size(); ++d) idx.push_back(idx_[d] ? idx_[d] : b_.getInt64(0));
     Value* valid = nullptr;
@@ -203,13 +204,16 @@ class Emitter {
       if (j > 0) {
         // Unflatten into the previous view's shape. A masked-out index may be negative; its
         // value is never used, so signed division is fine.
-        const Shape& s = m.views[j - 1].shape;
+        // An indexed load unflattens over its result's shape and takes one coordinate from its index.
+        const bool split = index >= 0 && int64_t(j) == (*at)[0];
+        const Shape s = split ? ir::indexed_space(m, *at) : m.views[j - 1].shape;
         std::vector<int64_t> cs = ir::contiguous_strides(s);
         idx.assign(s.size(), nullptr);
         for (size_t d = 0; d < s.size(); ++d) {
           Value* q = cs[d] == 1 ? flat : b_.CreateSDiv(flat, b_.getInt64(cs[d]));
           idx[d] = d == 0 ? q : b_.CreateSRem(q, b_.getInt64(s[d]));
         }
+        if (split) idx[size_t((*at)[1])] = eval(index);
       }
     }
     return {flat, valid};
@@ -244,7 +248,7 @@ class Emitter {
   }
 
   Value* load(const KNode& n) {
-    Addr a = address(n.map);
+    Addr a = ir::is_indexed_load(n) ? address(n.map, n.inputs[0], &n.ints) : address(n.map);
     llvm::Type* st = storage_type(n.dtype);
     Value* off = a.valid ? b_.CreateSelect(a.valid, a.offset, b_.getInt64(0)) : a.offset;
     llvm::LoadInst* ld = b_.CreateLoad(st, b_.CreateGEP(st, buf_[n.buffer], off));
@@ -257,7 +261,7 @@ class Emitter {
   void store(const ir::Store& s) {
     const ir::BufferDesc& bd = p_.buffers[s.buffer];
     Value* v = eval(s.value);
-    Addr a = address(s.map);
+    Addr a = s.indexed() ? address(s.map, s.index, &s.ints) : address(s.map);
     llvm::Type* st = storage_type(bd.dtype);
     tag(b_.CreateStore(to_storage(bd.dtype, v), b_.CreateGEP(st, buf_[s.buffer], a.offset)), s.buffer);
   }

@@ -19,6 +19,9 @@ const OpTable& table() {
     register_control_ops(*m);
     register_rnn_ops(*m);
     register_conv_ops(*m);
+    register_gather_ops(*m);
+    register_resize_ops(*m);
+    register_grid_sample_ops(*m);
     return m;
   }();
   return *t;
@@ -44,16 +47,7 @@ std::string missing_reason(const std::string& op) {
       {"MaxUnpool", "kiln has no scatter primitive yet"},
       {"MaxRoiPool", "kiln has no gather primitive yet (regions are run-time values)"},
       {"RoiAlign", "kiln has no pooling primitive yet"},
-      {"GatherElements", "kiln has no gather primitive yet"},
-      {"GatherND", "kiln has no gather primitive yet"},
-      {"ScatterElements", "kiln has no scatter primitive yet"},
-      {"ScatterND", "kiln has no scatter primitive yet"},
-      {"Scatter", "kiln has no scatter primitive yet"},
-      {"Resize", "kiln has no gather (resampling) primitive yet"},
-      {"Upsample", "kiln has no gather (resampling) primitive yet"},
-      {"GridSample", "kiln has no gather (resampling) primitive yet"},
       {"TopK", "kiln has no sort / top-k primitive yet"},
-      {"ReverseSequence", "kiln has no gather primitive yet (the reversal lengths are run-time values)"},
       {"NonZero", "its output shape depends on the values (kiln's shapes are static)"},
       {"Unique", "its output shape depends on the values (kiln's shapes are static)"},
       {"NonMaxSuppression", "its output shape depends on the values (kiln's shapes are static)"},

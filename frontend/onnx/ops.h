@@ -42,5 +42,8 @@ void register_signal_ops(OpTable& t);
 void register_control_ops(OpTable& t);
 void register_rnn_ops(OpTable& t);
 void register_conv_ops(OpTable& t);
+void register_gather_ops(OpTable& t);
+void register_resize_ops(OpTable& t);
+void register_grid_sample_ops(OpTable& t);
 
 }  // namespace kiln::onnx

@@ -1,5 +1,5 @@
 // Movement and shape ops: Reshape, Transpose, Flatten, Squeeze, Unsqueeze, Expand, Slice, Pad,
-// Concat, Split, Tile, Gather (constant indices), DepthToSpace, SpaceToDepth, Shape, Size. They
+// Concat, Split, Tile, Gather, DepthToSpace, SpaceToDepth, Shape, Size. They
 // become kiln views (no copies); their shape operands must be known at import (ops.h).
 #include <algorithm>
 
@@ -246,18 +246,29 @@ void tile_op(NodeContext& c) {
   c.set(0, reshape(expand(reshape(x, inter), expanded), out));
 }
 
-// Gather along an axis with indices known at import: one slice per index, concatenated.
+// Gather along an axis: a few indices known at import become slices (views that fuse with the
+// producer of the data); other indices, run-time ones above all, are kiln's gather.
 void gather_op(NodeContext& c) {
   Tensor x = c.in(0);
   int64_t axis = c.axis(c.attr_int("axis", 0), x.ndim());
-  if (!c.is_host(1)) c.unsupported("Gather with indices computed at run time (kiln has no gather primitive yet)");
-  const HostTensor& idx = c.host(1, "indices");
+  c.require_dtype(1, {DType::kInt32, DType::kInt64});
   int64_t n = x.shape()[size_t(axis)];
-  if (idx.numel() > 1024) c.unsupported(absl::StrCat("Gather of ", idx.numel(), " constant indices (kiln has no gather primitive yet; up to 1024 become slices)"));
+  if (!c.is_host(1)) {
+    c.set(0, gather(x, axis, c.in(1)));
+    return;
+  }
+  // Indices known at import are checked here (ONNX calls one out of range an error).
+  const HostTensor& idx = c.host(1, "indices");
+  for (int64_t k = 0; k < idx.numel(); ++k)
+    if (idx.int_at(k) < -n || idx.int_at(k) >= n)
+      c.invalid(absl::StrCat("index ", idx.int_at(k), " is out of range for an axis of size ", n));
+  if (idx.numel() > 8) {
+    c.set(0, gather(x, axis, c.in(1)));
+    return;
+  }
   std::vector<Tensor> parts;
   for (int64_t k = 0; k < idx.numel(); ++k) {
     int64_t i = idx.int_at(k);
-    if (i < -n || i >= n) c.invalid(absl::StrCat("index ", i, " is out of range for an axis of size ", n));
     if (i < 0) i += n;
     parts.push_back(slice(x, axis, i, i + 1));
   }

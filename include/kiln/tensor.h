@@ -229,6 +229,40 @@ Tensor unsqueeze(const Tensor& a, int64_t axis);
 Tensor flatten(const Tensor& a, int64_t start_axis = 0, int64_t end_axis = -1);
 Tensor contiguous(const Tensor& a);
 
+// --- gather and scatter: positions held by an index tensor, read at run time ----------------
+// Indices have an integer dtype. A negative index counts from the end of its axis (-1 is the
+// last element); an index still outside the axis never touches memory outside the tensor: a
+// gather reads 0 (false) there and a scatter ignores that update. Gathers fuse with the
+// producers of their indices and the consumers of their result (the gathered-from tensor is
+// read from memory).
+//
+// PyTorch's gather / NumPy's take_along_axis / ONNX GatherElements: result[i] = a[i with its
+// `axis` coordinate replaced by indices[i]]; indices have a's rank and dims no larger than a's
+// outside `axis`; the result has indices' shape.
+Tensor take_along_axis(const Tensor& a, const Tensor& indices, int64_t axis);
+// ONNX Gather / PyTorch index_select (for 1-D indices) / embedding lookup: whole slices along
+// `axis`; the result's shape is a.shape[:axis] + indices.shape + a.shape[axis+1:].
+Tensor gather(const Tensor& a, int64_t axis, const Tensor& indices);
+// ONNX GatherND: the last dim of `indices` holds index tuples into the dims of `a` after the
+// `batch_dims` leading dims (which `a` and `indices` share); result: batch + indices' other
+// dims + the dims of `a` the tuples do not index.
+Tensor gather_nd(const Tensor& a, const Tensor& indices, int64_t batch_dims = 0);
+// How a scatter combines an update with the value already there (and duplicate updates with
+// each other). kNone: the update replaces it; among duplicates the last one along the axis wins
+// (ONNX leaves that case unspecified).
+enum class ScatterReduction { kNone, kAdd, kMul, kMax, kMin };
+// PyTorch's scatter / scatter_reduce(include_self) / ONNX ScatterElements: a copy of `data`
+// with updates[i] combined into the element at i with its `axis` coordinate replaced by
+// indices[i]; updates have indices' shape, indices have data's rank and dims no larger than
+// data's outside `axis`. Updates apply along `axis` in order, in one thread per position of the
+// other axes (so a scatter over one long axis runs serially; DESIGN.md).
+Tensor scatter(const Tensor& data, int64_t axis, const Tensor& indices, const Tensor& updates,
+               ScatterReduction reduction = ScatterReduction::kNone);
+// ONNX ScatterND: index tuples (the last dim of `indices`) into data's leading dims; updates
+// have the shape indices.shape[:-1] + data.shape[tuple length:].
+Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates,
+                  ScatterReduction reduction = ScatterReduction::kNone);
+
 // --- contraction and composites ------------------------------------------------------------
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);  // x @ weight + bias

@@ -75,7 +75,7 @@ TEST(GraphGen, CoversOpsDtypesAndShapes) {
       for (double v : t.f) special = special || !std::isfinite(v);
     for (const char* name : {"softmax", "log_softmax", "layer_norm", "rms_norm", "matmul", "linear", "gelu", "silu",
                              "concat", "stack", "where", "argmax", "argmin", "pad", "expand", "permute", "conv",
-                             "max_pool", "avg_pool", "lp_pool"})
+                             "max_pool", "avg_pool", "lp_pool", "gather", "take_along_axis", "scatter"})
       if (g.program.find(std::string("kiln::") + name) != std::string::npos ||
           g.program.find(std::string(".") + name + "(") != std::string::npos)
         composites.insert(name);
@@ -87,11 +87,11 @@ TEST(GraphGen, CoversOpsDtypesAndShapes) {
                     ir::Op::kOr, ir::Op::kWhere, ir::Op::kReduceSum, ir::Op::kReduceMax, ir::Op::kReduceMin,
                     ir::Op::kReduceProd, ir::Op::kArgMax, ir::Op::kArgMin, ir::Op::kReshape, ir::Op::kPermute,
                     ir::Op::kExpand, ir::Op::kSlice, ir::Op::kPad, ir::Op::kConcat, ir::Op::kWindow, ir::Op::kDot, ir::Op::kIota,
-                    ir::Op::kRand, ir::Op::kRandn, ir::Op::kConst})
+                    ir::Op::kRand, ir::Op::kRandn, ir::Op::kConst, ir::Op::kGather})
     EXPECT_TRUE(ops.count(op)) << "no graph used " << ir::op_name(op);
   EXPECT_EQ(dtypes.size(), size_t(kNumDTypes));
   EXPECT_TRUE(negative_step && size1 && odd && batched_dot && special);
-  EXPECT_EQ(composites.size(), 20u);
+  EXPECT_EQ(composites.size(), 23u);
 }
 
 Case parse_case(const std::string& text, std::vector<ir::HostTensor> inputs) {
@@ -134,6 +134,28 @@ TEST(ErrorBounds, ZeroForExactOpsInfiniteForDiscontinuousOpsOfRoundedValues) {
   EXPECT_EQ(e[6], 0);
   // A GPU may be less precise.
   EXPECT_GT(error_bounds(c.graph, *values, DevicePrecision::for_device("vulkan"))[2], e[2]);
+}
+
+// A gather is as exact as its source at exact indices; an index computed from rounded values
+// may pick another element, so nothing bounds its error.
+TEST(ErrorBounds, GatherKeepsItsSourceErrorAtExactIndices) {
+  Case c = parse_case(R"(graph {
+  %0 = input 0 : f32[4]
+  %1 = exp %0 : f32[4]
+  %2 = input 1 : i64[4]
+  %3 = gather %1, %2 axis=0 : f32[4]
+  %4 = cast %1 : i64[4]
+  %5 = gather %0, %4 axis=0 : f32[4]
+  output %3, %5
+}
+)",
+                      {floats({4}, {0.5, -1, 1, 0.25}), ir::HostTensor::make(DType::kInt64, {4})});
+  auto values = interpret_all(c);
+  ASSERT_TRUE(values.ok());
+  std::vector<double> e = error_bounds(c.graph, *values, DevicePrecision::for_device("cpu"));
+  EXPECT_GT(e[1], 0);
+  EXPECT_EQ(e[3], e[1]);
+  EXPECT_TRUE(std::isinf(e[5]));
 }
 
 // Runs on the CPU, then corrupts the first output whenever the graph contains a sin: a stand-in

@@ -94,6 +94,23 @@ TEST(OnnxImport, ShapeSubgraphsFoldAtImport) {
   EXPECT_EQ(y[1].to_vector<int64_t>(), std::vector<int64_t>{24});
 }
 
+// Indices that are graph inputs are ordinary run-time values: one compiled graph serves every
+// index value (an out-of-range one reads 0, kiln's definition of what ONNX calls an error).
+TEST(OnnxImport, GatherWithRunTimeIndicesRunsWithoutRecompiling) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {4, 2});
+  b.input("idx", TensorProto::INT64, {3});
+  b.node("Gather", {"x", "idx"}, {"y"}, "lookup");
+  b.output("y", TensorProto::FLOAT, {3, 2});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  EXPECT_FALSE(m.inputs()[1].value_input);
+  Tensor x = from_vector<float>({0, 1, 10, 11, 20, 21, 30, 31}, {4, 2});
+  expect_near(m({x, from_vector<int64_t>({3, -1, 0}, {3})})[0].to_vector<float>(), {30, 31, 30, 31, 0, 1}, 0);
+  int64_t built = stats().executables_built;
+  expect_near(m({x, from_vector<int64_t>({1, 4, -4}, {3})})[0].to_vector<float>(), {10, 11, 0, 0, 0, 1}, 0);
+  EXPECT_EQ(stats().executables_built, built);
+}
+
 // A graph input that decides a shape is read at each call; each value gets its own graph.
 TEST(OnnxImport, ValueInputsSpecializeTheGraphPerValue) {
   ModelBuilder b;

@@ -248,6 +248,17 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
       case ir::Op::kWindow:
       case ir::Op::kConcat: e = max_in(); break;
       case ir::Op::kWhere: e = Ein(0) > 0 ? INFINITY : std::max(Ein(1), Ein(2)); break;
+      // Picks elements: as exact as its source, at positions only exact indices determine.
+      case ir::Op::kGather: e = Ein(1) > 0 ? INFINITY : Ein(0); break;
+      // Sums (or multiplies) up to K updates into an element, in order.
+      case ir::Op::kScatter: {
+        const double K = double(g.node(in[1]).shape[size_t(node.ints[0])]);
+        const auto mode = ir::ScatterMode(node.ints[1]);
+        if (Ein(1) > 0 || mode == ir::ScatterMode::kMul) e = INFINITY;
+        else if (mode == ir::ScatterMode::kAdd) e = Ein(0) + K * (Ein(2) + round);
+        else e = std::max(Ein(0), Ein(2));
+        break;
+      }
       // Discontinuous in their operands: exact only when the operands are.
       case ir::Op::kNot:
       case ir::Op::kAnd:

@@ -327,7 +327,8 @@ class Generator {
     if (r < 42) return binary();
     if (r < 48) return scalar_op();
     if (r < 60) return reduce();
-    if (r < 78) return movement();
+    if (r < 73) return movement();
+    if (r < 78) return gather_op();
     if (r < 84) return r < 80 ? matmul_op() : r < 82 ? window_op() : attention_op();
     if (r < 92) return composite();
     if (r < 97) return concat_op();
@@ -1099,6 +1100,61 @@ class Generator {
     double m = double(K) * x.mag() * w.mag() + b.mag();
     push(linear(x.t, w.t, b.t), absl::StrCat("kiln::linear(", x.name, ", ", w.name, ", ", b.name, ")"), -m, m, false,
          x.special || w.special || b.special);
+    settle();
+    return true;
+  }
+
+  // --- gathers and scatters --------------------------------------------------------------------
+  // Indices for an axis of `n`: negative ones and some out of range (those read 0 / drop the update).
+  Val indices(const Shape& s, int64_t n) {
+    DType t = pick(std::vector<DType>{int32, int64});
+    std::vector<int64_t> v(size_t(shape_numel(s)));
+    for (int64_t& x : v) x = uniform(double(-n - 1), double(n));
+    Tensor tt = from_vector(v, s, t, dev_);
+    return push(tt, absl::StrCat("random_input(", dtype_cpp(t), ", ", dims_str(s), ", ", -n - 1, ", ", n, ")"),
+                double(-n - 1), double(n), true, false);
+  }
+
+  bool gather_op() {
+    Val a = pick_val();
+    if (a.rank() == 0 || a.t.numel() == 0) return false;
+    const Shape& s = a.shape();
+    int64_t ax = uniform(0, double(a.rank() - 1));
+    int kind = int(uniform(0, 2));
+    if (kind == 1) {  // whole slices: indices of any rank up to 2
+      Shape is = random_shape(uniform(0, 2));
+      if (shape_numel(is) * a.t.numel() / s[ax] > o_.max_numel) return false;
+      Val idx = indices(is, s[ax]);
+      push(gather(a.t, ax, idx.t), absl::StrCat("kiln::gather(", a.name, ", ", ax, ", ", idx.name, ")"),
+           std::min(a.lo, 0.0), std::max(a.hi, 0.0), a.exact, a.special);
+      return true;
+    }
+    Shape is = s;  // take_along_axis / scatter: the data's rank, dims no larger outside the axis
+    for (int64_t d = 0; d < a.rank(); ++d) is[d] = d == ax ? random_dim() : uniform(1, double(s[d]));
+    if (shape_numel(is) > o_.max_numel || shape_numel(is) * s[ax] > 4 * o_.max_numel) return false;
+    Val idx = indices(is, s[ax]);
+    if (kind == 0) {
+      push(take_along_axis(a.t, idx.t, ax), absl::StrCat("kiln::take_along_axis(", a.name, ", ", idx.name, ", ", ax, ")"),
+           std::min(a.lo, 0.0), std::max(a.hi, 0.0), a.exact, a.special);
+      return true;
+    }
+    // Scatter: updates of the data's dtype. No mul: products of many updates leave any bound.
+    Val u = input(a.dtype(), is);
+    std::vector<std::string> names = {"kNone", "kAdd", "kMax", "kMin"};
+    const ScatterReduction rs[] = {ScatterReduction::kNone, ScatterReduction::kAdd, ScatterReduction::kMax,
+                                   ScatterReduction::kMin};
+    int r = a.dtype() == DType::kBool ? 0 : int(uniform(0, 3));
+    double k = double(is[ax]);
+    double lo = std::min(a.lo, u.lo), hi = std::max(a.hi, u.hi);
+    bool exact = a.exact && u.exact;
+    if (r == 1) {
+      lo = a.lo + k * std::min(u.lo, 0.0), hi = a.hi + k * std::max(u.hi, 0.0);
+      exact = exact && !a.is_fl();  // float sums of duplicates depend on the order
+    }
+    push(scatter(a.t, ax, idx.t, u.t, rs[r]),
+         absl::StrCat("kiln::scatter(", a.name, ", ", ax, ", ", idx.name, ", ", u.name, ", kiln::ScatterReduction::",
+                      names[size_t(r)], ")"),
+         lo, hi, exact, a.special || u.special);
     settle();
     return true;
   }
