@@ -43,10 +43,10 @@ std::vector<std::string> supported_ops() {
 std::string missing_reason(const std::string& op) {
   static const std::map<std::string, std::string> reasons = {
       {"QLinearConv", "kiln has no requantizing convolution (Conv and ConvInteger are supported)"},
-      {"DeformConv", "kiln has no gather primitive yet (deformable offsets are run-time values)"},
-      {"MaxUnpool", "kiln has no scatter primitive yet"},
-      {"MaxRoiPool", "kiln has no gather primitive yet (regions are run-time values)"},
-      {"RoiAlign", "kiln has no pooling primitive yet"},
+      {"DeformConv", "its sampling at offsets computed at run time is not built"},
+      {"MaxUnpool", "its scatter into the unpooled shape is not built"},
+      {"MaxRoiPool", "pooling over regions bounded by run-time values is not built"},
+      {"RoiAlign", "bilinear sampling over regions bounded by run-time values is not built"},
       {"TopK", "kiln has no sort / top-k primitive yet"},
       {"NonZero", "its output shape depends on the values (kiln's shapes are static)"},
       {"Unique", "its output shape depends on the values (kiln's shapes are static)"},

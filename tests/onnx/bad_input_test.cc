@@ -89,8 +89,8 @@ TEST(OnnxBadInput, UnsupportedOpNamesTheNodeAndTheReason) {
   b.node("DeformConv", {"x", "w"}, {"y"}, "conv1");
   b.output("y", TensorProto::FLOAT, {1, 1, 2, 2});
   EXPECT_FAILS(b.bytes(), kUnimplemented,
-               "m.onnx: node 'conv1' (DeformConv): DeformConv is not supported yet (kiln has no gather primitive yet "
-               "(deformable offsets are run-time values))");
+               "m.onnx: node 'conv1' (DeformConv): DeformConv is not supported yet (its sampling at offsets computed "
+               "at run time is not built)");
   EXPECT_FAILS(unary_model("FancyNewOp", "f").bytes(), kUnimplemented, "node 'f' (FancyNewOp): FancyNewOp is not supported yet");
 }
 

@@ -10,6 +10,7 @@
 // unsupported cases grouped by op (with the reason) to --report.
 //
 //   onnx_conformance --data DIR --device cpu [--shard K/N] [--only NAME] [--report FILE] [--verbose]
+//                    [--require-all]   (an unsupported case, or none at all, fails the run too)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -181,7 +182,7 @@ Outcome run_case(const fs::path& dir, const Device& dev, std::string* detail) {
 int main(int argc, char** argv) {
   std::string data, device = "cpu", only, report;
   int shard = 0, shards = 1;
-  bool verbose = false;
+  bool verbose = false, require_all = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -190,6 +191,7 @@ int main(int argc, char** argv) {
     else if (a == "--only") only = next();
     else if (a == "--report") report = next();
     else if (a == "--verbose") verbose = true;
+    else if (a == "--require-all") require_all = true;
     else if (a == "--shard") {
       std::string s = next();
       if (std::sscanf(s.c_str(), "%d/%d", &shard, &shards) != 2 || shards < 1 || shard < 0 || shard >= shards) {
@@ -197,7 +199,8 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else {
-      std::fprintf(stderr, "usage: onnx_conformance --data DIR --device NAME [--shard K/N] [--only NAME] [--report FILE] [--verbose]\n");
+      std::fprintf(stderr, "usage: onnx_conformance --data DIR --device NAME [--shard K/N] [--only NAME] [--report FILE] [--verbose] "
+                           "[--require-all]\n");
       return 2;
     }
   }
@@ -258,5 +261,9 @@ int main(int argc, char** argv) {
               shards > 1 ? absl::StrCat(" (shard ", shard, "/", shards, ")").c_str() : "", pass, unsupported, failure, total,
               total ? 100.0 * pass / total : 0.0);
   for (const std::string& f : failures) std::printf("FAILURE %s\n", f.c_str());
+  if (require_all && (unsupported || total == 0)) {
+    std::printf("--require-all: every case must run (%d unsupported of %d)\n", unsupported, total);
+    return 1;
+  }
   return failure ? 1 : 0;
 }
