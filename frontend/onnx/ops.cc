@@ -47,7 +47,6 @@ std::string missing_reason(const std::string& op) {
       {"MaxUnpool", "its scatter into the unpooled shape is not built"},
       {"MaxRoiPool", "pooling over regions bounded by run-time values is not built"},
       {"RoiAlign", "bilinear sampling over regions bounded by run-time values is not built"},
-      {"TopK", "kiln has no sort / top-k primitive yet"},
       {"NonZero", "its output shape depends on the values (kiln's shapes are static)"},
       {"Unique", "its output shape depends on the values (kiln's shapes are static)"},
       {"NonMaxSuppression", "its output shape depends on the values (kiln's shapes are static)"},

@@ -25,7 +25,7 @@ using OpTable = std::map<std::string, OpDef>;
 
 // The handler for `op_type` in the default domain, or null.
 const OpDef* find_op(const std::string& op_type);
-// Why an op without a handler is missing ("kiln has no sort / top-k primitive yet"), or "".
+// Why an op without a handler is missing ("kiln has no linear-algebra decompositions"), or "".
 std::string missing_reason(const std::string& op_type);
 // Every supported op type, sorted (for the README and tests).
 std::vector<std::string> supported_ops();

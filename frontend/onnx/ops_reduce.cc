@@ -87,6 +87,40 @@ void arg_reduction(OpTable& t, const char* name, bool is_max) {
              {"axis", "keepdims", "select_last_index"}, {}};
 }
 
+// TopK without a sort primitive: each element's rank in a strict total order (larger first, or
+// smaller first; NaN above every number and equal to NaN, as PyTorch orders it, so it comes
+// first among the largest and last among the smallest; ties by the lower index, as ONNX requires) from all pairwise comparisons along the axis, then output slot t
+// takes the element of rank t. O(n^2) comparisons per row, so rows above kTopKMaxRow elements are
+// refused at import rather than computed slowly.
+constexpr int64_t kTopKMaxRow = 4096;
+
+void topk_op(NodeContext& c) {
+  Tensor x = c.in(0);
+  std::vector<int64_t> kv = c.host_ints(1, "K");
+  if (kv.size() != 1) c.invalid(absl::StrCat("K has ", kv.size(), " elements (one expected)"));
+  const int64_t axis = c.axis(c.attr_int("axis", -1), x.ndim()), k = kv[0], n = x.shape()[size_t(axis)];
+  const bool largest = c.attr_int("largest", 1) != 0;
+  if (k < 0 || k > n) c.invalid(absl::StrCat("K = ", k, " is outside [0, ", n, "] (the axis' size)"));
+  if (n > kTopKMaxRow)
+    c.unsupported(absl::StrCat("TopK over ", n, " elements per row (kiln has no sort primitive yet; up to ", kTopKMaxRow,
+                               " are ranked by pairwise comparison)"));
+  Tensor xl = x.transpose(axis, x.ndim() - 1);  // the axis last: [..., n]
+  Tensor xi = xl.unsqueeze(-1), xj = xl.unsqueeze(-2);  // element i down, element j across
+  Tensor nan_i = xi != xi, nan_j = xj != xj;
+  // j ranks before i: NaN is the largest value (first when largest, last otherwise).
+  Tensor before = largest ? (nan_j && !nan_i) || (xj > xi) : (nan_i && !nan_j) || (xj < xi);
+  Tensor same = (xj == xi) || (nan_j && nan_i);
+  Tensor pos = arange(n, DType::kInt64, x.device());
+  Tensor lower = pos.reshape({1, n}) < pos.reshape({n, 1});  // j < i
+  Tensor rank = sum(cast(before || (same && lower), DType::kInt64), {-1});  // [..., n]
+  Tensor slot = arange(k, DType::kInt64, x.device());
+  Tensor hit = rank.unsqueeze(-1) == slot;  // [..., n, k]: element i fills slot t
+  Tensor idx = sum(where(hit, pos.reshape({n, 1}), 0.0), {-2});  // [..., k]
+  Tensor values = take_along_axis(xl, idx, -1);
+  c.set(0, values.transpose(axis, x.ndim() - 1));
+  if (c.num_outputs() > 1) c.set(1, idx.transpose(axis, x.ndim() - 1));
+}
+
 }  // namespace
 
 void register_reduce_ops(OpTable& t) {
@@ -128,6 +162,7 @@ void register_reduce_ops(OpTable& t) {
   });
   arg_reduction(t, "ArgMax", true);
   arg_reduction(t, "ArgMin", false);
+  t["TopK"] = {topk_op, {"axis", "largest", "sorted"}, {1}};
 }
 
 }  // namespace kiln::onnx

@@ -15,8 +15,8 @@
 //
 // Errors throw kiln::Error carrying an absl::Status, like kiln::load: a file that is not a
 // model, an undefined name or a cycle (InvalidArgument), an op, attribute or dtype kiln does not
-// support (Unimplemented); each names the node ("node 'k1' (TopK): TopK is not supported yet
-// (kiln has no sort / top-k primitive yet)"). Models whose input shapes are all static are
+// support (Unimplemented); each names the node ("node 'd1' (Det): Det is not supported yet
+// (kiln has no linear-algebra decompositions)"). Models whose input shapes are all static are
 // built once at load, so every error a call could raise for them is raised by load.
 #pragma once
 

@@ -111,6 +111,42 @@ TEST(OnnxImport, GatherWithRunTimeIndicesRunsWithoutRecompiling) {
   EXPECT_EQ(stats().executables_built, built);
 }
 
+// TopK ranks by pairwise comparison: NaN above every number (as PyTorch orders it), ties by the
+// lower index (as ONNX requires), -inf and +inf ordinary values; the smallest first with
+// largest = 0; K = 0 is empty; a row too long for pairwise ranking is refused naming the node.
+TEST(OnnxImport, TopKOrdersNaNTiesAndInfinities) {
+  auto topk = [](int64_t k, int64_t largest, int64_t n) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {2, n});
+    b.initializer_i64("k", {1}, {k});
+    auto* node = b.node("TopK", {"x", "k"}, {"v", "i"}, "top");
+    ModelBuilder::attr_int(node, "largest", largest);
+    b.output("v", TensorProto::FLOAT, {2, k});
+    b.output("i", TensorProto::INT64, {2, k});
+    return b.bytes();
+  };
+  const float inf = INFINITY, nan = NAN;
+  Tensor x = from_vector<float>({1, nan, 3, 3, -inf, inf, 0, 0, -1, 2, 2, -1}, {2, 6});
+  onnx::Model m = onnx::load_bytes(topk(4, 1, 6), default_device());
+  std::vector<Tensor> y = m({x});
+  std::vector<float> v = y[0].to_vector<float>();
+  EXPECT_TRUE(std::isnan(v[0]));
+  EXPECT_EQ(std::vector<float>(v.begin() + 1, v.end()), (std::vector<float>{inf, 3, 3, 2, 2, 0, 0}));
+  EXPECT_EQ(y[1].to_vector<int64_t>(), (std::vector<int64_t>{1, 5, 2, 3, 3, 4, 0, 1}));
+  onnx::Model small = onnx::load_bytes(topk(3, 0, 6), default_device());
+  y = small({x});
+  EXPECT_EQ(y[0].to_vector<float>(), (std::vector<float>{-inf, 1, 3, -1, -1, 0}));
+  EXPECT_EQ(y[1].to_vector<int64_t>(), (std::vector<int64_t>{4, 0, 2, 2, 5, 0}));
+  onnx::Model none = onnx::load_bytes(topk(0, 1, 6), default_device());
+  EXPECT_EQ(none({x})[0].numel(), 0);
+  try {
+    (void)onnx::load_bytes(topk(2, 1, 5000), default_device());
+    ADD_FAILURE() << "a 5000-element row was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'top' (TopK): TopK over 5000 elements per row"), std::string::npos) << e.what();
+  }
+}
+
 // A graph input that decides a shape is read at each call; each value gets its own graph.
 TEST(OnnxImport, ValueInputsSpecializeTheGraphPerValue) {
   ModelBuilder b;
