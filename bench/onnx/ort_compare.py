@@ -8,7 +8,9 @@ Shape/Gather/Concat/Reshape/Transpose as exporters write it, erf-GELU MLP, resid
 of --layers of them (default 12, ~500 nodes: import and compile time), runs each
 through onnxruntime's CPU provider and through `kilnc run model.onnx` (kiln::onnx::load, compiled
 for the device), and compares the outputs (rtol 1e-3, atol 1e-4). Prints one line per model with
-the largest difference and the wall times (kilnc: one process, import + compile + run).
+the largest difference and the wall times (kilnc: one process, import + compile + run). Then the
+models a framework exported (tests/onnx/models/: PyTorch's MLP, ResNet-style CNN and encoder
+layer, with PyTorch's outputs), checked against onnxruntime and against the framework's outputs.
 
     python3 -m venv /tmp/ort && /tmp/ort/bin/pip install onnx onnxruntime numpy
     /tmp/ort/bin/python bench/onnx/ort_compare.py build/tools/kilnc/kilnc [--device cpu] [--keep DIR]
@@ -16,6 +18,7 @@ the largest difference and the wall times (kilnc: one process, import + compile 
 Exits 1 when an output differs.
 """
 import argparse
+import glob
 import os
 import subprocess
 import sys
@@ -238,12 +241,43 @@ def cnn():
     return g, {"x": rng.standard_normal((n, c0, hw, hw)).astype(np.float32)}
 
 
+def compare(args, work, name, path, inputs, nodes, also=None):
+    """Runs `path` through onnxruntime and through kilnc; True when every output matches
+    onnxruntime (and `also`, reference outputs from the exporting framework, when given)."""
+    t0 = time.perf_counter()
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    want = sess.run(None, inputs)
+    t_ort = time.perf_counter() - t0
+    cmd = [args.kilnc, "run", path, "--device", args.device, "--output-dir", os.path.join(work, name)]
+    for k, v in inputs.items():
+        np.save(os.path.join(work, f"{name}_{k}.npy"), v)
+        cmd += ["--input", f"{k}={os.path.join(work, f'{name}_{k}.npy')}"]
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    t_kiln = time.perf_counter() - t0
+    if r.returncode != 0:
+        print(f"{name}: kilnc failed:\n{r.stdout}{r.stderr}")
+        return False
+    worst = 0.0
+    ok = True
+    for i, (out, ref) in enumerate(zip(sess.get_outputs(), want)):
+        got = np.load(os.path.join(work, name, f"{out.name}.npy"))
+        for expected in [ref] + ([also[i]] if also else []):
+            ok = ok and got.shape == expected.shape and np.allclose(got, expected, rtol=1e-3, atol=1e-4)
+            worst = max(worst, float(np.max(np.abs(got.astype(np.float64) - expected))))
+    print(f"{name:20s} {nodes:5d} nodes  {'match' if ok else 'DIFFER'}  largest difference {worst:.2e}  "
+          f"onnxruntime {t_ort * 1e3:7.1f} ms (session + run)  kilnc run {t_kiln * 1e3:7.1f} ms (process, import, compile, run)")
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("kilnc")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--keep", help="write the models, inputs and outputs here")
     ap.add_argument("--layers", type=int, default=12, help="also a stack of this many encoder layers (import and compile time)")
+    ap.add_argument("--exported", default=os.path.join(os.path.dirname(__file__), "..", "..", "tests", "onnx", "models"),
+                    help="models exported by a framework, in the ONNX test-case layout (also compared with its outputs)")
     args = ap.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="kiln_ort_")
     os.makedirs(work, exist_ok=True)
@@ -257,30 +291,16 @@ def main():
         onnx.checker.check_model(model)
         path = os.path.join(work, f"{name}.onnx")
         onnx.save(model, path)
-        t0 = time.perf_counter()
-        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-        want = sess.run(None, inputs)
-        t_ort = time.perf_counter() - t0
-        cmd = [args.kilnc, "run", path, "--device", args.device, "--output-dir", os.path.join(work, name)]
-        for k, v in inputs.items():
-            np.save(os.path.join(work, f"{name}_{k}.npy"), v)
-            cmd += ["--input", f"{k}={os.path.join(work, f'{name}_{k}.npy')}"]
-        t0 = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        t_kiln = time.perf_counter() - t0
-        if r.returncode != 0:
-            print(f"{name}: kilnc failed:\n{r.stdout}{r.stderr}")
-            failed = True
-            continue
-        worst = 0.0
-        ok = True
-        for out, ref in zip(sess.get_outputs(), want):
-            got = np.load(os.path.join(work, name, f"{out.name}.npy"))
-            ok = ok and got.shape == ref.shape and np.allclose(got, ref, rtol=1e-3, atol=1e-4)
-            worst = max(worst, float(np.max(np.abs(got.astype(np.float64) - ref))))
-        failed = failed or not ok
-        print(f"{name:14s} {len(graph.node):5d} nodes  {'match' if ok else 'DIFFER'}  largest difference {worst:.2e}  "
-              f"onnxruntime {t_ort * 1e3:7.1f} ms (session + run)  kilnc run {t_kiln * 1e3:7.1f} ms (process, import, compile, run)")
+        failed = not compare(args, work, name, path, inputs, len(graph.node)) or failed
+    for d in sorted(glob.glob(os.path.join(args.exported, "*", "model.onnx"))):
+        model = onnx.load(d)
+        data = os.path.join(os.path.dirname(d), "test_data_set_0")
+        names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+        inputs = {n: numpy_helper.to_array(onnx.load_tensor(os.path.join(data, f"input_{k}.pb"))) for k, n in enumerate(names)}
+        outputs = [numpy_helper.to_array(onnx.load_tensor(os.path.join(data, f"output_{k}.pb")))
+                   for k in range(len(model.graph.output))]
+        name = os.path.basename(os.path.dirname(d))
+        failed = not compare(args, work, name, d, inputs, len(model.graph.node), also=outputs) or failed
     sys.exit(1 if failed else 0)
 
 
