@@ -117,6 +117,9 @@ Stats stats() {
   s.bytes_allocated = c.bytes_allocated.load();
   s.executables_evicted = c.executables_evicted.load();
   s.executable_cache_bytes = replay::cache_bytes();
+  s.memory_blocks = c.memory_blocks.load();
+  s.memory_block_bytes = c.memory_block_bytes.load();
+  s.memory_block_used_bytes = c.memory_block_used_bytes.load();
   return s;
 }
 
@@ -144,7 +147,8 @@ std::string Stats::to_string() const {
                       " executable_cache_hits=", executable_cache_hits, " kernels_compiled=", kernels_compiled,
                       " kernel_disk_cache_hits=", kernel_disk_cache_hits, " kernels_launched=", kernels_launched,
                       " bytes_allocated=", bytes_allocated, " executables_evicted=", executables_evicted,
-                      " executable_cache_bytes=", executable_cache_bytes);
+                      " executable_cache_bytes=", executable_cache_bytes, " memory_blocks=", memory_blocks,
+                      " memory_block_bytes=", memory_block_bytes, " memory_block_used_bytes=", memory_block_used_bytes);
 }
 
 }  // namespace kiln

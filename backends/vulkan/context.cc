@@ -213,6 +213,7 @@ Context::~Context() {
     retired_.clear();
     drop_reuse_pool();
   }
+  blocks_.free_all(device);  // what a leaked buffer still holds
   if (pipeline_cache) vkDestroyPipelineCache(device, pipeline_cache, nullptr);
   if (pipeline_layout) vkDestroyPipelineLayout(device, pipeline_layout, nullptr);
   if (timeline) vkDestroySemaphore(device, timeline, nullptr);

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "ir/target_info.h"
 #include "backends/vulkan/memory.h"
+#include "backends/vulkan/memory_blocks.h"
 #include "backends/vulkan/vk_api.h"
 
 namespace kiln::runtime::vk {
@@ -115,6 +116,10 @@ class Context {
   std::vector<std::pair<uint64_t, Allocation>> retired_;       // waiting for the GPU
   std::multimap<VkDeviceSize, Allocation> reuse_;               // device buffers ready for reuse
   VkDeviceSize reuse_bytes_ = 0;
+  MemoryBlocks blocks_;  // every allocation's VkDeviceMemory
+
+ public:
+  MemoryBlocks::Stats memory_blocks() const { return blocks_.stats(); }
 };
 
 }  // namespace kiln::runtime::vk

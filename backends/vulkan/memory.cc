@@ -1,5 +1,5 @@
-// Context memory: one VkBuffer + VkDeviceMemory per allocation, freed only once the GPU is done
-// with it. Device buffers are recycled by size in stream order (results are allocated fresh on
+// Context memory: one VkBuffer per allocation, bound to a range of a shared memory block
+// (memory_blocks.h), freed only once the GPU is done with it. Device buffers are recycled by size in stream order (results are allocated fresh on
 // every run, so a replay loop must not allocate device memory each time).
 #include "backends/vulkan/memory.h"
 
@@ -104,11 +104,7 @@ absl::StatusOr<Allocation> Context::allocate_new(VkDeviceSize bytes, MemoryUse u
       if (preferred == (pass == 0)) types.push_back(i);
     }
   }
-  VkMemoryAllocateFlagsInfo flags = vk_struct<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
-  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
-  VkMemoryAllocateInfo ai = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
-  ai.allocationSize = req.size;
-  if (info.usage & VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT) ai.pNext = &flags;
+  const bool address = (info.usage & VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT) != 0;
   absl::Status last = absl::ResourceExhaustedError(
       absl::StrCat("vulkan: no memory type on ", caps.name, " for a ", bytes, "-byte buffer"));
   for (uint32_t t : types) {
@@ -118,17 +114,27 @@ absl::StatusOr<Allocation> Context::allocate_new(VkDeviceSize bytes, MemoryUse u
                                                        ": larger than its memory heap (", heap, " bytes)"));
       continue;
     }
-    ai.memoryTypeIndex = t;
-    last = check(vkAllocateMemory(device, &ai, nullptr, &a.memory), absl::StrCat("vkAllocateMemory (", bytes, " bytes)"));
-    if (last.ok()) break;
-    a.memory = VK_NULL_HANDLE;
+    // Shared blocks of 64 MiB, less where the heap or the largest allocation is small.
+    const VkDeviceSize block = std::min({MemoryBlocks::kBlockBytes, heap / 8, caps.max_allocation});
+    auto r = blocks_.allocate(device, t, req.size, req.alignment, std::max(block, req.size),
+                              (memory_properties.memoryTypes[t].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0,
+                              address);
+    last = r.status();
+    if (!last.ok()) continue;
+    a.memory = r->memory;
+    a.block = r->block;
+    a.block_offset = r->offset;
+    a.block_size = r->size;
+    a.mapped = use == MemoryUse::kDevice ? nullptr : r->mapped;
+    break;
   }
   if (!last.ok()) {
     vkDestroyBuffer(device, a.buffer, nullptr);
     return last;
   }
-  absl::Status s = check(vkBindBufferMemory(device, a.buffer, a.memory, 0), "vkBindBufferMemory");
-  if (s.ok() && use != MemoryUse::kDevice) s = check(vkMapMemory(device, a.memory, 0, VK_WHOLE_SIZE, 0, &a.mapped), "vkMapMemory");
+  absl::Status s = check(vkBindBufferMemory(device, a.buffer, a.memory, a.block_offset), "vkBindBufferMemory");
+  if (s.ok() && use != MemoryUse::kDevice && !a.mapped)
+    s = absl::InternalError(absl::StrCat("vulkan: a host-visible block on ", caps.name, " is not mapped"));
   if (!s.ok()) {
     destroy(a);
     return s;
@@ -181,9 +187,12 @@ void Context::drop_reuse_pool() {
 }
 
 void Context::destroy(Allocation& a) {
-  if (a.mapped) vkUnmapMemory(device, a.memory);
   if (a.buffer) vkDestroyBuffer(device, a.buffer, nullptr);
-  if (a.memory) vkFreeMemory(device, a.memory, nullptr);
+  MemoryBlocks::Range r;
+  r.block = a.block;
+  r.offset = a.block_offset;
+  r.size = a.block_size;
+  blocks_.free(device, r);  // frees the block once nothing lives in it
   a = Allocation{};
 }
 

@@ -1,5 +1,6 @@
-// Vulkan memory: an Allocation (one VkBuffer with its own VkDeviceMemory, made and recycled by
-// Context::allocate in memory.cc) and VulkanBuffer, the kiln Buffer that owns one.
+// Vulkan memory: an Allocation (one VkBuffer placed in a block of VkDeviceMemory, made and
+// recycled by Context::allocate in memory.cc; blocks: memory_blocks.h) and VulkanBuffer, the kiln
+// Buffer that owns one.
 //
 // Kernels reach memory through buffer device addresses, so every device allocation is one
 // VkBuffer with an address. A VulkanBuffer also keeps the timeline values of the last submission
@@ -20,10 +21,12 @@ class Context;
 
 enum class MemoryUse { kDevice, kUpload, kReadback, kTable };
 
-// A VkBuffer with its own memory; `mapped` for host-visible uses.
+// A VkBuffer bound to a range of a memory block; `mapped` for host-visible uses.
 struct Allocation {
   VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;  // the block's memory
+  int block = -1;                          // the range in MemoryBlocks
+  VkDeviceSize block_offset = 0, block_size = 0;
   VkDeviceAddress address = 0;
   VkDeviceSize size = 0;
   void* mapped = nullptr;

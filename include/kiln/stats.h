@@ -16,6 +16,12 @@ struct Stats {
   int64_t bytes_allocated = 0;        // device bytes allocated (buffers and arenas)
   int64_t executables_evicted = 0;    // executables dropped from the cache to stay in its budget
   int64_t executable_cache_bytes = 0; // device bytes the cached executables hold now (not reset)
+  // Device memory blocks buffers are placed in (Vulkan: one VkDeviceMemory holds many buffers),
+  // now (not reset): how many, their bytes, and the bytes buffers use in them (the rest is free
+  // space or alignment: 1 - used / bytes is the fragmentation).
+  int64_t memory_blocks = 0;
+  int64_t memory_block_bytes = 0;
+  int64_t memory_block_used_bytes = 0;
   std::string to_string() const;
 };
 
