@@ -116,7 +116,7 @@ absl::StatusOr<Allocation> Context::allocate_new(VkDeviceSize bytes, MemoryUse u
     }
     // Shared blocks of 64 MiB, less where the heap or the largest allocation is small.
     const VkDeviceSize block = std::min({MemoryBlocks::kBlockBytes, heap / 8, caps.max_allocation});
-    auto r = blocks_.allocate(device, t, req.size, req.alignment, std::max(block, req.size),
+    auto r = blocks_.allocate(device, t, req.size, req.alignment, block,
                               (memory_properties.memoryTypes[t].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0,
                               address);
     last = r.status();

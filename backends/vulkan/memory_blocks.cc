@@ -36,7 +36,7 @@ absl::StatusOr<MemoryBlocks::Range> MemoryBlocks::allocate(VkDevice device, uint
   if (!dedicated) {
     for (size_t i = 0; i < blocks_.size(); ++i) {
       Block& b = blocks_[i];
-      if (!b.memory || b.type != type || b.size < block_bytes || !carve(b, size, alignment, &r.offset)) continue;
+      if (!b.memory || b.dedicated || b.type != type || !carve(b, size, alignment, &r.offset)) continue;
       r.block = int(i);
       break;
     }
@@ -44,6 +44,7 @@ absl::StatusOr<MemoryBlocks::Range> MemoryBlocks::allocate(VkDevice device, uint
   if (r.block < 0) {
     Block b;
     b.type = type;
+    b.dedicated = dedicated;
     b.size = dedicated ? size : block_bytes;
     VkMemoryAllocateFlagsInfo flags = vk_struct<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
     flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;

@@ -38,7 +38,7 @@ class MemoryBlocks {
   };
 
   // `block_bytes`: the size of a shared block for this memory type (the caller caps it by heap
-  // and device limits). `device_address`: the memory may back buffers used through addresses.
+  // and device limits); a buffer over half of it gets a block of its own size. `device_address`: the memory may back buffers used through addresses.
   absl::StatusOr<Range> allocate(VkDevice device, uint32_t type, VkDeviceSize size, VkDeviceSize alignment,
                                  VkDeviceSize block_bytes, bool host_visible, bool device_address);
   void free(VkDevice device, const Range& r);
@@ -50,6 +50,7 @@ class MemoryBlocks {
     VkDeviceMemory memory = VK_NULL_HANDLE;
     VkDeviceSize size = 0, used = 0;
     uint32_t type = 0;
+    bool dedicated = false;  // holds one buffer: never shared
     void* mapped = nullptr;
     std::map<VkDeviceSize, VkDeviceSize> free;  // offset -> size
   };

@@ -121,6 +121,19 @@ bool analyze(const ir::Program& p, const ir::Kernel& k, KNodeId cast, int mn_axi
   return true;
 }
 
+// The kernel axes other than m, n and k (map dims 2.. of the tensor maps), and their product.
+std::vector<int> batch_axes_of(const ir::Kernel& k, int64_t* batch) {
+  const ir::Contraction& c = k.contraction;
+  std::vector<int> axes;
+  *batch = 1;
+  for (int a = 0; a < int(k.shape.size()); ++a)
+    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) {
+      axes.push_back(a);
+      *batch *= k.shape[a];
+    }
+  return axes;
+}
+
 // Columns per tile: the widest of 256, 128 and 64 that still gives every multiprocessor a tile
 // (decode-like shapes, M <= 128, have one row of tiles: narrower tiles spread the rhs, which
 // dominates the bytes, over the whole GPU); never wider than N needs. KILN_CUDA_SM90_BN=64|128|256
@@ -155,9 +168,13 @@ struct TileConfig {
   bool pingpong = false;
 };
 
-TileConfig tile_config(int64_t M, int64_t N, int64_t batch, int parallelism) {
+TileConfig tile_config(const ir::Kernel& k, int parallelism) {
+  const ir::Contraction& c = k.contraction;
+  const int64_t M = k.shape[c.m_axis];
+  int64_t batch = 1;
+  batch_axes_of(k, &batch);
   TileConfig t;
-  t.bn = bn_for(M, N, batch, parallelism);
+  t.bn = bn_for(M, k.shape[c.n_axis], batch, parallelism);
   t.cluster = cluster_for(M, t.bn);
   if (support::options().cuda_sm90_schedule == "pingpong" && t.cluster == 1) {
     t.pingpong = true;
@@ -177,11 +194,12 @@ int stages_for(int bn, int64_t shared, int64_t extra) {
 // at a time into shared memory (rows padded to 144 bytes: the 8 rows a warp writes at once fall
 // in distinct banks), then stores the chunk to global memory in 16-byte vectors, 8 threads per
 // row, instead of each thread storing its scattered 2- or 4-byte elements. It applies to one
-// store of a 2- or 4-byte dtype, contiguous along n, whose rows start 16-byte aligned.
+// store of a 2- or 4-byte dtype, contiguous along n, whose rows start 16-byte aligned, unless
+// KILN_CUDA_SM90_STAGED=0.
 constexpr int kChunkBytes = 128, kChunkPitch = 144, kStagedBytes = 2 * 64 * kChunkPitch;
 
 bool staged_store(const ir::Program& p, const ir::Kernel& k, int* elem_bytes) {
-  if (k.stores.size() != 1) return false;
+  if (k.stores.size() != 1 || !support::options().cuda_sm90_staged) return false;
   const ir::Store& st = k.stores[0];
   if (st.map.views.size() != 1 || st.map.has_mask()) return false;
   const DType dt = p.buffers[st.buffer].dtype;
@@ -281,24 +299,20 @@ bool Renderer::sm90_applies(std::string* why) const {
     *why = "KILN_CUDA_SM90_GEMM=0";
     return false;
   }
-  const int64_t N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
+  const int64_t K = k_.shape[c.k_axis];
   if (K < 1) {
     *why = "empty k";
     return false;
   }
-  int64_t batch = 1;
-  for (int a = 0; a < int(k_.shape.size()); ++a)
-    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) batch *= k_.shape[a];
-  const TileConfig cfg = tile_config(k_.shape[c.m_axis], N, batch, t_.parallelism);
+  const TileConfig cfg = tile_config(k_, t_.parallelism);
   const int bn = cfg.bn;
   int eb = 0;
   if (stages_for(bn, t_.shared_memory, staged_store(p_, k_, &eb) ? kStagedBytes : 0) < 2) {
     *why = absl::StrCat("the target's ", t_.shared_memory, " bytes of shared memory hold fewer than 2 stages");
     return false;
   }
-  std::vector<int> batch_axes;
-  for (int a = 0; a < int(k_.shape.size()); ++a)
-    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) batch_axes.push_back(a);
+  int64_t batch = 1;
+  const std::vector<int> batch_axes = batch_axes_of(k_, &batch);
   Operand a, b;
   if (!analyze(p_, k_, c.lhs, c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &a, why)) return false;
   const int C = cfg.cluster;
@@ -328,20 +342,15 @@ int Renderer::contraction_sm90(KernelSource* out) {
   const ir::Contraction& c = k_.contraction;
   const int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
   const int kGroupM = group_m();
-  std::vector<int> batch_axes;
   int64_t batch = 1;
-  for (int a = 0; a < int(k_.shape.size()); ++a)
-    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) {
-      batch_axes.push_back(a);
-      batch *= k_.shape[a];
-    }
-  const TileConfig cfg = tile_config(M, N, batch, t_.parallelism);
+  const std::vector<int> batch_axes = batch_axes_of(k_, &batch);
+  const TileConfig cfg = tile_config(k_, t_.parallelism);
   const int BN = cfg.bn;
   const int C = cfg.cluster;  // CTAs per cluster, sharing the rhs tile
   const bool pp = cfg.pingpong;
   const int P = pp ? 2 : 1;  // 64-row blocks each consumer warpgroup computes per tile
   int eb = 0;
-  const bool staged = staged_store(p_, k_, &eb) && support::options().cuda_sm90_staged;
+  const bool staged = staged_store(p_, k_, &eb);
   const int S = stages_for(BN, t_.shared_memory, staged ? kStagedBytes : 0);
   const int kBK = bk_knob();
   const bool wait0 = wait0_knob();
