@@ -91,6 +91,11 @@ struct Kernel {
   Contraction contraction;  // reduce < 0 when absent
   bool serial = false;  // reduce axes run in order, in one thread per outer index (a scatter)
   std::vector<std::string> notes;  // fusion decisions, for dumps
+  // The graph nodes (of the graph the passes compiled) whose values this kernel computes, its
+  // own and those it inlines, ascending; and the same as text ("%3 exp, %4 add"), for profiles
+  // and dumps.
+  std::vector<int32_t> sources;
+  std::string computes;
 
   bool has_reduce() const;
   int64_t outer_count() const;  // product of outer axes

@@ -493,4 +493,22 @@ FusionPlan fuse(const ir::Graph& g, const ir::TargetInfo& target, bool enable_fu
   return Fuser(g, target, enable_fusion).run();
 }
 
+std::vector<ir::NodeId> group_members(const ir::Graph& g, const FusionPlan& plan, const Group& grp) {
+  // Sets, not per-node vectors: this runs once per group, and a graph may have thousands.
+  const std::unordered_set<ir::NodeId> own(grp.computed.begin(), grp.computed.end());
+  std::unordered_set<ir::NodeId> seen;
+  std::vector<ir::NodeId> m;
+  std::vector<ir::NodeId> stack = grp.computed;
+  while (!stack.empty()) {
+    ir::NodeId n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (!own.count(n) && (plan.stored[size_t(n)] || g.node(n).op == ir::Op::kInput)) continue;
+    m.push_back(n);
+    for (ir::NodeId x : g.node(n).inputs) stack.push_back(x);
+  }
+  std::sort(m.begin(), m.end());
+  return m;
+}
+
 }  // namespace kiln::passes

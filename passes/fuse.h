@@ -32,4 +32,8 @@ struct FusionPlan {
 
 FusionPlan fuse(const ir::Graph& g, const ir::TargetInfo& target, bool enable_fusion);
 
+// The nodes a group's kernel computes: its own plus the unstored elementwise/movement nodes it
+// inlines, ascending.
+std::vector<ir::NodeId> group_members(const ir::Graph& g, const FusionPlan& plan, const Group& grp);
+
 }  // namespace kiln::passes

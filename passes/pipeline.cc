@@ -20,18 +20,23 @@
 
 namespace kiln::passes {
 
-std::string to_dot(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& kernels) {
+std::string to_dot(const ir::Graph& g, const ir::Program& p, const std::vector<KernelStyle>& styles) {
   std::string r = "digraph kiln {\n  rankdir=TB;\n  node [shape=box, fontname=monospace, fontsize=10];\n";
   std::vector<int> owner(g.size(), -1);
-  for (size_t k = 0; k < kernels.size(); ++k)
-    for (ir::NodeId n : kernels[k]) owner[n] = int(k);
+  for (size_t k = 0; k < p.kernels.size(); ++k)
+    for (int32_t n : p.kernels[k].sources)
+      if (n >= 0 && size_t(n) < g.size() && owner[size_t(n)] < 0) owner[size_t(n)] = int(k);
   auto label = [&](size_t i) {
     const ir::Node& n = g.node(ir::NodeId(i));
     return absl::StrCat("%", i, " ", ir::op_name(n.op), "\\n", dtype_name(n.dtype), shape_str(n.shape));
   };
-  for (size_t k = 0; k < kernels.size(); ++k) {
-    absl::StrAppend(&r, "  subgraph cluster_k", k, " {\n    label=\"kernel ", k, "\"; style=filled; color=lightgrey;\n");
-    for (ir::NodeId n : kernels[k]) absl::StrAppend(&r, "    n", n, " [label=\"", label(n), "\"];\n");
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    const KernelStyle style = k < styles.size() ? styles[k] : KernelStyle{};
+    absl::StrAppend(&r, "  subgraph cluster_k", k, " {\n    label=\"", p.kernels[k].name,
+                    style.note.empty() ? "" : "\\n", style.note, "\"; style=filled; fillcolor=\"", style.fill,
+                    "\"; color=grey40;\n");
+    for (size_t i = 0; i < g.size(); ++i)
+      if (owner[i] == int(k)) absl::StrAppend(&r, "    n", i, " [label=\"", label(i), "\", style=filled, fillcolor=white];\n");
     r += "  }\n";
   }
   for (size_t i = 0; i < g.size(); ++i) {
@@ -44,35 +49,6 @@ std::string to_dot(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>
   for (ir::NodeId o : g.outputs()) absl::StrAppend(&r, "  n", o, " -> out", o, ";\n  out", o, " [shape=plaintext, label=\"output\"];\n");
   return r + "}\n";
 }
-
-namespace {
-
-constexpr size_t kMaxRenderedNodes = 400;
-
-// Nodes each kernel computes: its group's nodes plus the elementwise/movement nodes it inlines.
-std::vector<std::vector<ir::NodeId>> kernel_members(const ir::Graph& g, const FusionPlan& plan) {
-  std::vector<std::vector<ir::NodeId>> r;
-  for (const Group& grp : plan.groups) {
-    std::vector<ir::NodeId> m;
-    std::vector<bool> seen(g.size(), false);
-    std::vector<ir::NodeId> stack = grp.computed;
-    while (!stack.empty()) {
-      ir::NodeId n = stack.back();
-      stack.pop_back();
-      if (seen[n]) continue;
-      seen[n] = true;
-      bool own = std::find(grp.computed.begin(), grp.computed.end(), n) != grp.computed.end();
-      if (!own && (plan.stored[n] || g.node(n).op == ir::Op::kInput)) continue;
-      m.push_back(n);
-      for (ir::NodeId x : g.node(n).inputs) stack.push_back(x);
-    }
-    std::sort(m.begin(), m.end());
-    r.push_back(m);
-  }
-  return r;
-}
-
-}  // namespace
 
 absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetInfo& target, const Options& opts) {
   static std::atomic<int> counter{0};
@@ -129,23 +105,12 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   for (const std::string& d : plan.decisions) absl::StrAppend(&decisions, d, "\n");
   if (opts.debug >= 2 && !decisions.empty()) std::fprintf(stderr, "kiln: fusion decisions:\n%s", decisions.c_str());
   if (opts.on_stage) opts.on_stage("fusion", decisions);
-  if (dump) {
-    support::write_dump(absl::StrFormat("%s%02d_fusion.txt", out.dump_prefix, stage++), decisions);
-    std::string dot = to_dot(g, kernel_members(g, plan));
-    std::string path = absl::StrFormat("%s%02d_graph.dot", out.dump_prefix, stage++);
-    support::write_dump(path, dot);
-    // Graphviz takes minutes on graphs of thousands of nodes: those keep only their .dot.
-    if (g.size() > kMaxRenderedNodes) {
-      if (opts.debug >= 1)
-        std::fprintf(stderr, "kiln: %s: %zu nodes, not rendered to SVG (run dot -Tsvg on it)\n", path.c_str(), g.size());
-    } else if (std::system("command -v dot >/dev/null 2>&1") == 0) {
-      std::string cmd = absl::StrCat("dot -Tsvg '", path, "' -o '", path.substr(0, path.size() - 4), ".svg' 2>/dev/null");
-      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "kiln: dot failed for %s\n", path.c_str());
-    }
-  }
+  if (dump) support::write_dump(absl::StrFormat("%s%02d_fusion.txt", out.dump_prefix, stage++), decisions);
   auto p = schedule(g, plan);
   traced("schedule (lowering)");
   if (!p.ok()) return p.status();
+  if (dump)
+    support::write_graph(absl::StrFormat("%s%02d_graph.dot", out.dump_prefix, stage++), to_dot(g, *p), g.size(), opts.debug >= 1);
   plan_memory(&*p);
   traced("plan_memory");
   insert_barriers(&*p);
@@ -155,6 +120,7 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   traced("verify");
   after("program", p->to_string());
   out.program = *std::move(p);
+  out.graph = std::move(g);
   return out;
 }
 

@@ -24,13 +24,21 @@ struct Options {
 
 struct Compiled {
   ir::Program program;
+  ir::Graph graph;          // the graph the program computes (after simplification): Kernel::sources index it
   std::string dump_prefix;  // "<dump_dir>/gNNN_" when dumping, for the backend's source files
 };
 
 absl::StatusOr<Compiled> compile_graph(const ir::Graph& g, const ir::TargetInfo& target, const Options& opts);
 
-// Graphviz text of a graph with each kernel of `p` drawn as a cluster.
-std::string to_dot(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& kernels);
+// Graphviz text of the graph `p` was compiled from, each kernel drawn as a cluster of the nodes
+// it computes (Kernel::sources), labelled with its name. `styles`, when given, has one entry per
+// kernel: extra Graphviz attributes and label lines for its cluster (a profile colours kernels by
+// their share of the time: `fillcolor="#ff8080"`, "label" gets `style_labels[k]` appended).
+struct KernelStyle {
+  std::string fill = "lightgrey";  // a Graphviz color
+  std::string note;                // a second label line, e.g. "41% of device time"
+};
+std::string to_dot(const ir::Graph& g, const ir::Program& p, const std::vector<KernelStyle>& styles = {});
 
 
 }  // namespace kiln::passes

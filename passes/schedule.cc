@@ -126,7 +126,8 @@ absl::StatusOr<ir::Program> schedule(const ir::Graph& g, const FusionPlan& plan)
     buffer_of[i] = int(p.buffers.size());
     p.buffers.push_back(b);
   }
-  auto append = [&](const LowerRequest& req, const std::vector<ir::NodeId>& named_by) -> absl::Status {
+  auto append = [&](const LowerRequest& req, const std::vector<ir::NodeId>& named_by,
+                    std::vector<ir::NodeId> sources) -> absl::Status {
     auto k = lower_group(req);
     if (!k.ok()) return k.status();
     std::string name = absl::StrCat("k", p.kernels.size());
@@ -139,6 +140,10 @@ absl::StatusOr<ir::Program> schedule(const ir::Graph& g, const FusionPlan& plan)
       }
     }
     k->name = name;
+    for (ir::NodeId n : sources)
+      absl::StrAppend(&k->computes, k->computes.empty() ? "" : ", ", "%", n, " ",
+                      req.scatter_init ? "scatter (copy of its data)" : ir::op_name(g.node(n).op));
+    k->sources = std::move(sources);
     merge_axes(&*k);
     std::string err = k->finalize();
     if (!err.empty()) return absl::InternalError(absl::StrCat("kernel ", name, ": ", err));
@@ -166,9 +171,9 @@ absl::StatusOr<ir::Program> schedule(const ir::Graph& g, const FusionPlan& plan)
       copy.stores = {n};
       copy.buffer_of = &buffer_of;
       copy.scatter_init = true;
-      if (absl::Status st = append(copy, {n}); !st.ok()) return st;
+      if (absl::Status st = append(copy, {n}, {n}); !st.ok()) return st;
     }
-    if (absl::Status st = append(req, grp.computed); !st.ok()) return st;
+    if (absl::Status st = append(req, grp.computed, group_members(g, plan, grp)); !st.ok()) return st;
   }
   return p;
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "passes/pipeline.h"
 #include "runtime/registry.h"
 #include "runtime/stats.h"
@@ -26,6 +27,28 @@ void dump_sources(const runtime::CompiledProgram& c, const std::string& prefix, 
       support::write_dump(absl::StrCat(prefix, "kernel", i, ".", device, ".txt"), listings[i]);
   if (debug >= 4)
     for (const std::string& s : listings) std::fprintf(stderr, "kiln: --- source ---\n%s\n", s.c_str());
+}
+
+// Registers a freshly compiled executable with the profile: its kernels, and a picture
+// of its graph with each kernel coloured by its share of the device time.
+void trace_compiled(const CompiledGraph& e, passes::Compiled planned, double compile_us) {
+  std::vector<std::string> names;
+  for (const ir::Kernel& k : planned.program.kernels) names.push_back(k.name);
+  const size_t nodes = planned.graph.size();
+  auto shared = std::make_shared<const passes::Compiled>(std::move(planned));
+  support::trace_executable(e.id, names, compile_us, nodes, [shared](const std::vector<double>& us) {
+    double total = 0;
+    for (double u : us) total += u;
+    std::vector<passes::KernelStyle> styles(shared->program.kernels.size());
+    for (size_t k = 0; k < styles.size() && k < us.size(); ++k) {
+      const double share = total > 0 ? us[k] / total : 0;
+      // White (no time) to red (all of it).
+      const int gb = int(255 - 200 * share);
+      styles[k].fill = absl::StrFormat("#ff%02x%02x", gb, gb);
+      styles[k].note = absl::StrFormat("%.0f%% of device time, %.1f us", 100 * share, us[k]);
+    }
+    return passes::to_dot(shared->graph, shared->program, styles);
+  });
 }
 
 }  // namespace
@@ -73,6 +96,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Devi
   e->outputs = compiled->outputs;
   e->bytes = std::max<int64_t>(compiled->arena_bytes, kMinEntryBytes);
   runtime::counters().executables_built++;
+  if (support::tracing()) trace_compiled(*e, *std::move(planned), ms_since(t0) * 1000);
   if (opts.debug >= 1)
     std::fprintf(stderr, "kiln: compiled %d kernel(s) for %s in %.3f ms\n", e->exe->kernels_per_run(),
                  device->name().c_str(), ms_since(t0));
@@ -96,6 +120,7 @@ absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_compiled(
   for (const auto& b : inputs) in_raw.push_back(b.get());
   {
     support::TraceSpan span("run (bind + launch)");
+    support::TraceRun run(g.id, g.device->name(), g.exe->kernels_per_run());
     if (absl::Status s = g.exe->run(in_raw, out_raw); !s.ok()) return s;
   }
   runtime::counters().graphs_realized++;

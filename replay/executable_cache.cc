@@ -1,5 +1,6 @@
 #include "replay/executable_cache.h"
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <unordered_map>
@@ -8,6 +9,12 @@
 #include "support/options.h"
 
 namespace kiln::replay {
+
+uint64_t new_executable_id() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 namespace {
 
 struct Entry {

@@ -15,7 +15,11 @@
 namespace kiln::replay {
 
 // A graph compiled and loaded on one device: what a replay needs.
+// A process-unique number for each executable (profiles tell executables apart by it).
+uint64_t new_executable_id();
+
 struct CompiledGraph {
+  uint64_t id = new_executable_id();
   runtime::Device* device = nullptr;
   ir::Graph graph;  // compared in full on lookup
   bool fusion = true;  // the pass option it was compiled with

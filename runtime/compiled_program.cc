@@ -5,13 +5,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ir/cost.h"
 #include "ir/verify_program.h"
 #include "support/bytes.h"
 
 namespace kiln::runtime {
 namespace {
 
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '4'};  // 03: cuda tensor maps; 04: PTX
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '5'};  // 03: cuda tensor maps; 04: PTX; 05: costs
 
 using support::ByteReader;
 using support::ByteWriter;
@@ -91,6 +92,11 @@ CompiledProgram plan_of(const ir::Program& p) {
     c.kernels[i].name = k.name;
     c.kernels[i].reads.assign(reads.begin(), reads.end());
     c.kernels[i].writes.assign(writes.begin(), writes.end());
+    const ir::KernelCost cost = ir::kernel_cost(p, k);
+    c.kernels[i].bytes = cost.bytes;
+    c.kernels[i].flops = cost.flops;
+    c.kernels[i].tensor_math = cost.tensor_math;
+    c.kernels[i].computes = k.computes;
   }
   return c;
 }
@@ -157,6 +163,10 @@ std::string serialize(const CompiledProgram& c) {
     w.str(k.binary);
     w.str(k.strategy);
     w.str(k.source);
+    w.i64(k.bytes);
+    w.i64(k.flops);
+    w.i64(k.tensor_math ? 1 : 0);
+    w.str(k.computes);
   });
   return w.take();
 }
@@ -223,6 +233,10 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
     k.binary = r.str();
     k.strategy = r.str();
     k.source = r.str();
+    k.bytes = r.i64();
+    k.flops = r.i64();
+    k.tensor_math = r.i64() != 0;
+    k.computes = r.str();
   }
   if (r.error().empty() && !r.at_end()) r.fail("trailing bytes");
   if (!r.error().empty()) return absl::InvalidArgumentError(r.error());

@@ -54,6 +54,11 @@ struct CompiledKernel {
   std::string binary;         // vulkan: SPIR-V of this kernel; empty where `module` holds it
   std::string strategy;       // how threads map to the iteration space (for dumps)
   std::string source;         // generated source of this kernel (dumps; empty unless kept)
+  // For profiles (ir/cost.h): the bytes it moves and the operations it performs (estimates from
+  // the kernel IR), whether that is 16-bit matrix math, and the graph nodes it computes.
+  int64_t bytes = 0, flops = 0;
+  bool tensor_math = false;
+  std::string computes;
 };
 
 struct CompiledProgram {

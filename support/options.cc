@@ -76,6 +76,9 @@ Options options() {
   Options o;
   read_int(o, "KILN_DEBUG", &o.debug);
   if (const char* v = env("KILN_PROFILE")) o.profile = v;
+  read_int(o, "KILN_PEAK_GBPS", &o.peak_gbps);
+  read_int(o, "KILN_PEAK_GFLOPS", &o.peak_gflops);
+  read_int(o, "KILN_PEAK_MATRIX_GFLOPS", &o.peak_matrix_gflops);
   if (const char* v = env("KILN_CACHE_BYTES")) {
     std::string s = v;
     int shift = 0;

@@ -29,6 +29,9 @@ struct Options {
   // or no location is known.
   std::string cache_dir;
   std::string profile;  // KILN_PROFILE: a Chrome trace of the whole run is written there at exit
+  // KILN_PEAK_GBPS, KILN_PEAK_GFLOPS, KILN_PEAK_MATRIX_GFLOPS: the device's peaks for profiles'
+  // rooflines, replacing what kiln reads or measures (0: keep kiln's).
+  int peak_gbps = 0, peak_gflops = 0, peak_matrix_gflops = 0;
   // KILN_CACHE_BYTES: device bytes (arenas) the in-memory executable cache may hold; beyond it the
   // least recently used executables are dropped (suffixes K, M, G accepted).
   int64_t cache_bytes = int64_t(4) << 30;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/bindings.h"
 #include "backends/cpu/memory.h"
+#include "backends/cpu/target.h"
 #include "runtime/stats.h"
 #include "support/trace.h"
 
@@ -19,7 +20,7 @@ absl::StatusOr<std::unique_ptr<Executable>> CpuExecutable::load(const CompiledPr
     if (k.name.empty() || k.tiles < 0 || k.work < 0)
       return absl::InvalidArgumentError(absl::StrCat("cpu: kernel '", k.name, "' of the compiled program has no symbol or a negative size"));
     symbols.push_back(k.name);
-    kernels.push_back(Kernel{nullptr, k.tiles, k.work, k.name});
+    kernels.push_back(Kernel{nullptr, k.tiles, k.work, k.name, k.bytes, k.flops, k.computes});
   }
   std::unique_ptr<LinkedObject> code;
   if (!kernels.empty()) {
@@ -67,23 +68,32 @@ absl::Status CpuExecutable::run(const std::vector<Buffer*>& inputs, const std::v
   // Steps run in order; each kernel spreads its tiles over the pool.
   char** bufs = ptrs.data();
   const bool traced = support::tracing();
-  const int track = traced ? support::device_track("cpu") : 0;
+  const support::Peaks peaks = traced ? host_peaks(int(pool_->size()), device_->target().vector_width) : support::Peaks{};
   for (const ir::Step& s : steps_) {
     const Kernel& k = kernels_[s.kernel];
     if (k.tiles <= 0) continue;
     KernelFn fn = k.fn;
     const bool parallel = k.work >= (1 << 15) && k.tiles > 1;
-    const int64_t t0 = traced ? support::trace_now_us() : 0;
+    const double t0 = traced ? support::trace_now_us_precise() : 0;
     if (!parallel) {
       fn(bufs, 0, k.tiles);
     } else {
       int64_t chunk = std::max<int64_t>(1, k.tiles / (int64_t(pool_->size()) * 8));
       pool_->parallel_for(k.tiles, chunk, [&](int64_t b, int64_t e) { fn(bufs, b, e); });
     }
-    if (traced)
-      support::trace_event(k.name, "kernel", t0, support::trace_now_us() - t0, track,
-                           absl::StrCat("\"tiles\": ", k.tiles, ", \"element_ops\": ", k.work, ", \"threads\": ",
-                                        parallel ? int(pool_->size()) : 1));
+    if (traced) {
+      support::KernelRun run;
+      run.name = k.name;
+      run.kernel = s.kernel;
+      run.start_us = t0;
+      run.dur_us = support::trace_now_us_precise() - t0;
+      run.bytes = k.bytes;
+      run.flops = k.flops;
+      run.computes = k.computes;
+      support::trace_kernel("cpu", run, peaks,
+                            absl::StrCat("\"tiles\": ", k.tiles, ", \"element_ops\": ", k.work, ", \"threads\": ",
+                                         parallel ? int(pool_->size()) : 1));
+    }
   }
   give_arena(arena);
   return absl::OkStatus();

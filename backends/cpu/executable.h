@@ -29,6 +29,8 @@ class CpuExecutable : public Executable {
     KernelFn fn = nullptr;
     int64_t tiles = 0, work = 0;
     std::string name;  // for profiles
+    int64_t bytes = 0, flops = 0;  // CompiledKernel's estimates (profiles)
+    std::string computes;
   };
   CpuExecutable(const CompiledProgram& c, std::unique_ptr<LinkedObject> code, std::vector<Kernel> kernels,
                 Device* device, ThreadPool* pool);

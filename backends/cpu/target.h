@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/target_info.h"
+#include "support/trace.h"
 
 namespace kiln::runtime::cpu {
 
@@ -29,5 +30,11 @@ bool key_compatible(const std::string& compiled, const std::string& here);
 // How the target keys `compiled` and `here` differ, for a load's error message: "compiled for
 // x86_64-pc-linux-gnu skylake-avx512, this CPU is ... znver3; features only there: +avx512f, ...".
 std::string describe_difference(const std::string& compiled, const std::string& here);
+
+// This machine's peaks for profiles' rooflines, measured or estimated once per process: memory
+// bandwidth from a timed copy of 64 MiB spread over `threads` threads (a copy reads and writes
+// every byte), f32 arithmetic as threads x `vector_width` lanes x 2 (fused multiply-add) x 2
+// (two FMA pipes per core) x the clock /proc/cpuinfo reports. KILN_PEAK_* replace either.
+support::Peaks host_peaks(int threads, int vector_width);
 
 }  // namespace kiln::runtime::cpu

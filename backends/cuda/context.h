@@ -13,20 +13,23 @@
 
 #include "absl/status/statusor.h"
 #include "backends/cuda/memory.h"
+#include "support/trace.h"
 
 namespace kiln::runtime::cuda {
 
-// A CUDA event (no timing). Re-recording is allowed: a wait then covers the latest record,
+// A CUDA event (timing only when asked: profiles). Re-recording is allowed: a wait then covers the latest record,
 // which on the device's single stream also covers every earlier one.
 class Event {
  public:
-  static absl::StatusOr<std::shared_ptr<Event>> create();
+  static absl::StatusOr<std::shared_ptr<Event>> create(bool timing = false);
   explicit Event(CUevent e) : e_(e) {}
   ~Event();
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   absl::Status record(CUstream s) const;
   absl::Status wait() const;
+  // Milliseconds from `start` to this event; both created with timing, recorded and complete.
+  absl::StatusOr<double> elapsed_ms(const Event& start) const;
 
  private:
   CUevent e_;
@@ -43,6 +46,7 @@ struct Context {
   int cc = 0;                          // compute capability, 10 * major + minor
   int64_t shared_optin = 0;            // opt-in shared memory per block
   int max_grid[3] = {0, 0, 0};
+  support::Peaks peaks;                // for profiles (target.h: cuda_peaks)
   // Binds the context to the calling thread (cheap; needed once per thread, done per call).
   absl::Status make_current() const;
 };

@@ -68,6 +68,9 @@ class CudaExecutable : public Executable {
   absl::StatusOr<uint32_t> resident_grid(const CompiledKernel& k, CUfunction f);
   // Points every input/output buffer id at its binding for this run; false when nothing changed.
   absl::Status bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, bool* changed);
+  // While a profile is on: the graph's kernels launched one at a time between timing events, each
+  // traced as a span on the device's track (support/trace.h).
+  absl::Status launch_profiled();
 
   Device* device_;
   Context* ctx_;
@@ -80,6 +83,8 @@ class CudaExecutable : public Executable {
   CUgraphExec exec_ = nullptr;
   std::vector<Node> nodes_;
   std::shared_ptr<Event> done_;  // recorded after each launch
+  std::vector<support::KernelRun> node_info_;            // per node: name and costs (profiles)
+  std::vector<std::shared_ptr<Event>> profile_events_;   // two per node, made by the first profiled run
   bool launched_ = false;
 
   std::mutex mu_;                       // concurrent run() calls

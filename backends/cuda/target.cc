@@ -37,4 +37,26 @@ bool accepts_key(const ir::TargetInfo& t, const std::string& key) {
   return key == target_key(t) || (t.compute_capability == 90 && key == "sm_90a");
 }
 
+support::Peaks cuda_peaks(int cc, int sms, double clock_khz, double memory_clock_khz, int bus_bits) {
+  support::Peaks p;
+  p.bytes_per_s = 2.0 * memory_clock_khz * 1e3 * double(bus_bits) / 8.0;
+  const double sm_hz = double(sms) * clock_khz * 1e3;
+  const int lanes = cc >= 86 ? 128 : 64;
+  p.flops_per_s = sm_hz * lanes * 2;
+  int matrix = 0;  // dense 16-bit tensor-core FLOP per SM per clock
+  switch (cc) {
+    case 70: case 72: case 75: matrix = 1024; break;
+    case 80: matrix = 2048; break;
+    case 86: case 87: case 89: matrix = 512; break;
+    case 90: matrix = 4096; break;
+    case 100: case 103: matrix = 8192; break;
+    default: break;
+  }
+  p.matrix_flops_per_s = sm_hz * matrix;
+  p.launch_floor_us = 10;
+  p.source = absl::StrCat("sm_", cc, ", ", sms, " SMs at ", int(clock_khz / 1000), " MHz, memory ",
+                          int(memory_clock_khz / 1000), " MHz x ", bus_bits, " bits (driver attributes)");
+  return support::with_peak_overrides(p);
+}
+
 }  // namespace kiln::runtime::cuda

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ir/target_info.h"
+#include "support/trace.h"
 
 namespace kiln::runtime::cuda {
 
@@ -18,6 +19,14 @@ namespace kiln::runtime::cuda {
 // (the opt-in maximum). Every architecture NVRTC 13 targets (sm_75 and newer) has the rest.
 // Tests without a GPU use an H100's numbers (132, 232448) to build the Programs it would run.
 ir::TargetInfo cuda_target_info(int sm_count, int64_t shared_optin, int compute_capability = 90);
+
+// A GPU's peaks for profiles' rooflines, from its attributes: memory bandwidth = 2 (double data
+// rate) x the memory clock x the bus width; f32 = SMs x FP32 lanes per SM (64 on sm_70-sm_80,
+// 128 from sm_86) x 2 (FMA) x the SM clock; 16-bit matrix math = SMs x dense tensor-core
+// FLOP per SM per clock (1024 on sm_70/75, 2048 on sm_80, 512 on sm_86/89, 4096 on sm_90,
+// 8192 on sm_100/103, from NVIDIA's architecture documents; the vector peak elsewhere) x the
+// SM clock. Clocks in kHz as the driver reports them; a zero clock leaves that peak unknown.
+support::Peaks cuda_peaks(int cc, int sms, double clock_khz, double memory_clock_khz, int bus_bits);
 
 // "sm_<cc>" of t.compute_capability (10 * major + minor, 90 for an H100): a cubin runs on GPUs
 // of exactly this architecture. The SM count and shared memory only tune launch shapes; a device

@@ -70,7 +70,14 @@ absl::Status VulkanExecutable::build_pipelines(const CompiledProgram& c) {
     if (!pipeline.ok()) return pipeline.status();
     pipelines_.push_back(*pipeline);
     grids_.push_back(k.grid);
-    names_.push_back(k.name);
+    support::KernelRun info;
+    info.name = k.name;
+    info.kernel = int(kernels_.size());
+    info.bytes = k.bytes;
+    info.flops = k.flops;
+    info.tensor_math = k.tensor_math;
+    info.computes = k.computes;
+    kernels_.push_back(std::move(info));
   }
   save_pipeline_cache(ctx_.get());
   return absl::OkStatus();
@@ -254,17 +261,24 @@ void VulkanExecutable::print_profile(Slot* s) {
   const bool print = opts_.print_times;
   // Profiles: the GPU's clock placed on the trace's by the end of the last dispatch, which the
   // wait above has just seen (an approximation of up to the wait's latency).
-  const int64_t host_end = support::trace_now_us();
-  const int track = support::tracing() ? support::device_track("vulkan") : 0;
+  const double host_end = support::trace_now_us_precise();
+  const bool traced = support::tracing();
+  if (traced && peaks_.source.empty()) {
+    support::Peaks unknown;
+    unknown.source = "unknown for Vulkan devices: set KILN_PEAK_GBPS and KILN_PEAK_GFLOPS";
+    peaks_ = support::with_peak_overrides(unknown);
+  }
   double total = 0;
   for (size_t i = 0; i < steps_.size(); ++i) {
     double us = double((t[2 * i + 1] - t[2 * i]) & mask) * period_us;
     total += us;
-    if (print) std::fprintf(stderr, "kiln: vulkan: step %zu kernel '%s' %.1f us GPU\n", i, names_[steps_[i].kernel].c_str(), us);
-    if (track) {
+    if (print) std::fprintf(stderr, "kiln: vulkan: step %zu kernel '%s' %.1f us GPU\n", i, kernels_[size_t(steps_[i].kernel)].name.c_str(), us);
+    if (traced) {
       const double before_end = double((t[2 * steps_.size() - 1] - t[2 * i]) & mask) * period_us;
-      support::trace_event(names_[steps_[i].kernel], "kernel", host_end - int64_t(before_end), int64_t(us), track,
-                           "\"clock\": \"GPU timestamps, aligned at the run's end\"");
+      support::KernelRun run = kernels_[size_t(steps_[i].kernel)];
+      run.start_us = host_end - before_end;
+      run.dur_us = us;
+      support::trace_kernel("vulkan", run, peaks_, "\"clock\": \"GPU timestamps, aligned at the run's end\"");
     }
   }
   double span = steps_.empty() ? 0 : double((t[2 * steps_.size() - 1] - t[0]) & mask) * period_us;

@@ -16,7 +16,9 @@
 #include "backends/vulkan/shadow_access.h"
 #include "ir/program.h"
 #include "runtime/compiled_program.h"
+#include "support/trace.h"
 #include "runtime/device.h"
+#include "support/trace.h"
 
 namespace kiln::runtime::vk {
 
@@ -70,7 +72,8 @@ class VulkanExecutable : public Executable {
   int num_inputs_ = 0, num_outputs_ = 0;
   std::vector<VkPipeline> pipelines_;  // per kernel
   std::vector<std::array<uint32_t, 3>> grids_;
-  std::vector<std::string> names_;
+  std::vector<support::KernelRun> kernels_;  // per kernel: name and costs, for profiles
+  support::Peaks peaks_;                     // for profiles (set when the first is taken)
   Allocation arena_;
   // Validation mode: the command buffer is re-recorded by each run with its shadow descriptor
   // sets bound to that run's buffers (see shadow_access.h); otherwise recorded once per slot.

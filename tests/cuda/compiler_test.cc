@@ -250,5 +250,23 @@ TEST(CudaCompiler, TheDeviceLoadsWhatTheCompilerMade) {
   for (size_t i = 0; i < sums.size(); ++i) EXPECT_NEAR(got[1][i], sums[i], 1e-5 * sums[i]) << i;
 }
 
+// Profiles' peaks from the driver's attributes: an H100 SXM (132 SMs, 1980 MHz, HBM3 at 2619 MHz
+// on a 5120-bit bus) and an A100 (108 SMs, 1410 MHz, 1215 MHz x 5120 bits).
+TEST(CudaPeaks, FromDriverAttributes) {
+  support::Peaks h100 = cuda::cuda_peaks(90, 132, 1980000, 2619000, 5120);
+  EXPECT_NEAR(h100.bytes_per_s / 1e12, 3.352, 0.001);
+  EXPECT_NEAR(h100.flops_per_s / 1e12, 66.9, 0.1);          // 132 x 128 lanes x 2 x 1.98 GHz
+  EXPECT_NEAR(h100.matrix_flops_per_s / 1e12, 1070.5, 0.5);  // 132 x 4096 x 1.98 GHz
+  EXPECT_NE(h100.source.find("sm_90, 132 SMs at 1980 MHz"), std::string::npos) << h100.source;
+  support::Peaks a100 = cuda::cuda_peaks(80, 108, 1410000, 1215000, 5120);
+  EXPECT_NEAR(a100.bytes_per_s / 1e12, 1.555, 0.001);
+  EXPECT_NEAR(a100.flops_per_s / 1e12, 19.5, 0.1);
+  EXPECT_NEAR(a100.matrix_flops_per_s / 1e12, 311.9, 0.5);
+  // A driver that reports no clocks leaves the peaks unknown (0), never made up.
+  support::Peaks none = cuda::cuda_peaks(90, 132, 0, 0, 5120);
+  EXPECT_EQ(none.bytes_per_s, 0);
+  EXPECT_EQ(none.flops_per_s, 0);
+}
+
 }  // namespace
 }  // namespace kiln::runtime
