@@ -1,4 +1,5 @@
 // Tensor creation: host data, constants, ranges, random numbers.
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -107,7 +108,24 @@ Tensor constant(double value, DType dtype, const Shape& shape, runtime::Device* 
   Scalar s = (is_float(dtype) ? Scalar::from_double(value) : Scalar::from_int(Scalar::from_double(value).as_int()));
   s = s.cast_to(dtype);
   if (is_float(dtype) && !s.is_int) s = Scalar::from_double(s.f);
-  return record("full", ir::Op::kConst, dtype, shape, {}, {}, s, device);
+  if (!device) device = detail::impl_of(Device());
+  // Loops record the same few constants over and over (x * 1.0001 + 0.001): the last ones
+  // recorded on this thread are shared rather than recorded again. A constant node is pure, so
+  // sharing it changes nothing but the recording's cost (Scalar's == is bitwise: -0.0 is not 0.0).
+  struct Recent {
+    NodePtr node;
+    Scalar scalar;
+  };
+  thread_local std::array<Recent, 8> recent;
+  thread_local size_t next = 0;
+  for (const Recent& r : recent)
+    if (r.node && r.node->device == device && r.node->dtype == dtype && r.scalar == s &&
+        r.node->shape == shape)
+      return Access::tensor(r.node);
+  Tensor t = record("full", ir::Op::kConst, dtype, shape, {}, {}, s, device);
+  recent[next] = Recent{node_of(t), s};
+  next = (next + 1) % recent.size();
+  return t;
 }
 }  // namespace detail
 

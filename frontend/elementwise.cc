@@ -45,13 +45,15 @@ Shape broadcast(const std::string& label, const Shape& a, const Shape& b) {
 
 // Promotes and broadcasts two operands to a common dtype/shape.
 std::pair<Tensor, Tensor> align(const std::string& label, const Tensor& a, const Tensor& b, DType dtype) {
+  if (a.shape() == b.shape()) return {cast_to(a, dtype), cast_to(b, dtype)};  // the common case, no copies
   Shape s = broadcast(label, a.shape(), b.shape());
   return {broadcast_to_shape(label, cast_to(a, dtype), s), broadcast_to_shape(label, cast_to(b, dtype), s)};
 }
 
 Tensor binary(const std::string& label, ir::Op op, const Tensor& a, const Tensor& b, DType compute,
               DType result) {
-  detail::common_device(label, {a, b});
+  if (!a.defined() || !b.defined()) detail::fail(label, "undefined tensor");
+  if (detail::node_of(a)->device != detail::node_of(b)->device) detail::common_device(label, {a, b});  // throws
   auto [x, y] = align(label, a, b, compute);
   return record(label, op, result, x.shape(), {x, y});
 }

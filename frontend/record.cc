@@ -41,31 +41,31 @@ Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, std
     fail(label, absl::StrCat("shape ", shape_str(shape), " has too many elements"));
   for (int64_t d : shape)
     if (d < 0) fail(label, absl::StrCat("negative dimension in shape ", shape_str(shape)));
-  // Check with the IR's rules on a scratch graph of the operands.
-  ir::Graph g;
+  // Check with the IR's rules, on the operands as they are (no scratch graph).
   ir::Node n;
   n.op = op;
   n.dtype = dtype;
-  n.shape = shape;
-  n.ints = ints;
+  n.shape = std::move(shape);
+  n.ints = std::move(ints);
   n.scalar = scalar;
+  std::vector<ir::OperandInfo> operands;
+  operands.reserve(inputs.size());
+  n.inputs.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    ir::Node in;
-    in.op = ir::Op::kInput;
-    in.dtype = inputs[i].dtype();
-    in.shape = inputs[i].shape();
-    in.ints = {int64_t(i)};
-    n.inputs.push_back(g.add(in));
+    const LazyNode& in = *detail::node_of(inputs[i]);
+    operands.push_back(ir::OperandInfo{in.dtype, &in.shape});
+    n.inputs.push_back(ir::NodeId(i));
   }
-  absl::Status s = ir::check_node(g, n);
+  absl::Status s = ir::check_node(n, operands);
   if (!s.ok()) fail(label, std::string(s.message()));
   auto node = std::make_shared<LazyNode>();
   node->op = op;
   node->dtype = dtype;
-  node->shape = std::move(shape);
-  node->ints = std::move(ints);
+  node->shape = std::move(n.shape);
+  node->ints = std::move(n.ints);
   node->scalar = scalar;
   node->device = dev;
+  node->inputs.reserve(inputs.size());
   for (Tensor& t : inputs) node->inputs.push_back(detail::node_of(t));
   return Access::tensor(std::move(node));
 }

@@ -102,6 +102,14 @@ absl::StatusOr<Shape> broadcast_shapes(const Shape& a, const Shape& b, const std
 // an error message that names the op and the shapes.
 absl::Status check_node(const Graph& g, const Node& n);
 
+// The same for a node not in a graph yet (the frontend checks each op as it is recorded):
+// operand k of `n` is operands[n.inputs[k]] (its dtype and shape; `shape` must outlive the call).
+struct OperandInfo {
+  DType dtype;
+  const Shape* shape;
+};
+absl::Status check_node(const Node& n, const std::vector<OperandInfo>& operands);
+
 // Verifies the whole graph: topological ids, every node well formed, outputs in range.
 absl::Status verify(const Graph& g);
 

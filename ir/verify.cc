@@ -11,19 +11,42 @@ absl::Status err(const Node& n, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(op_name(n.op), ": ", what));
 }
 
+// What a check reads of an operand: its dtype and shape.
+struct Operand {
+  DType dtype;
+  const Shape& shape;
+};
+
+// The operands of the node being checked, by the ids in its `inputs`: nodes of a graph, or (for
+// a node not in a graph yet, the frontend's record()) a list indexed by position.
+class Operands {
+ public:
+  explicit Operands(const Graph& g) : g_(&g) {}
+  explicit Operands(const std::vector<OperandInfo>& list) : list_(&list) {}
+  Operand node(NodeId id) const {
+    if (g_) return Operand{g_->node(id).dtype, g_->node(id).shape};
+    const OperandInfo& o = (*list_)[size_t(id)];
+    return Operand{o.dtype, *o.shape};
+  }
+
+ private:
+  const Graph* g_ = nullptr;
+  const std::vector<OperandInfo>* list_ = nullptr;
+};
+
 bool valid_shape(const Shape& s) {
   for (int64_t d : s)
     if (d < 0) return false;
   return shape_numel(s) >= 0;
 }
 
-absl::Status check_elementwise(const Graph& g, const Node& n) {
+absl::Status check_elementwise(const Operands& g, const Node& n) {
   for (NodeId in : n.inputs) {
     if (g.node(in).shape != n.shape)
       return err(n, absl::StrCat("operand shape ", shape_str(g.node(in).shape),
                                  " differs from result shape ", shape_str(n.shape)));
   }
-  const Node& a = g.node(n.inputs[0]);
+  const Operand a = g.node(n.inputs[0]);
   switch (n.op) {
     case Op::kCast: return absl::OkStatus();
     case Op::kNot:
@@ -86,8 +109,8 @@ absl::Status check_axes(const Node& n, const Shape& in, bool single) {
   return absl::OkStatus();
 }
 
-absl::Status check_movement(const Graph& g, const Node& n) {
-  const Node& a = g.node(n.inputs[0]);
+absl::Status check_movement(const Operands& g, const Node& n) {
+  const Operand a = g.node(n.inputs[0]);
   if (n.op != Op::kConcat && n.dtype != a.dtype) return err(n, "result dtype must equal the operand dtype");
   const Shape& in = a.shape;
   size_t r = in.size();
@@ -158,7 +181,7 @@ absl::Status check_movement(const Graph& g, const Node& n) {
       if (n.shape.size() != r) return err(n, "result rank differs from the operands' rank");
       int64_t axis = n.ints[0], total = 0;
       for (NodeId id : n.inputs) {
-        const Node& x = g.node(id);
+        const Operand x = g.node(id);
         if (x.dtype != n.dtype) return err(n, "operand dtypes differ");
         if (x.shape.size() != r) return err(n, "operand ranks differ");
         for (size_t k = 0; k < r; ++k)
@@ -175,9 +198,9 @@ absl::Status check_movement(const Graph& g, const Node& n) {
   }
 }
 
-absl::Status check_gather(const Graph& g, const Node& n) {
-  const Node& x = g.node(n.inputs[0]);
-  const Node& idx = g.node(n.inputs[1]);
+absl::Status check_gather(const Operands& g, const Node& n) {
+  const Operand x = g.node(n.inputs[0]);
+  const Operand idx = g.node(n.inputs[1]);
   if (n.dtype != x.dtype) return err(n, "result dtype must equal the gathered tensor's dtype");
   if (!is_int(idx.dtype))
     return err(n, absl::StrCat("indices must have an integer dtype, got ", dtype_name(idx.dtype)));
@@ -196,10 +219,10 @@ absl::Status check_gather(const Graph& g, const Node& n) {
   return absl::OkStatus();
 }
 
-absl::Status check_scatter(const Graph& g, const Node& n) {
-  const Node& data = g.node(n.inputs[0]);
-  const Node& idx = g.node(n.inputs[1]);
-  const Node& upd = g.node(n.inputs[2]);
+absl::Status check_scatter(const Operands& g, const Node& n) {
+  const Operand data = g.node(n.inputs[0]);
+  const Operand idx = g.node(n.inputs[1]);
+  const Operand upd = g.node(n.inputs[2]);
   if (n.dtype != data.dtype || n.shape != data.shape) return err(n, "result must have the data's dtype and shape");
   if (!is_int(idx.dtype))
     return err(n, absl::StrCat("indices must have an integer dtype, got ", dtype_name(idx.dtype)));
@@ -218,7 +241,7 @@ absl::Status check_scatter(const Graph& g, const Node& n) {
   return absl::OkStatus();
 }
 
-absl::Status check_attention(const Graph& g, const Node& n) {
+absl::Status check_attention(const Operands& g, const Node& n) {
   if (n.inputs.size() != 3 && n.inputs.size() != 4) return err(n, "takes q, k, v and an optional bias");
   if (n.ints.size() != 1 || (n.ints[0] != 0 && n.ints[0] != 1)) return err(n, "causal must be 0 or 1");
   if (n.scalar.is_int) return err(n, "scale must be a floating-point number");
@@ -236,7 +259,7 @@ absl::Status check_attention(const Graph& g, const Node& n) {
   if (v[r - 2] != k[r - 2]) return err(n, absl::StrCat("k ", shape_str(k), " and v ", shape_str(v), " differ in length"));
   if (n.shape[r - 2] != q[r - 2] || n.shape[r - 1] != v[r - 1]) return err(n, "result shape is not [..., Sq, Dv]");
   if (n.inputs.size() == 4) {
-    const Node& b = g.node(n.inputs[3]);
+    const Operand b = g.node(n.inputs[3]);
     Shape want(q.begin(), q.end() - 1);
     want.push_back(k[r - 2]);
     if (!is_float(b.dtype)) return err(n, "bias must be floating-point");
@@ -261,7 +284,9 @@ absl::StatusOr<Shape> broadcast_shapes(const Shape& a, const Shape& b, const std
   return out;
 }
 
-absl::Status check_node(const Graph& g, const Node& n) {
+namespace {
+
+absl::Status check(const Operands& g, const Node& n) {
   if (!valid_shape(n.shape)) return err(n, absl::StrCat("invalid shape ", shape_str(n.shape)));
   int arity = op_arity(n.op);
   if (arity >= 0 && int(n.inputs.size()) != arity)
@@ -289,7 +314,7 @@ absl::Status check_node(const Graph& g, const Node& n) {
     case OpClass::kBinary:
     case OpClass::kTernary: return check_elementwise(g, n);
     case OpClass::kReduce: {
-      const Node& a = g.node(n.inputs[0]);
+      const Operand a = g.node(n.inputs[0]);
       if (is_arg_reduce(n.op)) {
         if (n.dtype != DType::kInt64) return err(n, "result must be i64");
       } else if (n.dtype != a.dtype || n.dtype == DType::kBool) {
@@ -300,8 +325,8 @@ absl::Status check_node(const Graph& g, const Node& n) {
     case OpClass::kMovement: return check_movement(g, n);
     case OpClass::kContract: {
       if (n.op == Op::kAttention) return check_attention(g, n);
-      const Node& a = g.node(n.inputs[0]);
-      const Node& b = g.node(n.inputs[1]);
+      const Operand a = g.node(n.inputs[0]);
+      const Operand b = g.node(n.inputs[1]);
       size_t r = a.shape.size();
       if (r < 2 || b.shape.size() != r || n.shape.size() != r)
         return err(n, absl::StrCat("operands ", shape_str(a.shape), " and ", shape_str(b.shape),
@@ -321,6 +346,17 @@ absl::Status check_node(const Graph& g, const Node& n) {
     case OpClass::kKernel: return err(n, "kernel-IR op in a graph");
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status check_node(const Graph& g, const Node& n) { return check(Operands(g), n); }
+
+absl::Status check_node(const Node& n, const std::vector<OperandInfo>& operands) {
+  if (n.inputs.size() != operands.size()) return err(n, "operand list does not match the node's inputs");
+  for (NodeId in : n.inputs)
+    if (in < 0 || size_t(in) >= operands.size()) return err(n, "operand index out of range");
+  return check(Operands(operands), n);
 }
 
 absl::Status verify(const Graph& g) {

@@ -1,0 +1,88 @@
+// The host path (issue 17's targets, on this CPU): what recording an op, a cached realize and a
+// kiln::jit replay cost the host before any device work. BM_Record* record ops without
+// realizing; BM_CachedLookupW6 is a realize's host work on a cache hit up to the launch (collect
+// the graph, hash it, find and compare the cached executable); BM_RealizeW6 and BM_JitW6 are
+// whole calls on the default device (on the CPU they include the fused kernel's own time, about
+// the same in both; BM_KernelW6 is that kernel alone, replayed through its executable).
+#include <benchmark/benchmark.h>
+
+#include "bench/workloads.h"
+#include "frontend/capture.h"
+#include "kiln/kiln.h"
+#include "replay/compile_or_replay.h"
+#include "replay/executable_cache.h"
+#include "frontend/lazy.h"
+
+namespace kiln::bench {
+namespace {
+
+void BM_RecordElementwiseOp(benchmark::State& s) {
+  Tensor x = randn({4096}, 1).realize();
+  for (auto _ : s) {
+    Tensor y = x;
+    for (int i = 0; i < 64; ++i) y = y * 1.0001;
+    benchmark::DoNotOptimize(y);
+  }
+  s.SetItemsProcessed(int64_t(s.iterations()) * 64);
+}
+
+void BM_RecordW6(benchmark::State& s) {
+  Tensor x = randn({4096}, 2).realize();
+  for (auto _ : s) benchmark::DoNotOptimize(w6(x));
+}
+
+void BM_CachedLookupW6(benchmark::State& s) {
+  Tensor x = randn({4096}, 3).realize();
+  w6(x).realize();  // compiled once
+  runtime::Device* device = detail::node_of(x)->device;
+  for (auto _ : s) {
+    Tensor y = w6(x);
+    std::vector<std::shared_ptr<runtime::Buffer>> inputs;
+    ir::Graph g = detail::capture({y}, &inputs);
+    auto e = replay::compile_graph(device, g);
+    if (!e.ok()) s.SkipWithError(std::string(e.status().message()).c_str());
+    benchmark::DoNotOptimize(e);
+  }
+}
+
+void BM_RealizeW6(benchmark::State& s) {
+  Tensor x = randn({4096}, 4).realize();
+  w6(x).realize();
+  for (auto _ : s) benchmark::DoNotOptimize(w6(x).realize());
+  default_device().synchronize();
+}
+
+void BM_JitW6(benchmark::State& s) {
+  Tensor x = randn({4096}, 5).realize();
+  auto f = jit([](const std::vector<Tensor>& in) { return std::vector<Tensor>{w6(in[0])}; });
+  f({x});
+  for (auto _ : s) benchmark::DoNotOptimize(f({x}));
+  default_device().synchronize();
+}
+
+void BM_KernelW6(benchmark::State& s) {
+  Tensor x = randn({4096}, 6).realize();
+  Tensor y = w6(x);
+  runtime::Device* device = detail::node_of(x)->device;
+  std::vector<std::shared_ptr<runtime::Buffer>> inputs;
+  ir::Graph g = detail::capture({y}, &inputs);
+  auto e = replay::compile_graph(device, g);
+  if (!e.ok()) {
+    s.SkipWithError(std::string(e.status().message()).c_str());
+    return;
+  }
+  for (auto _ : s) benchmark::DoNotOptimize(replay::run_compiled(**e, inputs));
+  default_device().synchronize();
+}
+
+BENCHMARK(BM_RecordElementwiseOp);
+BENCHMARK(BM_RecordW6)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CachedLookupW6)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RealizeW6)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_JitW6)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_KernelW6)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace kiln::bench
+
+BENCHMARK_MAIN();
