@@ -27,6 +27,10 @@ struct LazyNode {
   Scalar scalar;
   runtime::Device* device = nullptr;
   std::shared_ptr<runtime::Buffer> buffer;  // guarded by realize_mutex()
+  // Collecting a graph (realize.cc, under realize_mutex()): the node's id in the graph being
+  // built, valid when `collected` equals that collection's number.
+  uint64_t collected = 0;
+  int32_t collected_id = -1;
 };
 
 using NodePtr = std::shared_ptr<LazyNode>;

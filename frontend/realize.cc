@@ -27,18 +27,21 @@ struct Collected {
 // Builds the graph of the unrealized history of `roots` (caller holds realize_mutex()).
 Collected collect(const std::vector<NodePtr>& roots) {
   Collected c;
-  std::unordered_map<const LazyNode*, ir::NodeId> ids;
+  // Each collection marks the nodes it has added with its own number (no map from node to id).
+  static uint64_t collection = 0;
+  const uint64_t mark = ++collection;
+  auto seen = [&](const LazyNode* n) { return n->collected == mark; };
   std::unordered_map<const runtime::Buffer*, int64_t> input_pos;
   // Iterative post-order DFS (graphs can be long chains).
   std::vector<std::pair<LazyNode*, size_t>> stack;
   auto visit = [&](LazyNode* root) {
-    if (ids.count(root)) return;
+    if (seen(root)) return;
     stack.push_back({root, 0});
     while (!stack.empty()) {
       auto& [n, next] = stack.back();
       if (!n->buffer && next < n->inputs.size()) {
         LazyNode* in = n->inputs[next++].get();
-        if (!ids.count(in)) stack.push_back({in, 0});
+        if (!seen(in)) stack.push_back({in, 0});
         continue;
       }
       ir::Node node;
@@ -60,15 +63,17 @@ Collected collect(const std::vector<NodePtr>& roots) {
         node.op = n->op;
         node.ints = n->ints;
         node.scalar = n->scalar;
-        for (auto& in : n->inputs) node.inputs.push_back(ids.at(in.get()));
+        node.inputs.reserve(n->inputs.size());
+        for (auto& in : n->inputs) node.inputs.push_back(in->collected_id);
       }
-      ids[n] = c.graph.add(std::move(node));
+      n->collected_id = c.graph.add(std::move(node));
+      n->collected = mark;
       stack.pop_back();
     }
   };
   for (const NodePtr& r : roots) {
     visit(r.get());
-    c.graph.add_output(ids.at(r.get()));
+    c.graph.add_output(r->collected_id);
     c.outputs.push_back(r);
   }
   return c;

@@ -41,23 +41,27 @@ Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, std
     fail(label, absl::StrCat("shape ", shape_str(shape), " has too many elements"));
   for (int64_t d : shape)
     if (d < 0) fail(label, absl::StrCat("negative dimension in shape ", shape_str(shape)));
-  // Check with the IR's rules, on the operands as they are (no scratch graph).
-  ir::Node n;
+  // Check with the IR's rules, on the operands as they are (no scratch graph). The node and the
+  // operand list are this thread's scratch, so a check allocates nothing once they have grown.
+  thread_local ir::Node n;
+  thread_local std::vector<ir::OperandInfo> operands;
   n.op = op;
   n.dtype = dtype;
   n.shape = std::move(shape);
   n.ints = std::move(ints);
   n.scalar = scalar;
-  std::vector<ir::OperandInfo> operands;
-  operands.reserve(inputs.size());
-  n.inputs.reserve(inputs.size());
+  n.inputs.clear();
+  operands.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
     const LazyNode& in = *detail::node_of(inputs[i]);
     operands.push_back(ir::OperandInfo{in.dtype, &in.shape});
     n.inputs.push_back(ir::NodeId(i));
   }
-  absl::Status s = ir::check_node(n, operands);
-  if (!s.ok()) fail(label, std::string(s.message()));
+  if (absl::Status s = ir::check_node(n, operands); !s.ok()) {
+    n.shape.clear();
+    n.ints.clear();
+    fail(label, std::string(s.message()));
+  }
   auto node = std::make_shared<LazyNode>();
   node->op = op;
   node->dtype = dtype;

@@ -1,5 +1,6 @@
 #include "ir/graph.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/hash/hash.h"
@@ -18,15 +19,30 @@ size_t Node::hash() const {
 }
 
 NodeId Graph::add(Node n) {
-  size_t h = n.hash();
-  auto range = intern_.equal_range(h);
-  for (auto it = range.first; it != range.second; ++it) {
-    if (nodes_[it->second] == n) return it->second;
+  const size_t h = n.hash();
+  if (2 * (nodes_.size() + 1) > table_.size()) grow_table();
+  const size_t mask = table_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const NodeId at = table_[i];
+    if (at < 0) {
+      const NodeId id = NodeId(nodes_.size());
+      nodes_.push_back(std::move(n));
+      hashes_.push_back(h);
+      table_[i] = id;
+      return id;
+    }
+    if (hashes_[size_t(at)] == h && nodes_[size_t(at)] == n) return at;
   }
-  NodeId id = NodeId(nodes_.size());
-  nodes_.push_back(std::move(n));
-  intern_.emplace(h, id);
-  return id;
+}
+
+void Graph::grow_table() {
+  table_.assign(std::max<size_t>(16, table_.size() * 2), NodeId(-1));
+  const size_t mask = table_.size() - 1;
+  for (size_t id = 0; id < nodes_.size(); ++id) {
+    size_t i = hashes_[id] & mask;
+    while (table_[i] >= 0) i = (i + 1) & mask;
+    table_[i] = NodeId(id);
+  }
 }
 
 int Graph::num_inputs() const {
@@ -47,12 +63,12 @@ std::vector<NodeId> Graph::input_nodes() const {
 
 uint64_t Graph::structural_hash() const {
   uint64_t h = 0x6b696c6eULL;
-  for (const Node& n : nodes_) h = absl::HashOf(h, n.hash());
+  for (size_t nh : hashes_) h = absl::HashOf(h, nh);
   return absl::HashOf(h, outputs_);
 }
 
 bool Graph::operator==(const Graph& o) const {
-  return nodes_ == o.nodes_ && outputs_ == o.outputs_;
+  return hashes_ == o.hashes_ && outputs_ == o.outputs_ && nodes_ == o.nodes_;
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& shape) {

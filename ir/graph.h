@@ -89,9 +89,12 @@ class Graph {
   bool operator==(const Graph& o) const;
 
  private:
+  void grow_table();
+
   std::vector<Node> nodes_;
   std::vector<NodeId> outputs_;
-  std::unordered_multimap<size_t, NodeId> intern_;
+  std::vector<size_t> hashes_;  // Node::hash() of each node (structural_hash reuses them)
+  std::vector<NodeId> table_;   // hash-consing: open addressing over hashes_, -1 = empty
 };
 
 // Result shape/dtype inference, shared by the frontend (record-time errors) and the verifier.
