@@ -57,6 +57,7 @@ struct Options {
   bool cuda_sm90_staged = true;  // KILN_CUDA_SM90_STAGED=0: epilogue stores straight from registers
   int cuda_sm90_group = 8;       // KILN_CUDA_SM90_GROUP: m-tiles per group of the tile order
   int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block
+  bool cuda_copy_stream = true;  // KILN_CUDA_COPY_STREAM=0: uploads on the compute stream (for comparisons)
 
   // --- Vulkan (backends/vulkan)
   int vulkan_device = -1;        // KILN_VULKAN_DEVICE (-1: discrete GPU, then integrated, then CPU)

@@ -1,6 +1,9 @@
 // Events and the context binding of context.h.
 #include "backends/cuda/context.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "backends/cuda/driver_api.h"
 
 namespace kiln::runtime::cuda {
@@ -23,6 +26,12 @@ absl::Status Event::wait() const {
   return cu_check(api().cuEventSynchronize(e_), "waiting for the GPU (cuEventSynchronize)");
 }
 
+bool Event::complete() const { return api().cuEventQuery(e_) == CUDA_SUCCESS; }
+
+absl::Status Event::make_wait(CUstream stream) const {
+  return cu_check(api().cuStreamWaitEvent(stream, e_, 0), "cuStreamWaitEvent");
+}
+
 absl::StatusOr<double> Event::elapsed_ms(const Event& start) const {
   float ms = 0;
   if (absl::Status s = cu_check(api().cuEventElapsedTime(&ms, start.e_, e_), "cuEventElapsedTime"); !s.ok()) return s;
@@ -30,5 +39,69 @@ absl::StatusOr<double> Event::elapsed_ms(const Event& start) const {
 }
 
 absl::Status Context::make_current() const { return cu_check(api().cuCtxSetCurrent(ctx), "cuCtxSetCurrent"); }
+
+absl::StatusOr<std::shared_ptr<Event>> Context::tick() {
+  std::lock_guard<std::mutex> lock(tick_mu_);
+  if (ticks_.empty()) {
+    for (int i = 0; i < kTicks; ++i) {
+      auto e = Event::create();
+      if (!e.ok()) {
+        ticks_.clear();
+        return e.status();
+      }
+      ticks_.push_back(*std::move(e));
+    }
+  }
+  const uint64_t seq = compute_seq.load(std::memory_order_relaxed) + 1;
+  const std::shared_ptr<Event>& e = ticks_[seq % kTicks];
+  if (absl::Status s = e->record(stream); !s.ok()) return s;
+  compute_seq.store(seq, std::memory_order_release);
+  return e;
+}
+
+absl::Status Context::copy_waits_for_compute(uint64_t seq) {
+  if (seq == 0) return absl::OkStatus();
+  std::shared_ptr<Event> e;
+  {
+    std::lock_guard<std::mutex> lock(tick_mu_);
+    if (ticks_.empty()) return absl::OkStatus();  // no run was ever queued
+    e = ticks_[seq % kTicks];
+  }
+  return e->make_wait(copy_stream);
+}
+
+StagingRing::~StagingRing() {
+  if (process_exiting()) return;
+  for (Slot& s : slots_) {
+    if (s.done) (void)s.done->wait();
+    if (s.host) api().cuMemFreeHost(s.host);
+  }
+}
+
+absl::Status StagingRing::copy(CUdeviceptr dst, const void* src, int64_t bytes, CUstream stream) {
+  const char* from = static_cast<const char*>(src);
+  for (int64_t off = 0; off < bytes; off += kBytes) {
+    Slot& s = slots_[next_];
+    next_ = (next_ + 1) % kBuffers;
+    if (!s.host) {
+      if (absl::Status st = cu_check(api().cuMemHostAlloc(&s.host, size_t(kBytes), 0), "cuMemHostAlloc (upload staging)");
+          !st.ok())
+        return st;
+      auto e = Event::create();
+      if (!e.ok()) return e.status();
+      s.done = *std::move(e);
+    } else if (absl::Status st = s.done->wait(); !st.ok()) {  // its previous chunk is still being copied
+      return st;
+    }
+    const int64_t n = std::min(kBytes, bytes - off);
+    std::memcpy(s.host, from + off, size_t(n));
+    if (absl::Status st = cu_check(api().cuMemcpyHtoDAsync(dst + CUdeviceptr(off), s.host, size_t(n), stream),
+                                   "upload (cuMemcpyHtoDAsync)");
+        !st.ok())
+      return st;
+    if (absl::Status st = s.done->record(stream); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace kiln::runtime::cuda

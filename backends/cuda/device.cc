@@ -42,10 +42,13 @@ absl::StatusOr<std::unique_ptr<Device>> CudaDevice::create() {
   if (absl::Status s = ctx->make_current(); !s.ok()) return s;
   if (absl::Status s = cu_check(a.cuStreamCreate(&ctx->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"); !s.ok())
     return s;
-  ctx->pool = std::make_unique<MemoryPool>(ctx->stream);
-  auto ev = Event::create();
-  if (!ev.ok()) return ev.status();
-  ctx->upload_done = *std::move(ev);
+  if (!opts.cuda_copy_stream) {
+    ctx->copy_stream = ctx->stream;  // KILN_CUDA_COPY_STREAM=0: uploads queue behind the kernels
+  } else if (absl::Status s = cu_check(a.cuStreamCreate(&ctx->copy_stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate (copies)");
+             !s.ok()) {
+    return s;
+  }
+  ctx->pool = std::make_unique<MemoryPool>(ctx->stream, ctx->copy_stream, &ctx->compute_seq);
   const int major = attribute(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   const int minor = attribute(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   ctx->cc = major * 10 + minor;
@@ -75,10 +78,11 @@ absl::StatusOr<std::shared_ptr<Buffer>> CudaDevice::alloc(int64_t bytes) {
   if (bytes == 0) return std::make_shared<CudaBuffer>(this, 0, 0, 0, ctx_->pool.get());
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
   int64_t size = 0;
-  auto p = ctx_->pool->allocate(bytes, &size);
+  uint64_t seq = 0;
+  auto p = ctx_->pool->allocate(bytes, &size, &seq);
   if (!p.ok()) return p.status();
   counters().bytes_allocated += bytes;
-  return std::make_shared<CudaBuffer>(this, bytes, *p, size, ctx_->pool.get());
+  return std::make_shared<CudaBuffer>(this, bytes, *p, size, ctx_->pool.get(), seq);
 }
 
 absl::Status CudaDevice::upload(Buffer* dst, const void* src, int64_t bytes) {
@@ -86,14 +90,17 @@ absl::Status CudaDevice::upload(Buffer* dst, const void* src, int64_t bytes) {
   if (bytes <= 0) return absl::OkStatus();
   auto* b = static_cast<CudaBuffer*>(dst);
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
-  // On the device's stream, so runs queued after it see the data; pageable host memory is
-  // staged before the call returns, so `src` may be reused at once.
-  if (absl::Status s = cu_check(api().cuMemcpyHtoDAsync(b->ptr(), src, size_t(bytes), ctx_->stream),
-                                "upload (cuMemcpyHtoDAsync)");
-      !s.ok())
-    return s;
-  if (absl::Status s = ctx_->upload_done->record(ctx_->stream); !s.ok()) return s;
-  b->writer = ctx_->upload_done;
+  auto done = Event::create();
+  if (!done.ok()) return done.status();
+  // On the copy stream, so the upload overlaps the kernels already queued; staged through
+  // page-locked memory, so it returns once `src` is copied (the caller may reuse it at once). A
+  // recycled block waits for the compute submission its previous user was in.
+  std::lock_guard<std::mutex> lock(ctx_->staging.mu);
+  if (absl::Status s = ctx_->copy_waits_for_compute(b->recycled_seq()); !s.ok()) return s;
+  if (absl::Status s = ctx_->staging.copy(b->ptr(), src, bytes, ctx_->copy_stream); !s.ok()) return s;
+  if (absl::Status s = (*done)->record(ctx_->copy_stream); !s.ok()) return s;
+  b->writer = *done;
+  b->upload = *done;
   return absl::OkStatus();
 }
 
@@ -143,6 +150,8 @@ absl::StatusOr<std::unique_ptr<Executable>> CudaDevice::load(const CompiledProgr
 
 absl::Status CudaDevice::synchronize() {
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
+  if (absl::Status s = cu_check(api().cuStreamSynchronize(ctx_->copy_stream), "cuStreamSynchronize (copies)"); !s.ok())
+    return s;
   return cu_check(api().cuStreamSynchronize(ctx_->stream), "cuStreamSynchronize");
 }
 

@@ -23,7 +23,8 @@ namespace kiln::runtime::cuda {
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime)          \
   X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddKernelNode) X(cuGraphInstantiateWithFlags)               \
   X(cuGraphExecDestroy) X(cuGraphExecKernelNodeSetParams) X(cuGraphLaunch) X(cuTensorMapEncodeTiled)            \
-  X(cuFuncGetAttribute) X(cuOccupancyMaxActiveClusters) X(cuLaunchKernel)
+  X(cuFuncGetAttribute) X(cuOccupancyMaxActiveClusters) X(cuLaunchKernel) X(cuMemHostAlloc) X(cuMemFreeHost)        \
+  X(cuStreamWaitEvent)
 
 struct DriverApi {
   int driver_version = 0;  // cuDriverGetVersion: 1000 * major + 10 * minor

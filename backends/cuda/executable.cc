@@ -233,9 +233,6 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
         !s.ok())
       return s;
   }
-  auto done = Event::create();
-  if (!done.ok()) return done.status();
-  done_ = *std::move(done);
   return absl::OkStatus();
 }
 
@@ -257,6 +254,8 @@ absl::Status CudaExecutable::bind(const std::vector<Buffer*>& inputs, const std:
     const ir::BufferDesc& b = buffers_[i];
     if (b.kind == ir::BufferKind::kIntermediate) continue;
     Buffer* buf = b.kind == ir::BufferKind::kInput ? inputs[size_t(b.index)] : outputs[size_t(b.index)];
+    // An input uploaded on the copy stream: the kernels wait for its copy (once per buffer).
+    if (absl::Status s = static_cast<CudaBuffer*>(buf)->make_compute_wait(ctx_->stream); !s.ok()) return s;
     next_[i] = static_cast<CudaBuffer*>(buf)->ptr();
     *changed |= next_[i] != bound_[i];
   }
@@ -301,7 +300,9 @@ absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::
   } else if (exec_) {
     if (absl::Status s = cu_check(api().cuGraphLaunch(exec_, ctx_->stream), "cuGraphLaunch"); !s.ok()) return s;
   }
-  if (absl::Status s = done_->record(ctx_->stream); !s.ok()) return s;
+  auto tick = ctx_->tick();  // the outputs are written when it completes
+  if (!tick.ok()) return tick.status();
+  done_ = *std::move(tick);
   launched_ = true;
   for (int i = 0; i < num_outputs_; ++i) static_cast<CudaBuffer*>(outputs[size_t(i)])->writer = done_;
   return absl::OkStatus();

@@ -82,7 +82,7 @@ class CudaExecutable : public Executable {
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
   std::vector<Node> nodes_;
-  std::shared_ptr<Event> done_;  // recorded after each launch
+  std::shared_ptr<Event> done_;  // the compute tick after the latest launch (Context::tick)
   std::vector<support::KernelRun> node_info_;            // per node: name and costs (profiles)
   std::vector<std::shared_ptr<Event>> profile_events_;   // two per node, made by the first profiled run
   bool launched_ = false;

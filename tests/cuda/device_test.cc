@@ -6,6 +6,9 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/cuda/context.h"
+#include "backends/cuda/memory.h"
+#include "frontend/lazy.h"
 #include "kiln/kiln.h"
 #include "replay/compile_or_replay.h"
 #include "testing/reference.h"
@@ -86,6 +89,41 @@ TEST_F(CudaDeviceTest, UploadDownloadRoundTrip) {
   std::vector<float> v = values(12345, 1.0f);
   Tensor t = from_vector(v, {12345}, *dev_);
   EXPECT_EQ(t.to_vector<float>(), v);
+}
+
+// Uploads go to the copy stream: one issued while kernels are still running completes before
+// them (the kernels queued first are a chain of matmuls of tens of milliseconds; the upload is
+// 16 MiB), and a run that reads the uploaded buffer waits for its copy and sees its values.
+TEST_F(CudaDeviceTest, UploadOverlapsKernelsQueuedBeforeIt) {
+  const int64_t n = 4096;
+  Tensor a = randn({n, n}, 1, float32, *dev_), w = randn({n, n}, 2, float32, *dev_) * (1.0 / 64);
+  auto chain = [&](Tensor x) {
+    for (int i = 0; i < 8; ++i) x = matmul(x, w);
+    return x;
+  };
+  chain(a).realize();  // compiled now, so the realize below only launches
+  dev_->synchronize();
+  Tensor busy = chain(a);
+  busy.realize();  // queued: the GPU works on it for a while
+  runtime::Device* d = detail::impl_of(*dev_);
+  const int64_t count = 4 << 20;  // 16 MiB of floats
+  std::vector<float> host = values(int(count), 0.25f);
+  auto buf = d->alloc(count * 4);
+  ASSERT_TRUE(buf.ok()) << buf.status();
+  ASSERT_TRUE(d->upload(buf->get(), host.data(), count * 4).ok());
+  auto* uploaded = static_cast<runtime::cuda::CudaBuffer*>(buf->get());
+  ASSERT_NE(uploaded->upload, nullptr);
+  ASSERT_TRUE(uploaded->upload->wait().ok());
+  auto* result = static_cast<runtime::cuda::CudaBuffer*>(detail::node_of(busy)->buffer.get());
+  ASSERT_NE(result->writer, nullptr);
+  EXPECT_FALSE(result->writer->complete()) << "the upload waited for the kernels queued before it";
+  // A run reading the uploaded data sees it.
+  Tensor x = detail::from_buffer(*buf, float32, {count});
+  std::vector<float> doubled = (x * 2.0).to_vector<float>();
+  for (int64_t i = 0; i < count; i += 4099) ASSERT_EQ(doubled[size_t(i)], 2 * host[size_t(i)]) << i;
+  std::vector<float> back(static_cast<size_t>(count));
+  ASSERT_TRUE(d->download(buf->get(), back.data(), count * 4).ok());
+  EXPECT_EQ(back, host);
 }
 
 }  // namespace
