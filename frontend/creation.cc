@@ -48,16 +48,17 @@ Tensor upload(const T* data, int64_t count, Shape shape, DType dtype, const Devi
     detail::fail("from_vector", absl::StrCat(count, " values do not fill shape ", shape_str(shape), " (",
                                              numel, " elements)"));
   int64_t es = dtype_size(dtype);
-  std::vector<uint8_t> bytes(size_t(numel * es));
-  if (dtype == dtype_of<T>() && dtype != DType::kBool) {
-    if (numel) std::memcpy(bytes.data(), data, size_t(numel * es));
-  } else {
-    for (int64_t i = 0; i < numel; ++i) store_element<T>(dtype, data[i], bytes.data() + i * es);
-  }
   runtime::Device* dev = detail::impl_of(device);
-  auto buf = dev->alloc(int64_t(bytes.size()));
+  auto buf = dev->alloc(numel * es);
   if (!buf.ok()) throw Error(buf.status());
-  if (!bytes.empty()) throw_if_error(dev->upload(buf->get(), bytes.data(), int64_t(bytes.size())));
+  if (numel == 0) return detail::from_buffer(*std::move(buf), dtype, std::move(shape));
+  if (dtype == dtype_of<T>() && dtype != DType::kBool) {  // the data as it is: no host copy
+    throw_if_error(dev->upload(buf->get(), data, numel * es));
+  } else {
+    std::vector<uint8_t> bytes(size_t(numel * es));
+    for (int64_t i = 0; i < numel; ++i) store_element<T>(dtype, data[i], bytes.data() + i * es);
+    throw_if_error(dev->upload(buf->get(), bytes.data(), int64_t(bytes.size())));
+  }
   return detail::from_buffer(*std::move(buf), dtype, std::move(shape));
 }
 

@@ -88,11 +88,40 @@ T convert_element(DType dt, const uint8_t* p) {
   return T();
 }
 
+// The realized bytes of `t` downloaded straight into `dst` (numel * dtype size bytes).
+void read_into(const Tensor& t, void* dst) {
+  t.realize();
+  const auto& buf = detail::node_of(t)->buffer;
+  const int64_t bytes = t.numel() * dtype_size(t.dtype());
+  if (bytes == 0) return;
+  support::TraceSpan span("download (waits for the device)");
+  absl::Status s = buf->device()->download(buf.get(), dst, bytes);
+  if (!s.ok()) throw Error(s);
+}
+
+template <typename T>
+constexpr bool stored_as(DType dt) {
+  if constexpr (std::is_same_v<T, float>) return dt == DType::kFloat32;
+  if constexpr (std::is_same_v<T, double>) return dt == DType::kFloat64;
+  if constexpr (std::is_same_v<T, int32_t>) return dt == DType::kInt32;
+  if constexpr (std::is_same_v<T, int64_t>) return dt == DType::kInt64;
+  if constexpr (std::is_same_v<T, int8_t>) return dt == DType::kInt8;
+  if constexpr (std::is_same_v<T, uint8_t>) return dt == DType::kUInt8;
+  return false;
+}
+
 }  // namespace
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   check_defined("to_vector");
+  if constexpr (!std::is_same_v<T, bool>) {
+    if (stored_as<T>(dtype())) {  // the tensor's own element type: no staging, no conversion
+      std::vector<T> out(static_cast<size_t>(numel()));
+      read_into(*this, out.data());
+      return out;
+    }
+  }
   std::vector<uint8_t> bytes = read_bytes(*this);
   int64_t n = numel(), es = dtype_size(dtype());
   std::vector<T> out(static_cast<size_t>(n));
