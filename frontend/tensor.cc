@@ -140,6 +140,26 @@ std::vector<uint16_t> Tensor::to_vector<uint16_t>() const {
   return out;
 }
 
+template <typename T>
+void Tensor::copy_to(T* dst, int64_t count) const {
+  check_defined("copy_to");
+  if (!stored_as<T>(dtype()))
+    throw Error(absl::InvalidArgumentError(absl::StrCat("copy_to: the tensor holds ", dtype_name(dtype()),
+                                                        "; copy_to takes its own element type (to_vector converts)")));
+  if (count != numel())
+    throw Error(absl::InvalidArgumentError(
+        absl::StrCat("copy_to: ", count, " elements given for a tensor of ", numel(), " (shape ", shape_str(shape()), ")")));
+  if (!dst && count > 0) throw Error(absl::InvalidArgumentError("copy_to: null destination"));
+  read_into(*this, dst);
+}
+
+template void Tensor::copy_to<float>(float*, int64_t) const;
+template void Tensor::copy_to<double>(double*, int64_t) const;
+template void Tensor::copy_to<int32_t>(int32_t*, int64_t) const;
+template void Tensor::copy_to<int64_t>(int64_t*, int64_t) const;
+template void Tensor::copy_to<int8_t>(int8_t*, int64_t) const;
+template void Tensor::copy_to<uint8_t>(uint8_t*, int64_t) const;
+
 template std::vector<float> Tensor::to_vector<float>() const;
 template std::vector<double> Tensor::to_vector<double>() const;
 template std::vector<int32_t> Tensor::to_vector<int32_t>() const;

@@ -78,21 +78,51 @@ StagingRing::~StagingRing() {
   }
 }
 
+absl::Status StagingRing::ensure(Slot& s) {
+  if (s.host) return absl::OkStatus();
+  if (absl::Status st = cu_check(api().cuMemHostAlloc(&s.host, size_t(kBytes), 0), "cuMemHostAlloc (transfer staging)");
+      !st.ok())
+    return st;
+  auto e = Event::create();
+  if (!e.ok()) return e.status();
+  s.done = *std::move(e);
+  return absl::OkStatus();
+}
+
+absl::Status StagingRing::copy_back(void* dst, CUdeviceptr src, int64_t bytes, CUstream stream) {
+  char* to = static_cast<char*>(dst);
+  const int64_t chunks = (bytes + kBytes - 1) / kBytes;
+  auto chunk_size = [&](int64_t c) { return std::min(kBytes, bytes - c * kBytes); };
+  // Keep up to kBuffers chunks in flight; copy each out once its event has passed.
+  int64_t issued = 0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    while (issued < chunks && issued < c + kBuffers) {
+      Slot& s = slots_[issued % kBuffers];
+      if (absl::Status st = ensure(s); !st.ok()) return st;
+      if (absl::Status st = s.done->wait(); !st.ok()) return st;
+      if (absl::Status st = cu_check(api().cuMemcpyDtoHAsync(s.host, src + CUdeviceptr(issued * kBytes),
+                                                             size_t(chunk_size(issued)), stream),
+                                     "download (cuMemcpyDtoHAsync)");
+          !st.ok())
+        return st;
+      if (absl::Status st = s.done->record(stream); !st.ok()) return st;
+      ++issued;
+    }
+    Slot& s = slots_[c % kBuffers];
+    if (absl::Status st = s.done->wait(); !st.ok()) return st;
+    std::memcpy(to + c * kBytes, s.host, size_t(chunk_size(c)));
+  }
+  next_ = 0;
+  return absl::OkStatus();
+}
+
 absl::Status StagingRing::copy(CUdeviceptr dst, const void* src, int64_t bytes, CUstream stream) {
   const char* from = static_cast<const char*>(src);
   for (int64_t off = 0; off < bytes; off += kBytes) {
     Slot& s = slots_[next_];
     next_ = (next_ + 1) % kBuffers;
-    if (!s.host) {
-      if (absl::Status st = cu_check(api().cuMemHostAlloc(&s.host, size_t(kBytes), 0), "cuMemHostAlloc (upload staging)");
-          !st.ok())
-        return st;
-      auto e = Event::create();
-      if (!e.ok()) return e.status();
-      s.done = *std::move(e);
-    } else if (absl::Status st = s.done->wait(); !st.ok()) {  // its previous chunk is still being copied
-      return st;
-    }
+    if (absl::Status st = ensure(s); !st.ok()) return st;
+    if (absl::Status st = s.done->wait(); !st.ok()) return st;  // its previous chunk may still be in flight
     const int64_t n = std::min(kBytes, bytes - off);
     std::memcpy(s.host, from + off, size_t(n));
     if (absl::Status st = cu_check(api().cuMemcpyHtoDAsync(dst + CUdeviceptr(off), s.host, size_t(n), stream),

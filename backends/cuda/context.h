@@ -55,6 +55,9 @@ class StagingRing {
   ~StagingRing();
   // Copies `bytes` from `src` to `dst` on `stream` through the ring (the caller holds mu).
   absl::Status copy(CUdeviceptr dst, const void* src, int64_t bytes, CUstream stream);
+  // The other way: chunks copied to the ring on `stream` while the host copies earlier ones out;
+  // returns when `dst` holds all of it.
+  absl::Status copy_back(void* dst, CUdeviceptr src, int64_t bytes, CUstream stream);
   std::mutex mu;
 
  private:
@@ -62,6 +65,8 @@ class StagingRing {
     void* host = nullptr;
     std::shared_ptr<Event> done;
   };
+  absl::Status ensure(Slot& s);
+
   Slot slots_[kBuffers];
   int next_ = 0;
 };

@@ -109,12 +109,13 @@ absl::Status CudaDevice::download(Buffer* src, void* dst, int64_t bytes) {
   if (bytes <= 0) return absl::OkStatus();
   auto* b = static_cast<CudaBuffer*>(src);
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
-  // Wait only for the work that wrote this buffer, then copy (the synchronous copy runs on the
-  // legacy stream, which does not wait for kiln's non-blocking stream).
+  // On the copy stream after only the work that wrote this buffer, through the page-locked ring
+  // (the device copies chunk k+1 while the host copies chunk k out).
+  std::lock_guard<std::mutex> lock(ctx_->staging.mu);
   if (std::shared_ptr<Event> w = b->writer) {
-    if (absl::Status s = w->wait(); !s.ok()) return s;
+    if (absl::Status s = w->make_wait(ctx_->copy_stream); !s.ok()) return s;
   }
-  return cu_check(api().cuMemcpyDtoH(dst, b->ptr(), size_t(bytes)), "download (cuMemcpyDtoH)");
+  return ctx_->staging.copy_back(dst, b->ptr(), bytes, ctx_->copy_stream);
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> CudaDevice::load(const CompiledProgram& c) {

@@ -23,7 +23,7 @@ namespace kiln::runtime::cuda {
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime)          \
   X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddKernelNode) X(cuGraphInstantiateWithFlags)               \
   X(cuGraphExecDestroy) X(cuGraphExecKernelNodeSetParams) X(cuGraphLaunch) X(cuTensorMapEncodeTiled)            \
-  X(cuFuncGetAttribute) X(cuOccupancyMaxActiveClusters) X(cuLaunchKernel) X(cuMemHostAlloc) X(cuMemFreeHost)        \
+  X(cuFuncGetAttribute) X(cuOccupancyMaxActiveClusters) X(cuLaunchKernel) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpyDtoHAsync)        \
   X(cuStreamWaitEvent)
 
 struct DriverApi {

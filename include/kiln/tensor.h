@@ -43,6 +43,11 @@ class Tensor {
   // uint8_t, int8_t, bool, uint16_t for raw half bits are accepted).
   template <typename T>
   std::vector<T> to_vector() const;
+  // Realizes and downloads into memory the caller owns and may reuse (`count` elements of the
+  // tensor's own element type: float for float32, double, int32_t, int64_t, int8_t, uint8_t).
+  // Throws kiln::Error when T is not the tensor's element type or `count` is not its size.
+  template <typename T>
+  void copy_to(T* dst, int64_t count) const;
   // The single element of a one-element tensor, as double.
   double item() const;
   // Copies to another device (realizes first).

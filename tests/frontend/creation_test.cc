@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kiln/kiln.h"
+#include "testing/error_of.h"
 #include "testing/reference.h"
 
 namespace kiln {
@@ -50,6 +51,24 @@ TEST(Creation, RandomIsDeterministicPerSeedAndMatchesTheReference) {
     ASSERT_GE(v, 0.0f);
     ASSERT_LT(v, 1.0f);
   }
+}
+
+// copy_to downloads into the caller's memory (reusable between calls) and refuses another
+// element type or a wrong count, where to_vector would convert.
+TEST(Creation, CopyToFillsTheCallersMemoryAndChecksTypeAndCount) {
+  std::vector<float> in = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f, -0.5f};
+  Tensor x = from_vector(in, {2, 3}) * 2.0;
+  std::vector<float> out(6, 99.0f);
+  x.copy_to(out.data(), 6);
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], 2 * in[i]);
+  std::vector<int32_t> ints(6);
+  EXPECT_NE(testing::error_of([&] { x.copy_to(ints.data(), 6); }).find("copy_to: the tensor holds f32"), std::string::npos)
+      << testing::error_of([&] { x.copy_to(ints.data(), 6); });
+  EXPECT_EQ(testing::error_of([&] { x.copy_to(out.data(), 5); }), "copy_to: 5 elements given for a tensor of 6 (shape [2,3])");
+  Tensor i = from_vector(std::vector<int64_t>{4, 5, 6}, {3});
+  std::vector<int64_t> back(3);
+  i.copy_to(back.data(), 3);
+  EXPECT_EQ(back, (std::vector<int64_t>{4, 5, 6}));
 }
 
 }  // namespace
