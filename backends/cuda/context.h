@@ -1,6 +1,8 @@
-// The per-GPU state the CUDA backend's pieces share: the primary context, the one stream all of
-// kiln's work goes to, the memory pool, the device limits a load checks kernels against, and the
-// event type that orders downloads after the work that wrote a buffer.
+// The per-GPU state the CUDA backend's pieces share: the primary context, the compute stream
+// (kernels) and the copy stream (uploads, downloads) with the page-locked staging ring between
+// the host and the copy stream, the numbered compute ticks that let the two streams share
+// recycled memory safely (memory.h), the memory pool, the device limits a load checks kernels
+// against, and the event type that orders work after the work that wrote a buffer.
 //
 // The Device (device.h) creates one Context per GPU and never frees it: buffers and executables
 // may be destroyed after the Device at process exit, and they still release into its pool.

@@ -13,9 +13,6 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 B=$ROOT/${KILN_BUNDLE:-bundle-att}
-BIN=$B/bin
-OUT=${OUT:-$B/out}
-mkdir -p "$OUT"
 . "$HERE/gpu_env.sh" "$B"
 T0=$(date +%s)
 stamp() { echo "[attention_run] $1 at +$(( $(date +%s) - T0 )) s"; }

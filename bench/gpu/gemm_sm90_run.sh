@@ -17,9 +17,6 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 B=$ROOT/${KILN_BUNDLE:-bundle-att}
-BIN=$B/bin
-OUT=${OUT:-$B/out}
-mkdir -p "$OUT"
 . "$HERE/gpu_env.sh" "$B"
 SWEEP=${KILN_MM_SWEEP:-MM4096,MM8192,MM8192x8192x16384,MM16x8192x8192,MM128x8192x8192,BMM64x1024x1024x128}
 T0=$(date +%s)

@@ -10,9 +10,6 @@
 # MLP example on cuda (trace, report, one picture per graph).
 set -u
 B=$(cd "$1" && pwd)
-BIN=$B/bin
-OUT=${OUT:-$B/out}
-mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_env.sh" "$B"
 {
   nvidia-smi -L

@@ -9,9 +9,6 @@
 # stream and on the compute stream (KILN_CUDA_COPY_STREAM=0), and torch's pipeline beside it.
 set -u
 B=$(cd "$1" && pwd)
-BIN=$B/bin
-OUT=${OUT:-$B/out}
-mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_env.sh" "$B"
 {
   nvidia-smi -L
