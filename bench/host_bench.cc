@@ -3,7 +3,8 @@
 // realizing; BM_CachedLookupW6 is a realize's host work on a cache hit up to the launch (collect
 // the graph, hash it, find and compare the cached executable); BM_RealizeW6 and BM_JitW6 are
 // whole calls on the default device (on the CPU they include the fused kernel's own time, about
-// the same in both; BM_KernelW6 is that kernel alone, replayed through its executable).
+// the same in both; BM_KernelW6 is that kernel alone, replayed through its executable);
+// BM_TraceHooksWhenOff is what the profiler's hooks cost a replay when no profile is on.
 #include <benchmark/benchmark.h>
 
 #include "bench/workloads.h"
@@ -12,6 +13,7 @@
 #include "replay/compile_or_replay.h"
 #include "replay/executable_cache.h"
 #include "frontend/lazy.h"
+#include "support/trace.h"
 
 namespace kiln::bench {
 namespace {
@@ -75,6 +77,19 @@ void BM_KernelW6(benchmark::State& s) {
   default_device().synchronize();
 }
 
+// What profiling costs a replay when no profile is on: the spans and the run record every
+// replay creates (realize, lookup, run), each one relaxed atomic load.
+void BM_TraceHooksWhenOff(benchmark::State& s) {
+  for (auto _ : s) {
+    support::TraceSpan realize("realize");
+    support::TraceSpan lookup("hash + executable cache lookup");
+    support::TraceSpan run("run (bind + launch)");
+    support::TraceRun record(1, "cpu", 1);
+    benchmark::DoNotOptimize(&record);
+  }
+}
+
+BENCHMARK(BM_TraceHooksWhenOff);
 BENCHMARK(BM_RecordElementwiseOp);
 BENCHMARK(BM_RecordW6)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CachedLookupW6)->Unit(benchmark::kMicrosecond);
