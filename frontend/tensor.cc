@@ -59,16 +59,21 @@ std::string graph_text(const std::vector<Tensor>& tensors) {
 
 namespace {
 
-// Reads the realized bytes of `t` to the host.
-std::vector<uint8_t> read_bytes(const Tensor& t) {
+// The realized bytes of `t` downloaded straight into `dst` (numel * dtype size bytes).
+void read_into(const Tensor& t, void* dst) {
   t.realize();
   const auto& buf = detail::node_of(t)->buffer;
+  const int64_t bytes = t.numel() * dtype_size(t.dtype());
+  if (bytes == 0) return;
+  support::TraceSpan span("download (waits for the device)");
+  absl::Status s = buf->device()->download(buf.get(), dst, bytes);
+  if (!s.ok()) throw Error(s);
+}
+
+// Reads the realized bytes of `t` to the host.
+std::vector<uint8_t> read_bytes(const Tensor& t) {
   std::vector<uint8_t> bytes(size_t(t.numel() * dtype_size(t.dtype())));
-  if (!bytes.empty()) {
-    support::TraceSpan span("download (waits for the device)");
-    absl::Status s = buf->device()->download(buf.get(), bytes.data(), int64_t(bytes.size()));
-    if (!s.ok()) throw Error(s);
-  }
+  read_into(t, bytes.data());
   return bytes;
 }
 
@@ -86,17 +91,6 @@ T convert_element(DType dt, const uint8_t* p) {
     case DType::kFloat64: { double v; std::memcpy(&v, p, 8); return T(v); }
   }
   return T();
-}
-
-// The realized bytes of `t` downloaded straight into `dst` (numel * dtype size bytes).
-void read_into(const Tensor& t, void* dst) {
-  t.realize();
-  const auto& buf = detail::node_of(t)->buffer;
-  const int64_t bytes = t.numel() * dtype_size(t.dtype());
-  if (bytes == 0) return;
-  support::TraceSpan span("download (waits for the device)");
-  absl::Status s = buf->device()->download(buf.get(), dst, bytes);
-  if (!s.ok()) throw Error(s);
 }
 
 template <typename T>

@@ -40,12 +40,14 @@ struct ExecutableStats {
   double compile_us = -1;  // -1: compiled before the profile
   int runs = 0, kernels_per_run = 0, runs_with_kernels = 0;
   double host_us = 0, busy_us = 0, idle_us = 0;
-  // per kernel index: total device time, runs seen, class votes, bytes
-  std::map<int, double> kernel_us;
-  std::map<int, int> kernel_count;
-  std::map<int, std::map<std::string, int>> kernel_bound;
-  std::map<int, int64_t> kernel_bytes;
-  std::map<int, std::string> kernel_name;
+  struct Kernel {
+    std::string name;
+    double us = 0;  // total device time
+    int launches = 0;
+    int64_t bytes = 0;
+    std::map<std::string, int> bound;  // roofline class -> launches with it
+  };
+  std::map<int, Kernel> kernels;  // by kernel index
 };
 
 std::string majority(const std::map<std::string, int>& votes) {
@@ -116,11 +118,12 @@ std::string profile_report(const std::vector<ExecutableRecord>& executables, con
       spans.emplace_back(k.run.start_us, k.run.dur_us);
       first = std::min(first, k.run.start_us);
       last = std::max(last, k.run.start_us + k.run.dur_us);
-      s.kernel_us[k.run.kernel] += k.run.dur_us;
-      s.kernel_count[k.run.kernel]++;
-      s.kernel_bound[k.run.kernel][k.bound]++;
-      s.kernel_bytes[k.run.kernel] = k.run.bytes;
-      s.kernel_name[k.run.kernel] = k.run.name;
+      ExecutableStats::Kernel& e = s.kernels[k.run.kernel];
+      e.name = k.run.name;
+      e.us += k.run.dur_us;
+      e.launches++;
+      e.bytes = k.run.bytes;
+      e.bound[k.bound]++;
     }
     const double busy = busy_us(spans);
     s.busy_us += busy;
@@ -160,10 +163,9 @@ std::string profile_report(const std::vector<ExecutableRecord>& executables, con
     }
     absl::StrAppendFormat(&out, "  device busy %.1f us per run, idle between kernels %.1f us per run\n",
                           s.busy_us / s.runs_with_kernels, s.idle_us / s.runs_with_kernels);
-    for (const auto& [k, us] : s.kernel_us)
-      absl::StrAppendFormat(&out, "  %-28s %10.1f us in all, %5.1f%% of device time, %.1f us per launch, %s\n",
-                            s.kernel_name.at(k), us, s.busy_us > 0 ? 100.0 * us / s.busy_us : 0.0,
-                            us / s.kernel_count.at(k), majority(s.kernel_bound.at(k)));
+    for (const auto& [k, e] : s.kernels)
+      absl::StrAppendFormat(&out, "  %-28s %10.1f us in all, %5.1f%% of device time, %.1f us per launch, %s\n", e.name,
+                            e.us, s.busy_us > 0 ? 100.0 * e.us / s.busy_us : 0.0, e.us / e.launches, majority(e.bound));
   }
 
   std::vector<std::string> advice;
@@ -199,14 +201,14 @@ std::string profile_report(const std::vector<ExecutableRecord>& executables, con
                                          s.label, idle, 100 * idle / (idle + busy)));
     }
     int shown = 0;
-    for (const auto& [k, votes] : s.kernel_bound) {
+    for (const auto& [k, e] : s.kernels) {
       // Only kernels that matter: a tenth of their graph's device time or more.
-      if (majority(votes) != "launch-bound" || shown >= 5 || s.kernel_us.at(k) < 0.1 * s.busy_us) continue;
+      if (majority(e.bound) != "launch-bound" || shown >= 5 || e.us < 0.1 * s.busy_us) continue;
       ++shown;
       advice.push_back(absl::StrFormat(
           "kernel %s (%s) is launch-bound: %.1f us for %s; it needs more work per launch (a larger batch, or fusion "
           "with its neighbours) to use the device.",
-          s.kernel_name.at(k), s.label, s.kernel_us.at(k) / s.kernel_count.at(k), human_bytes(s.kernel_bytes.at(k))));
+          e.name, s.label, e.us / e.launches, human_bytes(e.bytes)));
     }
   }
   if (compile_total > 0.5 * wall_us && wall_us > 0)
