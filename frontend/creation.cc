@@ -117,11 +117,11 @@ Tensor constant(double value, DType dtype, const Shape& shape, runtime::Device* 
     NodePtr node;
     Scalar scalar;
   };
-  thread_local std::array<Recent, 8> recent;
-  thread_local size_t next = 0;
+  static __attribute__((tls_model("initial-exec"))) thread_local std::array<Recent, 8> recent;
+  static __attribute__((tls_model("initial-exec"))) thread_local size_t next = 0;
   for (const Recent& r : recent)
-    if (r.node && r.node->device == device && r.node->dtype == dtype && r.scalar == s &&
-        r.node->shape == shape)
+    if (r.scalar.i == s.i && std::memcmp(&r.scalar.f, &s.f, sizeof s.f) == 0 && r.scalar.is_int == s.is_int &&
+        r.node && r.node->device == device && r.node->dtype == dtype && r.node->shape == shape)
       return Access::tensor(r.node);
   Tensor t = record("full", ir::Op::kConst, dtype, shape, {}, {}, s, device);
   recent[next] = Recent{node_of(t), s};

@@ -54,6 +54,9 @@ Tensor binary(const std::string& label, ir::Op op, const Tensor& a, const Tensor
               DType result) {
   if (!a.defined() || !b.defined()) detail::fail(label, "undefined tensor");
   if (detail::node_of(a)->device != detail::node_of(b)->device) detail::common_device(label, {a, b});  // throws
+  // The common case (same dtype, same shape) records the operands as they are.
+  if (a.dtype() == compute && b.dtype() == compute && a.shape() == b.shape())
+    return detail::record_operands(label, op, result, a.shape(), {&a, &b});
   auto [x, y] = align(label, a, b, compute);
   return record(label, op, result, x.shape(), {x, y});
 }
@@ -85,6 +88,7 @@ Tensor scalar_like(const Tensor& t, double v, DType dtype) {
 // Float-only unary ops compute integer inputs in float32.
 Tensor unary_float(const std::string& label, ir::Op op, const Tensor& a) {
   DType t = is_float(a.dtype()) ? a.dtype() : DType::kFloat32;
+  if (a.dtype() == t) return detail::record_operands(label, op, t, a.shape(), {&a});
   Tensor x = cast_to(a, t);
   return record(label, op, t, x.shape(), {x});
 }

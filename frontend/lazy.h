@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
 #include "ir/op.h"
 #include "kiln/model.h"
 #include "kiln/tensor.h"
@@ -19,10 +21,16 @@ namespace kiln::detail {
 // One recorded op. When `buffer` is set the node is realized: its value lives in device memory,
 // and its inputs have been dropped so that the history it came from can be freed.
 struct LazyNode {
+  LazyNode() {}  // user-provided: allocate_shared then skips zero-filling the node first
+  // Releases the inputs without recursing once per node: dropping a long unrealized chain
+  // (a loop of a million recorded ops) must not overflow the stack (record.cc).
+  ~LazyNode();
+  LazyNode(const LazyNode&) = delete;
+  LazyNode& operator=(const LazyNode&) = delete;
   ir::Op op = ir::Op::kConst;
   DType dtype = DType::kFloat32;
   Shape shape;
-  std::vector<std::shared_ptr<LazyNode>> inputs;
+  absl::InlinedVector<std::shared_ptr<LazyNode>, 2> inputs;  // most ops have one or two
   std::vector<int64_t> ints;
   Scalar scalar;
   runtime::Device* device = nullptr;
@@ -48,8 +56,13 @@ inline runtime::Device* impl_of(const kiln::Device& d) { return Access::impl(d);
 
 // Records a node after checking it with the IR's rules; throws kiln::Error naming `label`
 // (the user-facing op name) on a shape or dtype error.
-Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, std::vector<Tensor> inputs,
+Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, absl::Span<const Tensor> inputs,
               std::vector<int64_t> ints = {}, Scalar scalar = {}, runtime::Device* device = nullptr);
+// The same with the operands by address: the hot elementwise path records without touching
+// the operands' reference counts more than the new node's inputs need.
+Tensor record_operands(const std::string& label, ir::Op op, DType dtype, Shape shape,
+                       absl::Span<const Tensor* const> inputs, std::vector<int64_t> ints = {},
+                       Scalar scalar = {}, runtime::Device* device = nullptr);
 
 // A realized node holding `buffer`.
 Tensor from_buffer(std::shared_ptr<runtime::Buffer> buffer, DType dtype, Shape shape);
@@ -61,7 +74,7 @@ Tensor from_buffer(std::shared_ptr<runtime::Buffer> buffer, DType dtype, Shape s
 int64_t normalize_axis(const std::string& label, int64_t axis, int64_t rank);
 
 // Common device of `ts`; throws when they differ.
-runtime::Device* common_device(const std::string& label, const std::vector<Tensor>& ts);
+runtime::Device* common_device(const std::string& label, absl::Span<const Tensor> ts);
 
 // Starts the whole-run profile KILN_PROFILE names, once (frontend/profile.cc).
 void start_env_profile();

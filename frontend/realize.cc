@@ -1,4 +1,5 @@
 // Realization: turn the lazy nodes behind some tensors into one ir::Graph and run it.
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
@@ -7,6 +8,8 @@
 #include "frontend/lazy.h"
 #include "ir/graph.h"
 #include "replay/compile_or_replay.h"
+#include "replay/executable_cache.h"
+#include "support/options.h"
 #include "support/trace.h"
 
 namespace kiln::detail {
@@ -17,23 +20,49 @@ std::mutex& realize_mutex() {
   return m;
 }
 
-struct Collected {
-  ir::Graph graph;
+// What realizing some roots visits, in the post-order a graph is built in: the unrealized
+// history, with each realized node (a graph input) once and each input buffer once.
+struct Walk {
+  std::vector<LazyNode*> visits;
+  std::vector<int32_t> input_pos;  // per visit: the buffer's input position, or -1
   std::vector<std::shared_ptr<runtime::Buffer>> inputs;
-  std::vector<NodePtr> outputs;  // lazy node of each graph output
-  runtime::Device* device = nullptr;
+  std::vector<int32_t> roots;      // visit index of each root
+  uint64_t hash = 0;               // of everything a graph built from the visits depends on
+  std::vector<std::pair<LazyNode*, size_t>> stack;
+
+  void clear() {
+    visits.clear();
+    input_pos.clear();
+    inputs.clear();
+    roots.clear();
+    hash = 0;
+  }
 };
 
-// Builds the graph of the unrealized history of `roots` (caller holds realize_mutex()).
-Collected collect(const std::vector<NodePtr>& roots) {
-  Collected c;
-  // Each collection marks the nodes it has added with its own number (no map from node to id).
+// Cheap within a node (rotate and xor); each node ends with one multiply (spread()).
+inline uint64_t mix(uint64_t h, uint64_t v) { return ((h << 7) | (h >> 57)) ^ v; }
+inline uint64_t spread(uint64_t h) { return (h ^ (h >> 29)) * 0xff51afd7ed558ccdULL; }
+
+uint64_t scalar_bits(const Scalar& s) {
+  uint64_t bits;
+  std::memcpy(&bits, &s.f, sizeof bits);
+  return s.is_int ? uint64_t(s.i) ^ 0x5bd1e995ULL : bits;
+}
+
+// Walks the unrealized history of `roots` (caller holds realize_mutex()). Each walk marks the
+// nodes it visits with its own number; a node's collected_id is then its visit index.
+void walk(const std::vector<NodePtr>& roots, Walk* w) {
   static uint64_t collection = 0;
   const uint64_t mark = ++collection;
   auto seen = [&](const LazyNode* n) { return n->collected == mark; };
-  std::unordered_map<const runtime::Buffer*, int64_t> input_pos;
-  // Iterative post-order DFS (graphs can be long chains).
-  std::vector<std::pair<LazyNode*, size_t>> stack;
+  auto buffer_position = [&](const runtime::Buffer* b) {
+    // Graphs have few inputs: a linear search beats a map.
+    for (size_t i = 0; i < w->inputs.size(); ++i)
+      if (w->inputs[i].get() == b) return int32_t(i);
+    return int32_t(-1);
+  };
+  uint64_t h = 0x6b696c6eULL;
+  auto& stack = w->stack;
   auto visit = [&](LazyNode* root) {
     if (seen(root)) return;
     stack.push_back({root, 0});
@@ -44,39 +73,124 @@ Collected collect(const std::vector<NodePtr>& roots) {
         if (!seen(in)) stack.push_back({in, 0});
         continue;
       }
-      ir::Node node;
-      node.dtype = n->dtype;
-      node.shape = n->shape;
+      int32_t pos = -1;
+      h = mix(h, uint64_t(n->dtype) << 8 | n->shape.size() << 16);
+      for (int64_t d : n->shape) h = mix(h, uint64_t(d));
       if (n->buffer) {
-        auto it = input_pos.find(n->buffer.get());
-        int64_t pos;
-        if (it == input_pos.end()) {
-          pos = int64_t(c.inputs.size());
-          input_pos[n->buffer.get()] = pos;
-          c.inputs.push_back(n->buffer);
-        } else {
-          pos = it->second;
+        pos = buffer_position(n->buffer.get());
+        if (pos < 0) {
+          pos = int32_t(w->inputs.size());
+          w->inputs.push_back(n->buffer);
         }
-        node.op = ir::Op::kInput;
-        node.ints = {pos};
+        h = mix(h, uint64_t(ir::Op::kInput) | uint64_t(pos) << 16);
       } else {
-        node.op = n->op;
-        node.ints = n->ints;
-        node.scalar = n->scalar;
-        node.inputs.reserve(n->inputs.size());
-        for (auto& in : n->inputs) node.inputs.push_back(in->collected_id);
+        h = mix(h, uint64_t(n->op) | uint64_t(n->inputs.size()) << 16 | uint64_t(n->ints.size()) << 32);
+        for (const NodePtr& in : n->inputs) h = mix(h, uint64_t(in->collected_id));
+        for (int64_t v : n->ints) h = mix(h, uint64_t(v));
+        h = mix(h, scalar_bits(n->scalar));
       }
-      n->collected_id = c.graph.add(std::move(node));
+      h = spread(h);
+      n->collected_id = int32_t(w->visits.size());
       n->collected = mark;
+      w->visits.push_back(n);
+      w->input_pos.push_back(pos);
       stack.pop_back();
     }
   };
   for (const NodePtr& r : roots) {
     visit(r.get());
-    c.graph.add_output(r->collected_id);
-    c.outputs.push_back(r);
+    w->roots.push_back(r->collected_id);
+    h = mix(h, uint64_t(r->collected_id));
   }
-  return c;
+  w->hash = h;
+}
+
+// The graph a walk describes; ids[k] is the graph node of visit k (identical nodes are one).
+ir::Graph build(const Walk& w, std::vector<ir::NodeId>* ids) {
+  ir::Graph g;
+  ids->resize(w.visits.size());
+  for (size_t k = 0; k < w.visits.size(); ++k) {
+    const LazyNode* n = w.visits[k];
+    ir::Node node;
+    node.dtype = n->dtype;
+    node.shape = n->shape;
+    if (n->buffer) {
+      node.op = ir::Op::kInput;
+      node.ints = {w.input_pos[k]};
+    } else {
+      node.op = n->op;
+      node.ints = n->ints;
+      node.scalar = n->scalar;
+      node.inputs.reserve(n->inputs.size());
+      for (const NodePtr& in : n->inputs) node.inputs.push_back((*ids)[size_t(in->collected_id)]);
+    }
+    (*ids)[k] = g.add(std::move(node));
+  }
+  for (int32_t r : w.roots) g.add_output((*ids)[size_t(r)]);
+  return g;
+}
+
+ir::Graph build(const Walk& w) {
+  std::vector<ir::NodeId> ids;
+  return build(w, &ids);
+}
+
+// A repeated realize (a loop recording the same ops each iteration) walks the same structure
+// again. A shortcut remembers, for the walk's hash, the executable the last such walk used and
+// the graph node of each visit; when every visit matches that graph node (op, dtype, shape,
+// attributes, operands, input positions) the graph a build would make equals the executable's
+// graph, so the realize runs it without building, hashing and comparing a graph.
+struct Shortcut {
+  std::weak_ptr<const replay::CompiledGraph> exe;
+  std::vector<ir::NodeId> ids;
+  uint64_t generation = 0;  // for replay::cache_reuse
+};
+
+std::unordered_map<uint64_t, Shortcut>& shortcuts() {  // under realize_mutex()
+  static auto* m = new std::unordered_map<uint64_t, Shortcut>();
+  return *m;
+}
+
+bool matches(const Walk& w, const Shortcut& s, const ir::Graph& g) {
+  if (s.ids.size() != w.visits.size() || g.outputs().size() != w.roots.size()) return false;
+  for (size_t k = 0; k < w.visits.size(); ++k) {
+    const LazyNode* n = w.visits[k];
+    const ir::Node& gn = g.node(s.ids[k]);
+    if (gn.dtype != n->dtype || gn.shape != n->shape) return false;
+    if (n->buffer) {
+      if (gn.op != ir::Op::kInput || gn.ints.size() != 1 || gn.ints[0] != w.input_pos[k]) return false;
+      continue;
+    }
+    if (gn.op != n->op || gn.ints != n->ints || !(gn.scalar == n->scalar) || gn.inputs.size() != n->inputs.size())
+      return false;
+    for (size_t j = 0; j < gn.inputs.size(); ++j)
+      if (gn.inputs[j] != s.ids[size_t(n->inputs[j]->collected_id)]) return false;
+  }
+  for (size_t i = 0; i < w.roots.size(); ++i)
+    if (g.outputs()[i] != s.ids[size_t(w.roots[i])]) return false;
+  return true;
+}
+
+// The executable a shortcut finds for this walk, or nullptr (caller holds realize_mutex()).
+std::shared_ptr<const replay::CompiledGraph> find_shortcut(const Walk& w, runtime::Device* device, bool fusion) {
+  auto it = shortcuts().find(w.hash);
+  if (it == shortcuts().end()) return nullptr;
+  std::shared_ptr<const replay::CompiledGraph> e = it->second.exe.lock();
+  if (!e || e->device != device || e->fusion != fusion || !matches(w, it->second, e->graph)) return nullptr;
+  if (!replay::cache_reuse(*e, &it->second.generation)) return nullptr;
+  return e;
+}
+
+void remember_shortcut(uint64_t hash, std::vector<ir::NodeId> ids, const std::shared_ptr<const replay::CompiledGraph>& e) {
+  auto& m = shortcuts();
+  if (m.size() >= 1024 && !m.count(hash)) m.clear();  // bounded: shortcuts are only a speed-up
+  m[hash] = Shortcut{e, std::move(ids), 0};
+}
+
+// The walk's scratch, reused by the realizes of this thread (a realize does not nest).
+Walk& scratch_walk() {
+  static __attribute__((tls_model("initial-exec"))) thread_local Walk w;
+  return w;
 }
 
 }  // namespace
@@ -84,11 +198,14 @@ Collected collect(const std::vector<NodePtr>& roots) {
 void realize_nodes(const std::vector<NodePtr>& nodes) {
   start_env_profile();
   support::TraceSpan span("realize");
-  Collected c;
+  Walk& w = scratch_walk();
+  std::vector<NodePtr> todo;
+  runtime::Device* device = nullptr;
+  std::shared_ptr<const replay::CompiledGraph> exe;
+  ir::Graph graph;  // built only when no shortcut applies
+  std::vector<ir::NodeId> ids;
   {
-    support::TraceSpan capture("record: collect the graph");
     std::lock_guard<std::mutex> lock(realize_mutex());
-    std::vector<NodePtr> todo;
     for (const NodePtr& n : nodes) {
       if (n->buffer) continue;
       bool dup = false;
@@ -96,14 +213,33 @@ void realize_nodes(const std::vector<NodePtr>& nodes) {
       if (!dup) todo.push_back(n);
     }
     if (todo.empty()) return;
-    c = collect(todo);
-    c.device = todo[0]->device;
+    device = todo[0]->device;
+    w.clear();
+    {
+      support::TraceSpan capture("record: collect the graph");
+      walk(todo, &w);
+    }
+    support::TraceSpan lookup("executable cache lookup (shortcut)");
+    exe = find_shortcut(w, device, support::fusion_enabled());
+    if (!exe) graph = build(w, &ids);
   }
-  auto outs = replay::run_graph(c.device, c.graph, c.inputs);
+  // The visits may dangle from here on (another thread can realize those nodes).
+  if (!exe) {
+    auto compiled = replay::compile_graph(device, graph);
+    if (!compiled.ok()) {
+      w.clear();
+      throw Error(compiled.status());
+    }
+    exe = *std::move(compiled);
+    std::lock_guard<std::mutex> lock(realize_mutex());
+    remember_shortcut(w.hash, std::move(ids), exe);
+  }
+  auto outs = replay::run_compiled(*exe, w.inputs);
+  w.inputs.clear();  // the scratch must not keep buffers alive
   if (!outs.ok()) throw Error(outs.status());
   std::lock_guard<std::mutex> lock(realize_mutex());
-  for (size_t i = 0; i < c.outputs.size(); ++i) {
-    LazyNode* n = c.outputs[i].get();
+  for (size_t i = 0; i < todo.size(); ++i) {
+    LazyNode* n = todo[i].get();
     if (n->buffer) continue;  // another thread realized it meanwhile; keep one value
     n->buffer = (*outs)[i];
     n->op = ir::Op::kInput;
@@ -116,9 +252,10 @@ ir::Graph capture(const std::vector<Tensor>& tensors, std::vector<std::shared_pt
   std::vector<NodePtr> nodes;
   for (const Tensor& t : tensors) nodes.push_back(detail::node_of(t));
   std::lock_guard<std::mutex> lock(realize_mutex());
-  Collected c = collect(nodes);
-  if (inputs) *inputs = c.inputs;
-  return c.graph;
+  Walk w;
+  walk(nodes, &w);
+  if (inputs) *inputs = w.inputs;
+  return build(w);
 }
 
 // Another thread may be realizing the node right now: its buffer is written under the lock.
@@ -129,7 +266,9 @@ bool node_is_realized(const NodePtr& node) {
 
 std::string graph_text_of(const std::vector<NodePtr>& nodes) {
   std::lock_guard<std::mutex> lock(realize_mutex());
-  return ir::print(collect(nodes).graph);
+  Walk w;
+  walk(nodes, &w);
+  return ir::print(build(w));
 }
 
 }  // namespace kiln::detail

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "frontend/lazy.h"
+#include "frontend/node_pool.h"
 #include "ir/graph.h"
 #include "runtime/device.h"
 
@@ -19,7 +20,26 @@ int64_t normalize_axis(const std::string& label, int64_t axis, int64_t rank) {
   return a;
 }
 
-runtime::Device* common_device(const std::string& label, const std::vector<Tensor>& ts) {
+LazyNode::~LazyNode() {
+  if (inputs.empty()) return;
+  // Inputs only this node holds would die inside this destructor, theirs inside theirs, and so
+  // on down a chain. Instead they move to a worklist and each is emptied before it dies. A
+  // count above one means another holder (or another thread dropping it right now) destroys it.
+  absl::InlinedVector<std::shared_ptr<LazyNode>, 8> work;
+  for (auto& in : inputs)
+    if (in.use_count() == 1) work.push_back(std::move(in));
+  inputs.clear();
+  while (!work.empty()) {
+    std::shared_ptr<LazyNode> n = std::move(work.back());
+    work.pop_back();
+    if (n.use_count() != 1) continue;
+    for (auto& in : n->inputs)
+      if (in.use_count() == 1) work.push_back(std::move(in));
+    n->inputs.clear();
+  }
+}
+
+runtime::Device* common_device(const std::string& label, absl::Span<const Tensor> ts) {
   runtime::Device* d = nullptr;
   for (const Tensor& t : ts) {
     if (!t.defined()) fail(label, "undefined tensor");
@@ -32,19 +52,41 @@ runtime::Device* common_device(const std::string& label, const std::vector<Tenso
   return d;
 }
 
-Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, std::vector<Tensor> inputs,
-              std::vector<int64_t> ints, Scalar scalar, runtime::Device* device) {
-  runtime::Device* dev = inputs.empty() ? device : common_device(label, inputs);
+namespace {
+
+// Recording runs on the user's thread for every op: its scratch is thread-local with the
+// initial-exec model (no __tls_get_addr call per access from this shared library).
+#define KILN_FAST_TLS __attribute__((tls_model("initial-exec"))) thread_local
+
+}  // namespace
+
+Tensor record_operands(const std::string& label, ir::Op op, DType dtype, Shape shape,
+                       absl::Span<const Tensor* const> inputs, std::vector<int64_t> ints, Scalar scalar,
+                       runtime::Device* device) {
+  runtime::Device* dev = device;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]->defined()) fail(label, "undefined tensor");
+    runtime::Device* d = detail::node_of(*inputs[i])->device;
+    if (i > 0 && d != dev) {
+      std::vector<Tensor> all;
+      for (const Tensor* t : inputs) all.push_back(*t);
+      common_device(label, all);  // throws, naming both devices
+    }
+    dev = d;
+  }
   if (!dev) dev = detail::impl_of(Device());
-  int64_t numel = shape_numel(shape);
-  if (numel < 0 || (numel > 0 && numel > std::numeric_limits<int64_t>::max() / 8))
-    fail(label, absl::StrCat("shape ", shape_str(shape), " has too many elements"));
-  for (int64_t d : shape)
-    if (d < 0) fail(label, absl::StrCat("negative dimension in shape ", shape_str(shape)));
+  // A shape equal to an operand's was checked when that operand was recorded.
+  if (inputs.empty() || shape != detail::node_of(*inputs[0])->shape) {
+    int64_t numel = shape_numel(shape);
+    if (numel < 0 || (numel > 0 && numel > std::numeric_limits<int64_t>::max() / 8))
+      fail(label, absl::StrCat("shape ", shape_str(shape), " has too many elements"));
+    for (int64_t d : shape)
+      if (d < 0) fail(label, absl::StrCat("negative dimension in shape ", shape_str(shape)));
+  }
   // Check with the IR's rules, on the operands as they are (no scratch graph). The node and the
   // operand list are this thread's scratch, so a check allocates nothing once they have grown.
-  thread_local ir::Node n;
-  thread_local std::vector<ir::OperandInfo> operands;
+  static KILN_FAST_TLS ir::Node n;
+  static KILN_FAST_TLS std::vector<ir::OperandInfo> operands;
   n.op = op;
   n.dtype = dtype;
   n.shape = std::move(shape);
@@ -53,7 +95,7 @@ Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, std
   n.inputs.clear();
   operands.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const LazyNode& in = *detail::node_of(inputs[i]);
+    const LazyNode& in = *detail::node_of(*inputs[i]);
     operands.push_back(ir::OperandInfo{in.dtype, &in.shape});
     n.inputs.push_back(ir::NodeId(i));
   }
@@ -62,7 +104,7 @@ Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, std
     n.ints.clear();
     fail(label, std::string(s.message()));
   }
-  auto node = std::make_shared<LazyNode>();
+  auto node = std::allocate_shared<LazyNode>(NodeAllocator<LazyNode>());
   node->op = op;
   node->dtype = dtype;
   node->shape = std::move(n.shape);
@@ -70,12 +112,20 @@ Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, std
   node->scalar = scalar;
   node->device = dev;
   node->inputs.reserve(inputs.size());
-  for (Tensor& t : inputs) node->inputs.push_back(detail::node_of(t));
+  for (const Tensor* t : inputs) node->inputs.push_back(detail::node_of(*t));
   return Access::tensor(std::move(node));
 }
 
+Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, absl::Span<const Tensor> inputs,
+              std::vector<int64_t> ints, Scalar scalar, runtime::Device* device) {
+  absl::InlinedVector<const Tensor*, 4> ptrs;
+  for (const Tensor& t : inputs) ptrs.push_back(&t);
+  return record_operands(label, op, dtype, std::move(shape), ptrs, std::move(ints), scalar,
+                         inputs.empty() ? device : nullptr);
+}
+
 Tensor from_buffer(std::shared_ptr<runtime::Buffer> buffer, DType dtype, Shape shape) {
-  auto node = std::make_shared<LazyNode>();
+  auto node = std::allocate_shared<LazyNode>(NodeAllocator<LazyNode>());
   node->op = ir::Op::kInput;
   node->dtype = dtype;
   node->shape = std::move(shape);

@@ -19,13 +19,15 @@ namespace {
 
 struct Entry {
   std::shared_ptr<const CompiledGraph> graph;
-  uint64_t last_used = 0;
 };
 
 struct Cache {
   std::mutex mu;
   std::unordered_multimap<uint64_t, Entry> entries;
-  uint64_t tick = 0;
+  std::atomic<uint64_t> tick{0};
+  // Bumped (under mu) whenever an entry leaves: a generation a caller saw still current means
+  // every executable it saw cached then is cached now.
+  std::atomic<uint64_t> generation{1};
   int64_t bytes = 0;
   int64_t budget = support::options().cache_bytes;
 };
@@ -52,7 +54,8 @@ void evict_locked(Cache& c, const CompiledGraph* keep) {
   while (c.bytes > c.budget) {
     auto victim = c.entries.end();
     for (auto it = c.entries.begin(); it != c.entries.end(); ++it)
-      if (it->second.graph.get() != keep && (victim == c.entries.end() || it->second.last_used < victim->second.last_used))
+      if (it->second.graph.get() != keep &&
+          (victim == c.entries.end() || it->second.graph->last_used < victim->second.graph->last_used))
         victim = it;
     if (victim == c.entries.end()) return;
     c.bytes -= victim->second.graph->bytes;
@@ -60,6 +63,7 @@ void evict_locked(Cache& c, const CompiledGraph* keep) {
       std::fprintf(stderr, "kiln: executable cache: evicted an executable of %lld bytes (%lld of %lld bytes in use)\n",
                    (long long)victim->second.graph->bytes, (long long)c.bytes, (long long)c.budget);
     c.entries.erase(victim);
+    c.generation++;
     runtime::counters().executables_evicted++;
   }
 }
@@ -71,7 +75,7 @@ std::shared_ptr<const CompiledGraph> cache_lookup(runtime::Device* device, const
   std::lock_guard<std::mutex> lock(c.mu);
   Entry* e = find_locked(c, device, graph, fusion);
   if (!e) return nullptr;
-  e->last_used = ++c.tick;
+  e->graph->last_used = ++c.tick;
   return e->graph;
 }
 
@@ -79,7 +83,7 @@ std::shared_ptr<const CompiledGraph> cache_insert(std::shared_ptr<const Compiled
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   if (Entry* existing = find_locked(c, e->device, e->graph, e->fusion)) {
-    existing->last_used = ++c.tick;
+    existing->graph->last_used = ++c.tick;
     return existing->graph;
   }
   if (e->bytes > c.budget) {
@@ -88,15 +92,32 @@ std::shared_ptr<const CompiledGraph> cache_insert(std::shared_ptr<const Compiled
                    (long long)e->bytes, (long long)c.budget);
     return e;
   }
-  c.entries.emplace(key(e->graph, e->fusion), Entry{e, ++c.tick});
+  e->last_used = ++c.tick;
+  c.entries.emplace(key(e->graph, e->fusion), Entry{e});
   c.bytes += e->bytes;
   evict_locked(c, e.get());
   return e;
 }
 
+bool cache_reuse(const CompiledGraph& e, uint64_t* generation) {
+  Cache& c = cache();
+  if (*generation != c.generation.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto range = c.entries.equal_range(key(e.graph, e.fusion));
+    bool cached = false;
+    for (auto it = range.first; it != range.second; ++it) cached = cached || it->second.graph.get() == &e;
+    if (!cached) return false;
+    *generation = c.generation.load(std::memory_order_relaxed);
+  }
+  e.last_used.store(++c.tick, std::memory_order_relaxed);
+  runtime::counters().executable_cache_hits++;
+  return true;
+}
+
 void cache_clear() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
+  c.generation++;
   c.entries.clear();
   c.bytes = 0;
 }

@@ -5,6 +5,7 @@
 // used entries (counters().executables_evicted); an entry larger than the budget is not cached.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -27,6 +28,7 @@ struct CompiledGraph {
   std::vector<ir::BufferDesc> buffers;
   std::vector<int> outputs;  // buffer of each graph output
   int64_t bytes = 0;         // what it counts against the cache's budget
+  mutable std::atomic<uint64_t> last_used{0};  // the cache's clock at its latest use (LRU)
 };
 
 inline constexpr int64_t kMinEntryBytes = 64 << 10;
@@ -36,6 +38,12 @@ std::shared_ptr<const CompiledGraph> cache_lookup(runtime::Device* device, const
 // Adds an entry; returns the one now cached (an equal entry added meanwhile by another thread
 // wins, so every caller shares one executable).
 std::shared_ptr<const CompiledGraph> cache_insert(std::shared_ptr<const CompiledGraph> e);
+// For a caller that kept an executable from an earlier lookup (the frontend's realize shortcut,
+// which recognizes a repeated graph without rebuilding it): true when `e` is still cached, in
+// which case it counts as a cache hit and as used. `generation` is the caller's note of the
+// cache's state when it last checked (start at 0): while nothing was evicted or cleared since,
+// the answer costs two atomic operations and no lock.
+bool cache_reuse(const CompiledGraph& e, uint64_t* generation);
 // Drops every entry (tests use it to force recompiles).
 void cache_clear();
 // The budget (initially support::options().cache_bytes); setting it evicts down to it.

@@ -16,6 +16,7 @@
 #include "backends/vulkan/memory.h"
 #include "backends/vulkan/memory_blocks.h"
 #include "backends/vulkan/vk_api.h"
+#include "support/trace.h"
 
 namespace kiln::runtime::vk {
 
@@ -81,6 +82,8 @@ class Context {
   ValidationLog log;
   std::string cache_dir;
   std::mutex pipeline_cache_mu;  // saving the pipeline cache
+  std::once_flag peaks_once;     // profiles' peaks, measured once (peaks.h)
+  support::Peaks peaks;
   size_t pipeline_cache_saved_bytes = 0;
 
   // Submits `cb`, waiting on the GPU for timeline value `wait_value` (0: none) at `wait_stage`,

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backends/vulkan/executable.h"
+#include "backends/vulkan/peaks.h"
 #include "backends/vulkan/target.h"
 #include "runtime/disk_cache.h"
 #include "support/options.h"
@@ -35,6 +36,10 @@ absl::StatusOr<std::unique_ptr<VulkanDevice>> VulkanDevice::create() {
   o.cache_dir = DiskCache::for_backend("vulkan").dir();  // "" when disabled
   auto ctx = Context::create(o);
   if (!ctx.ok()) return ctx.status();
+  // Profiles measure the device's peaks before their clock starts, not inside a traced run.
+  support::add_trace_start_hook([weak = std::weak_ptr<Context>(*ctx)] {
+    if (auto c = weak.lock()) (void)device_peaks(*c);
+  });
   std::unique_ptr<VulkanDevice> d(new VulkanDevice(*std::move(ctx)));
   if (absl::Status s = d->transfers_.init(); !s.ok()) return s;
   if (env.debug >= 1) {

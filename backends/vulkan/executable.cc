@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "backends/vulkan/peaks.h"
 #include "runtime/bindings.h"
 #include "support/options.h"
 #include "support/trace.h"
@@ -263,11 +264,7 @@ void VulkanExecutable::print_profile(Slot* s) {
   // wait above has just seen (an approximation of up to the wait's latency).
   const double host_end = support::trace_now_us_precise();
   const bool traced = support::tracing();
-  if (traced && peaks_.source.empty()) {
-    support::Peaks unknown;
-    unknown.source = "unknown for Vulkan devices: set KILN_PEAK_GBPS and KILN_PEAK_GFLOPS";
-    peaks_ = support::with_peak_overrides(unknown);
-  }
+  if (traced && peaks_.source.empty()) peaks_ = device_peaks(*ctx_);
   double total = 0;
   for (size_t i = 0; i < steps_.size(); ++i) {
     double us = double((t[2 * i + 1] - t[2 * i]) & mask) * period_us;

@@ -145,6 +145,11 @@ for s in $SECTIONS; do
         KILN_DEVICE=vulkan run_test "ops_test (vulkan)" 400 "$BIN/ops_test" --gtest_brief=1
         KILN_DEVICE=vulkan run_test "passes_test (vulkan)" 300 "$BIN/passes_test" --gtest_brief=1
         KILN_DEVICE=vulkan run_test "aot_test (vulkan)" 300 "$BIN/aot_test" --gtest_brief=1
+        echo "--- vulkan: the peaks a profile measures, and the host path"
+        (cd "$OUT" && KILN_DEVICE=vulkan KILN_PROFILE="$OUT/vk_mlp.json" timeout 120 "$BIN/mlp" > /dev/null 2>&1
+         grep -o '"peak GB/s": [0-9.e+]*, "peak GFLOP/s": [0-9.e+]*, "peaks from": "[^"]*"' "$OUT/vk_mlp.json" | sort -u | head -3
+         rm -f "$OUT"/vk_mlp.*)
+        [ -x "$BIN/host_bench" ] && KILN_DEVICE=vulkan timeout 120 "$BIN/host_bench" --benchmark_min_time=0.3 2>&1 | tail -12
       } >> "$OUT/tests.log" 2>&1
       tail -5 "$OUT/.test_summary"
       ;;

@@ -109,6 +109,59 @@ TEST(Cache, DifferentShapesOrConstantsCompileAgain) {
   EXPECT_EQ(stats().executables_built, 2);
 }
 
+// A repeated realize is recognized from its recorded ops without building the graph (the
+// realize shortcut); what it runs must still be exactly the graph's executable.
+TEST(Cache, ARepeatedRealizeReplaysWithoutCompiling) {
+  Tensor x = testing::random_tensor({32}, float32, 11), y = testing::random_tensor({32}, float32, 12);
+  auto step = [](const Tensor& a, const Tensor& b) { return ((a * 1.5 + b).tanh() - a) * 0.5; };
+  step(x, y).realize();
+  reset_stats();
+  for (int i = 0; i < 3; ++i) {
+    Tensor r = step(x, y);
+    EXPECT_MATCHES_REFERENCE({r});
+  }
+  EXPECT_EQ(stats().executables_built, 0);
+  EXPECT_EQ(stats().executable_cache_hits, 3);
+  // The same ops on one tensor twice is another graph (one input, not two): built, and right.
+  Tensor same = step(x, x);
+  EXPECT_MATCHES_REFERENCE({same});
+  EXPECT_EQ(stats().executables_built, 1);
+  // Operands swapped, another constant, another shape: each its own executable.
+  Tensor swapped = step(y, x);
+  EXPECT_MATCHES_REFERENCE({swapped});
+  Tensor other = ((x * 2.5 + y).tanh() - x) * 0.5;
+  EXPECT_MATCHES_REFERENCE({other});
+  Tensor wider = step(testing::random_tensor({33}, float32, 13), testing::random_tensor({33}, float32, 14));
+  EXPECT_MATCHES_REFERENCE({wider});
+  EXPECT_EQ(stats().executables_built, 3);  // swapped operands share the first executable
+  // Several outputs, one of them twice.
+  Tensor a = step(x, y), b = a * 3.0;
+  realize({a, b, a});
+  EXPECT_EQ(a.to_vector<float>(), step(x, y).to_vector<float>());
+}
+
+TEST(Cache, TheRealizeShortcutHonoursClearsAndEvictions) {
+  BudgetScope scope;
+  Tensor x = testing::random_tensor({16}, float32, 15);
+  (x * 7.0 - 1.0).realize();
+  reset_stats();
+  replay::cache_clear();
+  (x * 7.0 - 1.0).realize();
+  EXPECT_EQ(stats().executables_built, 1);  // a cleared cache compiles again
+  // An executable still held elsewhere but evicted from the cache is not replayed.
+  Tensor y = x * 7.0 - 1.0;
+  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+  auto held = replay::compile_graph(detail::impl_of(default_device()), detail::capture({y}, &bufs));
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_EQ(stats().executables_built, 1);  // the cached one
+  set_executable_cache_budget(1);           // evicts it (and the cache holds nothing more)
+  set_executable_cache_budget(scope.saved);
+  reset_stats();
+  EXPECT_MATCHES_REFERENCE({y});
+  EXPECT_EQ(stats().executables_built, 1);
+  EXPECT_EQ(stats().executable_cache_hits, 0);
+}
+
 TEST(Cache, RealizedOutputsAreNeverOverwrittenByLaterRuns) {
   Tensor a = testing::random_tensor({64}, float32, 5);
   Tensor r1 = (a + 1).realize();

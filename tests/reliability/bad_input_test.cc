@@ -321,5 +321,22 @@ TEST(HugeShapes, ExtremeSliceArgumentsClamp) {
   EXPECT_EQ(x.slice(0, min, max, 2).numel(), 3);
 }
 
+// --- very long recorded chains --------------------------------------------------------------
+
+// Dropping a recorded chain releases its nodes one by one, not by recursion (which overflowed
+// the stack at a few hundred thousand ops); a realized long chain is computed and freed too.
+TEST(LongChains, DroppingOrRealizingAQuarterMillionOpsNeitherCrashesNorRecurses) {
+  Tensor x = full({4}, 0.5);
+  {
+    Tensor y = x;
+    for (int i = 0; i < 250000; ++i) y = y + 1.0;
+  }  // dropped unrealized
+  Tensor y = x;
+  for (int i = 0; i < 250000; ++i) y = y * 1.0 + 1.0;
+  std::vector<float> v = y.to_vector<float>();
+  EXPECT_EQ(v, std::vector<float>(4, 250000.5f));
+  y = Tensor();  // the realized chain's history was dropped at the realize; the value goes now
+}
+
 }  // namespace
 }  // namespace kiln
