@@ -267,9 +267,6 @@ absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
   bool changed = false;
   if (absl::Status s = bind(inputs, outputs, &changed); !s.ok()) return s;
-  // A graph of one kernel launches that kernel directly: the same work on the same stream, for
-  // less host time than a graph launch (kiln::jit replays of one fused kernel are host-bound).
-  const bool direct = nodes_.size() == 1;
   if (changed) {
     // Only nodes whose pointers moved get new parameters; launches already queued keep theirs.
     for (Node& n : nodes_) {
@@ -289,7 +286,6 @@ absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::
           return s;
         }
       }
-      if (direct) continue;  // the launch reads n.args and n.maps themselves
       CUresult r = api().cuGraphExecKernelNodeSetParams(exec_, n.node, &n.params);
       if (r != CUDA_SUCCESS) {
         std::fill(n.args.begin(), n.args.end(), CUdeviceptr(0));  // unknown now: rebind next time
@@ -301,11 +297,6 @@ absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::
   }
   if (exec_ && support::tracing()) {
     if (absl::Status s = launch_profiled(); !s.ok()) return s;
-  } else if (direct) {
-    const CUDA_KERNEL_NODE_PARAMS& p = nodes_[0].params;
-    CUresult r = api().cuLaunchKernel(p.func, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
-                                      p.sharedMemBytes, ctx_->stream, p.kernelParams, nullptr);
-    if (absl::Status s = cu_check(r, absl::StrCat("launching ", node_info_[0].name)); !s.ok()) return s;
   } else if (exec_) {
     if (absl::Status s = cu_check(api().cuGraphLaunch(exec_, ctx_->stream), "cuGraphLaunch"); !s.ok()) return s;
   }

@@ -3,8 +3,6 @@
 // and instantiated once. run() rebinds inputs and outputs by updating the parameters of only the
 // kernel nodes whose pointers changed (no re-instantiation), launches the graph on the device's
 // stream and records an event; the host waits on that event only when a result is downloaded.
-// A graph of one kernel launches it with cuLaunchKernel instead (same stream, same parameters,
-// less host time than cuGraphLaunch).
 //
 // Built by CudaDevice::load (device.h) from a CompiledProgram that passed check_consistent: the
 // plan is trusted here, only what depends on this GPU is checked (block size, grid limits,
