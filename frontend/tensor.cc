@@ -147,6 +147,80 @@ void Tensor::copy_to(T* dst, int64_t count) const {
   read_into(*this, dst);
 }
 
+namespace {
+
+// Downloads realized tensors into `dsts` (numel * dtype size bytes each): one download_many
+// per device.
+void read_many(const std::vector<Tensor>& ts, const std::vector<void*>& dsts) {
+  std::vector<runtime::Device*> devices;
+  std::vector<std::vector<runtime::Device::Download>> per_device;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const auto& buf = detail::node_of(ts[i])->buffer;
+    const int64_t bytes = ts[i].numel() * dtype_size(ts[i].dtype());
+    if (bytes == 0) continue;
+    size_t d = 0;
+    while (d < devices.size() && devices[d] != buf->device()) ++d;
+    if (d == devices.size()) {
+      devices.push_back(buf->device());
+      per_device.emplace_back();
+    }
+    per_device[d].push_back({buf.get(), dsts[i], bytes});
+  }
+  support::TraceSpan span("download (waits for the device)");
+  for (size_t d = 0; d < devices.size(); ++d)
+    if (absl::Status s = devices[d]->download_many(per_device[d]); !s.ok()) throw Error(s);
+}
+
+}  // namespace
+
+template <typename T>
+std::vector<std::vector<T>> to_vectors(const std::vector<Tensor>& tensors) {
+  for (const Tensor& t : tensors)
+    if (!t.defined()) throw Error(absl::InvalidArgumentError("to_vectors: undefined tensor"));
+  // The lazy ones realize as one graph per device.
+  std::vector<std::vector<Tensor>> lazy;
+  for (const Tensor& t : tensors) {
+    if (t.is_realized()) continue;
+    size_t g = 0;
+    while (g < lazy.size() && detail::node_of(lazy[g][0])->device != detail::node_of(t)->device) ++g;
+    if (g == lazy.size()) lazy.emplace_back();
+    lazy[g].push_back(t);
+  }
+  for (const auto& group : lazy) realize(group);
+  std::vector<std::vector<T>> out(tensors.size());
+  std::vector<std::vector<uint8_t>> raw(tensors.size());  // tensors needing a conversion
+  std::vector<void*> dsts(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if constexpr (!std::is_same_v<T, bool>) {
+      if (stored_as<T>(t.dtype())) {
+        out[i].resize(size_t(t.numel()));
+        dsts[i] = out[i].data();
+        continue;
+      }
+    }
+    raw[i].resize(size_t(t.numel() * dtype_size(t.dtype())));
+    dsts[i] = raw[i].data();
+  }
+  read_many(tensors, dsts);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (raw[i].empty() && tensors[i].numel() > 0) continue;  // downloaded as it is
+    const DType dt = tensors[i].dtype();
+    const int64_t n = tensors[i].numel(), es = dtype_size(dt);
+    out[i].resize(size_t(n));
+    for (int64_t k = 0; k < n; ++k) out[i][size_t(k)] = convert_element<T>(dt, raw[i].data() + k * es);
+  }
+  return out;
+}
+
+template std::vector<std::vector<float>> to_vectors<float>(const std::vector<Tensor>&);
+template std::vector<std::vector<double>> to_vectors<double>(const std::vector<Tensor>&);
+template std::vector<std::vector<int32_t>> to_vectors<int32_t>(const std::vector<Tensor>&);
+template std::vector<std::vector<int64_t>> to_vectors<int64_t>(const std::vector<Tensor>&);
+template std::vector<std::vector<int8_t>> to_vectors<int8_t>(const std::vector<Tensor>&);
+template std::vector<std::vector<uint8_t>> to_vectors<uint8_t>(const std::vector<Tensor>&);
+template std::vector<std::vector<bool>> to_vectors<bool>(const std::vector<Tensor>&);
+
 template void Tensor::copy_to<float>(float*, int64_t) const;
 template void Tensor::copy_to<double>(double*, int64_t) const;
 template void Tensor::copy_to<int32_t>(int32_t*, int64_t) const;

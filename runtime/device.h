@@ -22,7 +22,8 @@
 //              `outputs` are always fresh storage the caller allocated for this run, never a
 //              buffer a tensor already holds; `inputs` are only read.
 //   download() waits only for the work that wrote its buffer (an upload or a run), not for the
-//              whole device, then copies to the host.
+//              whole device, then copies to the host. download_many() does the same for several
+//              buffers with every copy queued before the host waits (they overlap each other).
 //   upload()   copies before it returns (the host memory may be reused at once); work queued
 //              afterwards sees the data.
 //   synchronize() waits for everything submitted to the device (for timing, never needed for
@@ -102,6 +103,17 @@ class Device {
   virtual absl::StatusOr<std::shared_ptr<Buffer>> alloc(int64_t bytes) = 0;
   virtual absl::Status upload(Buffer* dst, const void* src, int64_t bytes) = 0;
   virtual absl::Status download(Buffer* src, void* dst, int64_t bytes) = 0;
+  struct Download {
+    Buffer* src;
+    void* dst;
+    int64_t bytes;
+  };
+  // Default: one download after another (right for a device whose downloads are memcpys).
+  virtual absl::Status download_many(const std::vector<Download>& all) {
+    for (const Download& d : all)
+      if (absl::Status s = download(d.src, d.dst, d.bytes); !s.ok()) return s;
+    return absl::OkStatus();
+  }
   // FailedPrecondition when `c` was compiled for another target.
   virtual absl::StatusOr<std::unique_ptr<Executable>> load(const CompiledProgram& c) = 0;
   virtual absl::Status synchronize() { return absl::OkStatus(); }

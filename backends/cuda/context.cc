@@ -89,28 +89,46 @@ absl::Status StagingRing::ensure(Slot& s) {
   return absl::OkStatus();
 }
 
-absl::Status StagingRing::copy_back(void* dst, CUdeviceptr src, int64_t bytes, CUstream stream) {
-  char* to = static_cast<char*>(dst);
-  const int64_t chunks = (bytes + kBytes - 1) / kBytes;
-  auto chunk_size = [&](int64_t c) { return std::min(kBytes, bytes - c * kBytes); };
-  // Keep up to kBuffers chunks in flight; copy each out once its event has passed.
+absl::Status StagingRing::copy_back(const std::vector<Piece>& pieces, CUstream stream) {
+  // Pack the pieces into staging-buffer fills, in order, splitting a piece across fills.
+  struct Part {
+    char* dst;
+    CUdeviceptr src;
+    int64_t at, bytes;  // offset in the staging buffer, length
+  };
+  std::vector<std::vector<Part>> fills(1);
+  int64_t used = 0;
+  for (const Piece& p : pieces) {
+    for (int64_t off = 0; off < p.bytes;) {
+      if (used == kBytes) {
+        fills.emplace_back();
+        used = 0;
+      }
+      const int64_t n = std::min(kBytes - used, p.bytes - off);
+      fills.back().push_back({static_cast<char*>(p.dst) + off, p.src + CUdeviceptr(off), used, n});
+      used += n;
+      off += n;
+    }
+  }
+  const int64_t count = int64_t(fills.size());
+  // Keep up to kBuffers fills in flight; copy each out once its event has passed.
   int64_t issued = 0;
-  for (int64_t c = 0; c < chunks; ++c) {
-    while (issued < chunks && issued < c + kBuffers) {
+  for (int64_t c = 0; c < count; ++c) {
+    while (issued < count && issued < c + kBuffers) {
       Slot& s = slots_[issued % kBuffers];
       if (absl::Status st = ensure(s); !st.ok()) return st;
       if (absl::Status st = s.done->wait(); !st.ok()) return st;
-      if (absl::Status st = cu_check(api().cuMemcpyDtoHAsync(s.host, src + CUdeviceptr(issued * kBytes),
-                                                             size_t(chunk_size(issued)), stream),
-                                     "download (cuMemcpyDtoHAsync)");
-          !st.ok())
-        return st;
+      for (const Part& part : fills[size_t(issued)]) {
+        CUresult r = api().cuMemcpyDtoHAsync(static_cast<char*>(s.host) + part.at, part.src, size_t(part.bytes), stream);
+        if (absl::Status st = cu_check(r, "download (cuMemcpyDtoHAsync)"); !st.ok()) return st;
+      }
       if (absl::Status st = s.done->record(stream); !st.ok()) return st;
       ++issued;
     }
     Slot& s = slots_[c % kBuffers];
     if (absl::Status st = s.done->wait(); !st.ok()) return st;
-    std::memcpy(to + c * kBytes, s.host, size_t(chunk_size(c)));
+    for (const Part& part : fills[size_t(c)])
+      std::memcpy(part.dst, static_cast<const char*>(s.host) + part.at, size_t(part.bytes));
   }
   next_ = 0;
   return absl::OkStatus();

@@ -58,8 +58,14 @@ class StagingRing {
   // Copies `bytes` from `src` to `dst` on `stream` through the ring (the caller holds mu).
   absl::Status copy(CUdeviceptr dst, const void* src, int64_t bytes, CUstream stream);
   // The other way: chunks copied to the ring on `stream` while the host copies earlier ones out;
-  // returns when `dst` holds all of it.
-  absl::Status copy_back(void* dst, CUdeviceptr src, int64_t bytes, CUstream stream);
+  // returns when every `dst` holds its bytes. Several pieces share a staging buffer where they
+  // fit, so small downloads together cost one wait.
+  struct Piece {
+    void* dst;
+    CUdeviceptr src;
+    int64_t bytes;
+  };
+  absl::Status copy_back(const std::vector<Piece>& pieces, CUstream stream);
   std::mutex mu;
 
  private:

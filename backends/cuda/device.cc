@@ -105,17 +105,30 @@ absl::Status CudaDevice::upload(Buffer* dst, const void* src, int64_t bytes) {
 }
 
 absl::Status CudaDevice::download(Buffer* src, void* dst, int64_t bytes) {
-  if (bytes > src->bytes()) return absl::OutOfRangeError("cuda: download larger than the buffer");
-  if (bytes <= 0) return absl::OkStatus();
-  auto* b = static_cast<CudaBuffer*>(src);
-  if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
-  // On the copy stream after only the work that wrote this buffer, through the page-locked ring
-  // (the device copies chunk k+1 while the host copies chunk k out).
-  std::lock_guard<std::mutex> lock(ctx_->staging.mu);
-  if (std::shared_ptr<Event> w = b->writer) {
-    if (absl::Status s = w->make_wait(ctx_->copy_stream); !s.ok()) return s;
+  return download_many({{src, dst, bytes}});
+}
+
+absl::Status CudaDevice::download_many(const std::vector<Download>& all) {
+  for (const Download& d : all) {
+    if (d.src->device() != this) return absl::InvalidArgumentError("cuda: download of a buffer of another device");
+    if (d.bytes > d.src->bytes()) return absl::OutOfRangeError("cuda: download larger than the buffer");
   }
-  return ctx_->staging.copy_back(dst, b->ptr(), bytes, ctx_->copy_stream);
+  if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
+  // On the copy stream after only the work that wrote these buffers, through the page-locked
+  // ring (the device copies fill k+1 while the host copies fill k out).
+  std::lock_guard<std::mutex> lock(ctx_->staging.mu);
+  std::vector<StagingRing::Piece> pieces;
+  pieces.reserve(all.size());
+  for (const Download& d : all) {
+    if (d.bytes <= 0) continue;
+    auto* b = static_cast<CudaBuffer*>(d.src);
+    if (std::shared_ptr<Event> w = b->writer) {
+      if (absl::Status s = w->make_wait(ctx_->copy_stream); !s.ok()) return s;
+    }
+    pieces.push_back({d.dst, b->ptr(), d.bytes});
+  }
+  if (pieces.empty()) return absl::OkStatus();
+  return ctx_->staging.copy_back(pieces, ctx_->copy_stream);
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> CudaDevice::load(const CompiledProgram& c) {

@@ -26,6 +26,7 @@ class CudaDevice : public Device {
   absl::StatusOr<std::shared_ptr<Buffer>> alloc(int64_t bytes) override;
   absl::Status upload(Buffer* dst, const void* src, int64_t bytes) override;
   absl::Status download(Buffer* src, void* dst, int64_t bytes) override;
+  absl::Status download_many(const std::vector<Download>& all) override;
   absl::StatusOr<std::unique_ptr<Executable>> load(const CompiledProgram& c) override;
   absl::Status synchronize() override;
 

@@ -84,6 +84,18 @@ absl::Status VulkanDevice::download(Buffer* src, void* dst, int64_t bytes) {
   return s.ok() ? validation_status() : s;
 }
 
+absl::Status VulkanDevice::download_many(const std::vector<Download>& all) {
+  std::vector<Transfers::Download> mine_all;
+  mine_all.reserve(all.size());
+  for (const Download& d : all) {
+    auto b = mine(d.src);
+    if (!b.ok()) return b.status();
+    mine_all.push_back({*b, d.dst, d.bytes});
+  }
+  absl::Status s = transfers_.download_many(mine_all);
+  return s.ok() ? validation_status() : s;
+}
+
 absl::StatusOr<std::unique_ptr<Executable>> VulkanDevice::load(const CompiledProgram& c) {
   if (absl::Status s = check_consistent(c); !s.ok()) return s;
   if (c.backend != "vulkan")

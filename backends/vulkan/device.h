@@ -34,6 +34,7 @@ class VulkanDevice : public Device {
   absl::StatusOr<std::shared_ptr<Buffer>> alloc(int64_t bytes) override;
   absl::Status upload(Buffer* dst, const void* src, int64_t bytes) override;
   absl::Status download(Buffer* src, void* dst, int64_t bytes) override;
+  absl::Status download_many(const std::vector<Download>& all) override;
   absl::StatusOr<std::unique_ptr<Executable>> load(const CompiledProgram& c) override;
   absl::Status synchronize() override;
 
@@ -42,6 +43,8 @@ class VulkanDevice : public Device {
   // Validation-layer warnings and errors recorded so far (none without KILN_VULKAN_VALIDATION=1).
   std::vector<std::string> validation_messages() const { return ctx_->log.snapshot(); }
   void clear_validation_messages() { ctx_->log.clear(); }
+  // Submissions to the queue so far (the timeline's last value), for tests.
+  uint64_t submissions() const { return ctx_->last_submitted(); }
 
  private:
   explicit VulkanDevice(std::shared_ptr<Context> ctx);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "backends/vulkan/vk_status.h"
@@ -127,49 +128,83 @@ absl::Status Transfers::upload(VulkanBuffer* dst, const void* src, int64_t bytes
 }
 
 absl::Status Transfers::download(VulkanBuffer* src, void* dst, int64_t bytes) {
-  if (bytes < 0 || bytes > src->bytes())
-    return absl::OutOfRangeError(absl::StrCat("vulkan: download of ", bytes, " bytes from a ", src->bytes(), "-byte buffer"));
-  for (VkDeviceSize off = 0; off < VkDeviceSize(bytes); off += kChunk) {
-    VkDeviceSize n = std::min<VkDeviceSize>(kChunk, VkDeviceSize(bytes) - off);
+  return download_many({{src, dst, bytes}});
+}
+
+absl::Status Transfers::download_many(const std::vector<Download>& all) {
+  for (const Download& d : all)
+    if (d.bytes < 0 || d.bytes > d.src->bytes())
+      return absl::OutOfRangeError(absl::StrCat("vulkan: download of ", d.bytes, " bytes from a ", d.src->bytes(), "-byte buffer"));
+  // Pieces of at most kChunk bytes, each with its own staging buffer, batched so that one
+  // batch's staging stays under kKeepStaging: one command buffer, one submission, one wait each.
+  struct Piece {
+    VulkanBuffer* src;
+    char* dst;
+    VkDeviceSize off, bytes;
     Allocation staging;
+  };
+  std::vector<Piece> pieces;
+  for (const Download& d : all)
+    for (VkDeviceSize off = 0; off < VkDeviceSize(d.bytes); off += kChunk)
+      pieces.push_back({d.src, static_cast<char*>(d.dst) + off, off, std::min<VkDeviceSize>(kChunk, VkDeviceSize(d.bytes) - off), {}});
+  for (size_t first = 0; first < pieces.size();) {
+    size_t end = first;
+    VkDeviceSize batch_bytes = 0;
+    while (end < pieces.size() && (end == first || batch_bytes + pieces[end].bytes <= kKeepStaging))
+      batch_bytes += pieces[end++].bytes;
     uint64_t value = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       reclaim();
-      auto st = take_staging(n, MemoryUse::kReadback);
-      if (!st.ok()) return st.status();
-      staging = *st;
+      auto give_back = [&] {
+        for (size_t i = first; i < end; ++i) give_staging(std::exchange(pieces[i].staging, Allocation{}));
+      };
+      uint64_t after = 0;
+      for (size_t i = first; i < end; ++i) {
+        auto st = take_staging(pieces[i].bytes, MemoryUse::kReadback);
+        if (!st.ok()) {
+          give_back();
+          return st.status();
+        }
+        pieces[i].staging = *st;
+        // Deferred synchronization: the GPU waits for the last writers of the sources.
+        after = std::max({after, pieces[i].src->last_write(), st->ready_after});
+      }
       auto cb = take_command_buffer();
       if (!cb.ok()) {
-        give_staging(staging);
+        give_back();
         return cb.status();
       }
-      VkBufferCopy region{off, 0, n};
-      vkCmdCopyBuffer(*cb, src->buffer(), staging.buffer, 1, &region);
-      // Makes the copied bytes visible to the host once the timeline says the copy is done.
+      for (size_t i = first; i < end; ++i) {
+        VkBufferCopy region{pieces[i].off, 0, pieces[i].bytes};
+        vkCmdCopyBuffer(*cb, pieces[i].src->buffer(), pieces[i].staging.buffer, 1, &region);
+      }
+      // Makes the copied bytes visible to the host once the timeline says the copies are done.
       VkMemoryBarrier to_host = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
       to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
       to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
       vkCmdPipelineBarrier(*cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr, 0, nullptr);
       absl::Status s = check(vkEndCommandBuffer(*cb), "vkEndCommandBuffer (download)");
-      // Deferred synchronization: the GPU waits for the last writer of `src`, the host only here.
-      uint64_t after = std::max(src->last_write(), staging.ready_after);
       absl::StatusOr<uint64_t> v = s.ok() ? ctx_->submit(*cb, after, VK_PIPELINE_STAGE_TRANSFER_BIT) : s;
       if (!v.ok()) {
         free_cbs_.push_back(*cb);
-        give_staging(staging);
+        give_back();
         return v.status();
       }
       value = *v;
-      src->note_read(value);
-      in_flight_.push_back({*cb, Allocation{}, value});  // the staging buffer stays with us
+      for (size_t i = first; i < end; ++i) pieces[i].src->note_read(value);
+      in_flight_.push_back({*cb, Allocation{}, value});  // the staging buffers stay with us
     }
     absl::Status w = ctx_->wait(value);
-    if (w.ok()) std::memcpy(static_cast<char*>(dst) + off, staging.mapped, size_t(n));
+    if (w.ok())
+      for (size_t i = first; i < end; ++i) std::memcpy(pieces[i].dst, pieces[i].staging.mapped, size_t(pieces[i].bytes));
     std::lock_guard<std::mutex> lock(mu_);
-    staging.ready_after = value;
-    give_staging(staging);
+    for (size_t i = first; i < end; ++i) {
+      pieces[i].staging.ready_after = value;
+      give_staging(std::exchange(pieces[i].staging, Allocation{}));
+    }
     if (!w.ok()) return w;
+    first = end;
   }
   return absl::OkStatus();
 }

@@ -1,6 +1,7 @@
 // Host <-> device copies through persistently mapped host-visible staging buffers. An upload
 // returns once its copy is submitted; a download waits (on the GPU) for the last submission that
-// wrote the buffer, then on the host for its own copy.
+// wrote the buffer, then on the host for its own copy. Several downloads go in one command buffer
+// and one submission (up to kKeepStaging bytes of staging at a time), so the host waits once.
 #pragma once
 
 #include <memory>
@@ -20,6 +21,12 @@ class Transfers {
   absl::Status init();
   absl::Status upload(VulkanBuffer* dst, const void* src, int64_t bytes);
   absl::Status download(VulkanBuffer* src, void* dst, int64_t bytes);
+  struct Download {
+    VulkanBuffer* src;
+    void* dst;
+    int64_t bytes;
+  };
+  absl::Status download_many(const std::vector<Download>& all);
 
  private:
   struct InFlight {

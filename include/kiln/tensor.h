@@ -292,6 +292,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // Realizes several tensors as ONE graph (shared work is computed once).
 void realize(const std::vector<Tensor>& tensors);
 
+// The values of several tensors, converted like Tensor::to_vector<T> (float, double, int32_t,
+// int64_t, int8_t, uint8_t, bool): the lazy ones realize as one graph, then every copy is queued
+// before the host waits, so the downloads overlap each other instead of each waiting in turn.
+template <typename T>
+std::vector<std::vector<T>> to_vectors(const std::vector<Tensor>& tensors);
+
 // Text of the graph that realizing `tensors` would run (the IR text format).
 std::string graph_text(const std::vector<Tensor>& tensors);
 

@@ -126,5 +126,34 @@ TEST_F(CudaDeviceTest, UploadOverlapsKernelsQueuedBeforeIt) {
   EXPECT_EQ(back, host);
 }
 
+// Several downloads through the staging ring at once: small ones share a staging buffer, a large
+// one spans several; each destination gets its own buffer's bytes, and a download of a buffer a
+// still-running kernel writes waits for that kernel only.
+TEST_F(CudaDeviceTest, SeveralDownloadsShareTheStagingRing) {
+  runtime::Device* d = detail::impl_of(*dev_);
+  std::vector<std::vector<float>> want = {values(1000, 0.5f), values(3, 1.5f), values(5 << 20, 2.5f), values(77, 3.5f)};
+  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+  for (const auto& w : want) {
+    auto b = d->alloc(int64_t(w.size() * 4));
+    ASSERT_TRUE(b.ok()) << b.status();
+    ASSERT_TRUE(d->upload(b->get(), w.data(), int64_t(w.size() * 4)).ok());
+    bufs.push_back(*b);
+  }
+  Tensor x = randn({1 << 20}, 3, float32, *dev_);
+  Tensor y = (x * 3.0).exp();
+  y.realize();  // queued; downloaded with the others below
+  std::vector<std::vector<float>> got(want.size() + 1);
+  std::vector<runtime::Device::Download> all;
+  for (size_t i = 0; i < want.size(); ++i) {
+    got[i].assign(want[i].size(), -1.0f);
+    all.push_back({bufs[i].get(), got[i].data(), int64_t(want[i].size() * 4)});
+  }
+  got.back().assign(size_t(1) << 20, -1.0f);
+  all.push_back({detail::node_of(y)->buffer.get(), got.back().data(), int64_t(4) << 20});
+  ASSERT_TRUE(d->download_many(all).ok());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "buffer " << i;
+  EXPECT_EQ(got.back(), y.to_vector<float>());
+}
+
 }  // namespace
 }  // namespace kiln

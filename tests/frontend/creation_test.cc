@@ -71,5 +71,31 @@ TEST(Creation, CopyToFillsTheCallersMemoryAndChecksTypeAndCount) {
   EXPECT_EQ(back, (std::vector<int64_t>{4, 5, 6}));
 }
 
+// Several tensors downloaded together (one realize for the lazy ones, every copy queued before
+// the host waits): the same values as one to_vector each, converted the same way.
+TEST(Creation, ToVectorsDownloadsSeveralTensorsAtOnce) {
+  Tensor a = from_vector(std::vector<float>{1.5f, -2.0f, 3.25f}, {3});
+  Tensor lazy = a * 2.0 + 1.0;                                      // realized by to_vectors
+  Tensor ints = from_vector(std::vector<int64_t>{7, -8, 9, 10}, {2, 2});
+  Tensor flags = a > 0.0;                                            // bool, converted
+  Tensor half = a.cast(float16);                                     // f16, converted
+  Tensor empty = zeros({0, 3});
+  Tensor big = arange(3 << 20).cast(float32) * 0.5;                 // 12 MiB: more than one staging buffer
+  std::vector<Tensor> all = {lazy, ints, flags, half, empty, big, lazy};
+  std::vector<std::vector<float>> got = to_vectors<float>(all);
+  ASSERT_EQ(got.size(), all.size());
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(got[i], all[i].to_vector<float>()) << "tensor " << i;
+  EXPECT_EQ(got[0], (std::vector<float>{4.0f, -3.0f, 7.5f}));
+  EXPECT_EQ(got[2], (std::vector<float>{1, 0, 1}));
+  EXPECT_TRUE(got[4].empty());
+  EXPECT_EQ(got[5][(3 << 20) - 1], 0.5f * float((3 << 20) - 1));
+  std::vector<std::vector<int64_t>> as_ints = to_vectors<int64_t>({ints, lazy});
+  EXPECT_EQ(as_ints[0], (std::vector<int64_t>{7, -8, 9, 10}));
+  EXPECT_EQ(as_ints[1], (std::vector<int64_t>{4, -3, 7}));
+  EXPECT_EQ(to_vectors<bool>({flags})[0], (std::vector<bool>{true, false, true}));
+  EXPECT_TRUE(to_vectors<float>({}).empty());
+  EXPECT_EQ(testing::error_of([&] { to_vectors<float>({a, Tensor()}); }), "to_vectors: undefined tensor");
+}
+
 }  // namespace
 }  // namespace kiln
