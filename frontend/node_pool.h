@@ -5,7 +5,8 @@
 // the general allocator is slowest (glibc's per-thread cache keeps 7 blocks of a size). The pool
 // keeps up to kKeep freed blocks per thread and hands them back to the next nodes recorded on
 // that thread; beyond that, and for a thread that is exiting, blocks go to operator delete. A
-// node freed on another thread than it was made on simply joins that thread's list.
+// node freed on another thread than it was made on simply joins that thread's list. Under ASan
+// and TSan every node comes from operator new, so that they see each node's lifetime.
 #pragma once
 
 #include <cstddef>
@@ -13,14 +14,21 @@
 
 namespace kiln::detail {
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kNodePoolOn = false;
+#else
+inline constexpr bool kNodePoolOn = true;
+#endif
+
 template <size_t Size>
 class NodeFreeList {
  public:
   static constexpr size_t kKeep = 4096;
 
   static void* take() {
+    if (!kNodePoolOn || exited_) return ::operator new(Size);
     NodeFreeList& l = local();
-    if (l.head_ && !exited_) {
+    if (l.head_) {
       Block* b = l.head_;
       l.head_ = b->next;
       --l.count_;
@@ -29,7 +37,7 @@ class NodeFreeList {
     return ::operator new(Size);
   }
   static void give(void* p) {
-    if (exited_) return ::operator delete(p);
+    if (!kNodePoolOn || exited_) return ::operator delete(p);
     NodeFreeList& l = local();
     if (l.count_ >= kKeep) return ::operator delete(p);
     l.head_ = new (p) Block{l.head_};
