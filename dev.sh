@@ -17,6 +17,7 @@ PACKAGES=(
   libshaderc-dev glslang-dev glslang-tools spirv-tools spirv-headers
   clang-14 libclang-rt-14-dev
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
+  libamd-comgr-dev
 )
 
 install_packages() {

@@ -11,9 +11,10 @@
 namespace kiln::artifact {
 namespace {
 
-// Backends users may name that are not built yet, and where they will come from.
+// Backends users may name that this build cannot compile for, and why.
 const char* planned(const std::string& backend) {
-  if (backend == "hip") return "hip targets are not built yet (issue 13: backends/hip, hiprtc -> HSACO)";
+  if (backend == "hip" && runtime::target_profile("hip", "gfx90a").status().code() == absl::StatusCode::kUnavailable)
+    return "hip targets need the HIP compiler, which this kiln build lacks (comgr: install libamd-comgr-dev and rebuild)";
   if (backend == "metal") return "metal targets are not built yet (issue 13: backends/metal, MSL)";
   return nullptr;
 }

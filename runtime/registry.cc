@@ -47,7 +47,7 @@ constexpr Absent kAbsent[] = {
     {"cpu", "this kiln build has no CPU backend (built with KILN_WITH_LLVM=OFF)"},
     {"vulkan", "this kiln build has no Vulkan backend (KILN_WITH_VULKAN=OFF or no Vulkan headers and shaderc at build time)"},
     {"cuda", "this kiln build has no CUDA backend (no CUDA toolkit with NVRTC at build time)"},
-    {"hip", "this kiln build has no HIP backend (no hiprtc at build time)"},
+    {"hip", "this kiln build has no HIP backend (no comgr at build time: libamd-comgr-dev)"},
     {"metal", "the Metal backend runs only on macOS; this build has no Metal runtime"},
 };
 

@@ -1,6 +1,6 @@
 // Backends register themselves here (each in its own backends/<name>/backend.cc, with
 // KILN_REGISTER_BACKEND); nothing in this layer names a backend it was built with. A name a
-// user may ask for but that this build lacks ("hip" without hiprtc, "metal" off macOS) is
+// user may ask for but that this build lacks ("hip" without comgr, "metal" off macOS) is
 // reported as Unavailable with the reason.
 #pragma once
 

@@ -170,6 +170,10 @@ class DialectOps {
 
 std::unique_ptr<DialectOps> make_dialect(Dialect d);
 
+// The HIP flavor's preamble head: the runtime names kiln's kernels use, defined without any
+// header (hip_prelude.cc).
+std::string hip_prelude();
+
 // Shared pieces of C-like dialects.
 std::string c_float_literal(double v, bool is_double, const std::string& float_suffix);
 

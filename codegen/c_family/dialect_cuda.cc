@@ -69,7 +69,7 @@ class CudaDialect : public DialectOps {
   }
 
   std::string preamble(const Features&) const override {
-    std::string p = hip_ ? "#include <hip/hip_runtime.h>\n" : "";
+    std::string p = hip_ ? hip_prelude() : "";
     p += float_rounding_helpers() + storage_word_helpers();
     p += R"(__device__ __forceinline__ float kiln_maxf(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
 __device__ __forceinline__ float kiln_minf(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
@@ -129,7 +129,8 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
     return absl::StrCat("reinterpret_cast<", write ? "" : "const ", vec4_type(), "*>(", buffer_name(buf), ")");
   }
 
-  int warp_size(const ir::TargetInfo&) const override { return hip_ ? 64 : 32; }
+  // HIP: the wavefront (64 on CDNA / GCN, 32 on RDNA's wave32).
+  int warp_size(const ir::TargetInfo& t) const override { return hip_ ? t.subgroup_size : 32; }
   bool can_shuffle(DType t) const override { return t != DType::kBool; }
   std::string shuffle_xor(DType t, const std::string& v, int mask) const override {
     std::string x = (t == DType::kInt8 || t == DType::kUInt8) ? absl::StrCat("(int)(", v, ")") : v;
@@ -139,9 +140,9 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
     return call;
   }
 
-  std::string local_id() const override { return "(int)threadIdx.x"; }
-  std::string group_id() const override { return "(long long)blockIdx.x"; }
-  std::string num_groups() const override { return "(long long)gridDim.x"; }
+  std::string local_id() const override { return hip_ ? "(int)__ockl_get_local_id(0)" : "(int)threadIdx.x"; }
+  std::string group_id() const override { return hip_ ? "(long long)__ockl_get_group_id(0)" : "(long long)blockIdx.x"; }
+  std::string num_groups() const override { return hip_ ? "(long long)__ockl_get_num_groups(0)" : "(long long)gridDim.x"; }
   std::string barrier() const override { return "__syncthreads();"; }
 
   std::string op(ir::Op o, DType t, const std::vector<std::string>& a) const override {

@@ -7,6 +7,7 @@
 
 #include "aot/aot_fixture.h"
 #include "frontend/lazy.h"
+#include "runtime/registry.h"
 #include "testing/error_of.h"
 #include "testing/reference.h"
 #include "tools/kilnc/npy.h"
@@ -132,6 +133,30 @@ TEST(Aot, WrongProfileIsAClearError) {
     EXPECT_NE(err.find("the artifact has vulkan:nvidia-sm90 [SPIR-V 1.6, subgroup 32"), std::string::npos) << err;
   }
   EXPECT_NE(err.find("the device needs vulkan ["), std::string::npos) << err;
+}
+
+// HIP sections compile on a machine without an AMD GPU (comgr needs none): the artifact holds a
+// code object for each gfx processor asked for, beside this device's own section, which loads.
+TEST(Aot, HipSectionsCompileWithoutAnAmdGpu) {
+  KILN_AOT_REQUIRE_DEVICE();
+  if (!runtime::target_profile("hip", "gfx90a").ok()) GTEST_SKIP() << "this build has no HIP compiler (comgr)";
+  Example e = examples()[1];
+  std::string dir = scratch_dir("hip");
+  std::string name = default_device().name();
+  artifact::Artifact a = compile_to(e, "hip:gfx90a|gfx908," + name, dir + "/m.kiln");
+  int hip = 0;
+  for (const artifact::TargetSection& t : a.targets) {
+    if (t.backend != "hip") continue;
+    ++hip;
+    EXPECT_EQ(t.program.backend, "hip");
+    EXPECT_EQ(t.program.target_key, t.profile);
+    EXPECT_EQ(t.program.module.substr(0, 4), std::string("\x7f" "ELF")) << t.profile;
+    EXPECT_FALSE(t.program.kernels.empty());
+  }
+  EXPECT_EQ(hip, 2);
+  Model m = load(dir + "/m.kiln");
+  EXPECT_EQ(m.target(), name);
+  EXPECT_EQ(bytes_of(m(e.inputs)[0]), bytes_of(e.fn(e.inputs)[0]));
 }
 
 // Constants in a weights file beside the artifact: the artifact holds code only, loading finds
