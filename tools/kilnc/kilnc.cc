@@ -28,6 +28,8 @@ usage:
         cpu[:x86-64|x86-64-v2|x86-64-v3|x86-64-v4]
         cuda:sm_75|sm_80|sm_86|sm_89|sm_90|sm_100|sm_120 (cubin + PTX for newer GPUs)
         vulkan[:lavapipe|nvidia-sm90]
+        hip:gfx90a|gfx908 (code objects from comgr; no AMD GPU needed; gfx942 and gfx1100
+          are known profiles this build's comgr cannot target yet)
       e.g. --target cpu:x86-64-v3,cuda:sm_80|sm_90,vulkan:lavapipe
   kilnc inspect model.kiln
       Versions, signature, constants, targets with their keys, kernels with launch shapes,
