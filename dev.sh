@@ -17,7 +17,7 @@ PACKAGES=(
   libshaderc-dev glslang-dev glslang-tools spirv-tools spirv-headers
   clang-14 libclang-rt-14-dev
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
-  libamd-comgr-dev
+  libamd-comgr-dev libamdhip64-dev
 )
 
 install_packages() {
