@@ -25,6 +25,7 @@
 #include "kiln/kiln.h"
 #include "passes/pipeline.h"
 #include "runtime/disk_cache.h"
+#include "testing/corpus.h"
 #include "testing/reference.h"
 
 namespace kiln {
@@ -193,26 +194,9 @@ TEST(CudaKernels, OpAndFusionSuitesCompileForSm90) {
   Totals t;
   std::set<uint64_t> seen;
   int files = 0;
-  for (absl::string_view dir : absl::StrSplit(dirs, ':', absl::SkipEmpty())) {
-    std::error_code ec;
-    std::vector<std::filesystem::path> inputs;
-    for (const auto& e : std::filesystem::directory_iterator(std::string(dir), ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.size() > 13 && name.compare(name.size() - 13, 13, "_00_input.txt") == 0) inputs.push_back(e.path());
-    }
-    std::sort(inputs.begin(), inputs.end());
-    for (const auto& path : inputs) {
-      ++files;
-      std::ifstream in(path);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      auto g = ir::parse(ss.str());
-      if (!g.ok()) {
-        t.failures.push_back(absl::StrCat(path.string(), ": does not parse: ", g.status().message()));
-        continue;
-      }
-      check({path.string(), *std::move(g)}, &t, &seen);
-    }
+  for (testing::CorpusGraph& c : testing::corpus_graphs(dirs, &t.failures)) {
+    ++files;
+    check({c.path, std::move(c.graph)}, &t, &seen);
   }
   ASSERT_GT(files, 0) << "no captured graphs under " << dirs;
   report(t, "op and fusion suites");

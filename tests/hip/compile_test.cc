@@ -29,6 +29,7 @@
 #include "passes/pipeline.h"
 #include "runtime/disk_cache.h"
 #include "runtime/registry.h"
+#include "testing/corpus.h"
 #include "testing/reference.h"
 
 namespace kiln {
@@ -184,43 +185,26 @@ TEST(HipKernels, OpAndFusionSuitesCompileForGfx90a) {
   std::set<uint64_t> seen;
   std::vector<std::string> failures;
   int graphs = 0, modules = 0;
-  for (absl::string_view dir : absl::StrSplit(dirs, ':', absl::SkipEmpty())) {
-    std::error_code ec;
-    std::vector<std::filesystem::path> inputs;
-    for (const auto& e : std::filesystem::directory_iterator(std::string(dir), ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.size() > 13 && name.compare(name.size() - 13, 13, "_00_input.txt") == 0) inputs.push_back(e.path());
-    }
-    std::sort(inputs.begin(), inputs.end());
-    for (const auto& path : inputs) {
-      std::ifstream in(path);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      auto g = ir::parse(ss.str());
-      if (!g.ok()) {
-        failures.push_back(absl::StrCat(path.string(), ": does not parse: ", g.status().message()));
+  for (const testing::CorpusGraph& c : testing::corpus_graphs(dirs, &failures)) {
+    ++graphs;
+    for (bool fusion : {true, false}) {
+      passes::Options opts;
+      opts.fusion = fusion;
+      const std::string what = absl::StrCat(c.path, fusion ? " (fused)" : " (unfused)");
+      auto planned = passes::compile_graph(c.graph, target, opts);
+      if (!planned.ok()) {
+        failures.push_back(absl::StrCat(what, ": passes failed: ", planned.status().message()));
         continue;
       }
-      ++graphs;
-      for (bool fusion : {true, false}) {
-        passes::Options opts;
-        opts.fusion = fusion;
-        const std::string what = absl::StrCat(path.string(), fusion ? " (fused)" : " (unfused)");
-        auto planned = passes::compile_graph(*g, target, opts);
-        if (!planned.ok()) {
-          failures.push_back(absl::StrCat(what, ": passes failed: ", planned.status().message()));
-          continue;
-        }
-        auto r = codegen::gpu::render(planned->program, codegen::gpu::Dialect::kHip, target);
-        if (!r.ok()) {
-          failures.push_back(absl::StrCat(what, ": render failed: ", r.status().message()));
-          continue;
-        }
-        if (r->kernels.empty() || !seen.insert(runtime::stable_hash64(r->module_source)).second) continue;
-        ++modules;
-        auto bin = runtime::hip::comgr_compile(r->module_source, "gfx90a");
-        if (!bin.ok()) failures.push_back(absl::StrCat(what, ": ", bin.status().message()));
+      auto r = codegen::gpu::render(planned->program, codegen::gpu::Dialect::kHip, target);
+      if (!r.ok()) {
+        failures.push_back(absl::StrCat(what, ": render failed: ", r.status().message()));
+        continue;
       }
+      if (r->kernels.empty() || !seen.insert(runtime::stable_hash64(r->module_source)).second) continue;
+      ++modules;
+      auto bin = runtime::hip::comgr_compile(r->module_source, "gfx90a");
+      if (!bin.ok()) failures.push_back(absl::StrCat(what, ": ", bin.status().message()));
     }
   }
   ASSERT_GT(graphs, 0) << "no captured graphs under " << dirs;
