@@ -44,7 +44,6 @@ std::string missing_reason(const std::string& op) {
   static const std::map<std::string, std::string> reasons = {
       {"QLinearConv", "kiln has no requantizing convolution (Conv and ConvInteger are supported)"},
       {"DeformConv", "its sampling at offsets computed at run time is not built"},
-      {"MaxUnpool", "its scatter into the unpooled shape is not built"},
       {"MaxRoiPool", "pooling over regions bounded by run-time values is not built"},
       {"RoiAlign", "bilinear sampling over regions bounded by run-time values is not built"},
       {"NonZero", "its output shape depends on the values (kiln's shapes are static)"},

@@ -201,9 +201,53 @@ void lp_pool_op(NodeContext& c) {
   c.set(0, lp_pool(c.in(0), p, pool_options(c)));
 }
 
+// MaxUnpool: zeros of the unpooled shape with X's values put at the flat positions I holds
+// (MaxPool's Indices, numbered over the whole tensor). One scatter into the flattened output:
+// exactly the spec's meaning whatever the indices are (MaxPool's are distinct; ONNX leaves
+// duplicates unspecified and kiln's scatter keeps the last; an index outside the output is
+// dropped). The unpooled spatial size is (in - 1) * stride + kernel - pads; a larger
+// output_shape holds that result in its leading corner, zeros after it (as ONNX's reference).
+void max_unpool_op(NodeContext& c) {
+  require_spatial(c);
+  if (!is_float(c.dtype(0))) c.unsupported(absl::StrCat("dtype ", dtype_name(c.dtype(0))));
+  c.require_dtype(1, {DType::kInt64});
+  const Shape& x = c.shape(0);
+  if (c.shape(1) != x)
+    c.invalid(absl::StrCat("the indices have shape ", shape_str(c.shape(1)), "; X has ", shape_str(x)));
+  const size_t s = x.size() - 2;
+  if (!c.has_attr("kernel_shape")) c.invalid("kernel_shape is required");
+  std::vector<int64_t> kernel = spatial_attr(c, "kernel_shape", s, 1), strides = spatial_attr(c, "strides", s, 1);
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
+  if (pads.size() != 2 * s) c.invalid(absl::StrCat("pads has ", pads.size(), " values for ", s, " spatial dims"));
+  for (int64_t p : pads)
+    if (p < 0) c.invalid("pads must not be negative");
+  Shape unpooled = {x[0], x[1]};
+  for (size_t d = 0; d < s; ++d) unpooled.push_back((x[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + s]);
+  for (int64_t d : unpooled)
+    if (d < 1) c.invalid(absl::StrCat("the unpooled shape ", shape_str(unpooled), " is empty"));
+  const int64_t n = shape_numel(x);
+  Tensor flat = scatter(zeros({shape_numel(unpooled)}, c.dtype(0), c.device()), 0, reshape(c.in(1), {n}),
+                        reshape(c.in(0), {n}));
+  Tensor y = reshape(flat, unpooled);
+  if (c.has_input(2)) {
+    Shape out = c.host_ints(2, "output_shape");
+    bool fits = out.size() == x.size();
+    std::vector<std::pair<int64_t, int64_t>> widths;
+    for (size_t d = 0; fits && d < out.size(); ++d) {
+      fits = out[d] >= unpooled[d] && (d >= 2 || out[d] == unpooled[d]);
+      widths.push_back({0, out[d] - unpooled[d]});
+    }
+    if (!fits)
+      c.invalid(absl::StrCat("output_shape ", shape_str(out), " cannot hold the unpooled ", shape_str(unpooled)));
+    y = pad(y, widths);
+  }
+  c.set(0, y);
+}
+
 }  // namespace
 
 void register_conv_ops(OpTable& t) {
+  t["MaxUnpool"] = {max_unpool_op, {"kernel_shape", "pads", "strides"}, {2}};  // output_shape is read on the host
   t["Conv"] = {conv_op, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, {}};
   t["ConvInteger"] = {conv_op, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, {}};
   t["ConvTranspose"] = {conv_transpose_op,

@@ -495,5 +495,55 @@ TEST(OnnxImport, SupportedOpsAreListed) {
   EXPECT_EQ(std::find(ops.begin(), ops.end(), "QLinearConv"), ops.end());
 }
 
+// MaxPool's Indices feed MaxUnpool: each window's maximum goes back where it came from, zeros
+// everywhere else; an output_shape holds that in its leading corner; a too-small one is refused.
+TEST(OnnxImport, MaxUnpoolPutsEachMaximumBackWhereMaxPoolFoundIt) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {1, 2, 4, 6});
+  auto* pool = b.node("MaxPool", {"x"}, {"y", "idx"}, "pool");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  auto* unpool = b.node("MaxUnpool", {"y", "idx"}, {"z"}, "unpool");
+  ModelBuilder::attr_ints(unpool, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(unpool, "strides", {2, 2});
+  b.initializer_i64("bigger", {4}, {1, 2, 5, 7});
+  auto* padded = b.node("MaxUnpool", {"y", "idx", "bigger"}, {"w"}, "unpool_to_shape");
+  ModelBuilder::attr_ints(padded, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(padded, "strides", {2, 2});
+  b.output("z", TensorProto::FLOAT, {1, 2, 4, 6});
+  b.output("w", TensorProto::FLOAT, {1, 2, 5, 7});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  std::vector<float> x(48);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float((i * 37) % 48);  // distinct values
+  std::vector<Tensor> out = m({from_vector(x, {1, 2, 4, 6})});
+  std::vector<float> z = out[0].to_vector<float>(), w = out[1].to_vector<float>();
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 6; ++j) {
+        float best = -1;
+        for (int64_t di = 0; di < 2; ++di)
+          for (int64_t dj = 0; dj < 2; ++dj) best = std::max(best, x[size_t(c * 24 + (i / 2 * 2 + di) * 6 + j / 2 * 2 + dj)]);
+        const float v = x[size_t(c * 24 + i * 6 + j)];
+        EXPECT_EQ(z[size_t(c * 24 + i * 6 + j)], v == best ? v : 0.0f) << c << " " << i << " " << j;
+        EXPECT_EQ(w[size_t(c * 35 + i * 7 + j)], z[size_t(c * 24 + i * 6 + j)]);
+      }
+  for (int64_t c = 0; c < 2; ++c) {
+    for (int64_t j = 0; j < 7; ++j) EXPECT_EQ(w[size_t(c * 35 + 4 * 7 + j)], 0.0f);  // the row after
+    for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(w[size_t(c * 35 + i * 7 + 6)], 0.0f);  // the column after
+  }
+
+  ModelBuilder small;
+  small.input("y", TensorProto::FLOAT, {1, 1, 2, 2});
+  small.input("idx", TensorProto::INT64, {1, 1, 2, 2});
+  small.initializer_i64("shape", {4}, {1, 1, 3, 3});
+  auto* u = small.node("MaxUnpool", {"y", "idx", "shape"}, {"z"}, "u1");
+  ModelBuilder::attr_ints(u, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(u, "strides", {2, 2});
+  small.output("z", TensorProto::FLOAT, {1, 1, 3, 3});
+  std::string err = error_of([&] { onnx::load_bytes(small.bytes(), default_device()); });
+  EXPECT_NE(err.find("node 'u1' (MaxUnpool): output_shape [1,1,3,3] cannot hold the unpooled [1,1,4,4]"), std::string::npos)
+      << err;
+}
+
 }  // namespace
 }  // namespace kiln::testing
