@@ -62,7 +62,6 @@ std::string missing_reason(const std::string& op) {
       {"BitwiseNot", "kiln has no bitwise integer ops yet"},
       {"StringNormalizer", "kiln has no string tensors"},
       {"TfIdfVectorizer", "kiln has no string tensors"},
-      {"Det", "kiln has no linear-algebra decompositions"},
       {"SequenceConstruct", "sequences are not supported"},
       {"SequenceAt", "sequences are not supported"},
       {"SequenceInsert", "sequences are not supported"},

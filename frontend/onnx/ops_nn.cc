@@ -2,6 +2,8 @@
 // inference, Instance, Lp, MeanVariance), global pooling (a mean or max over the spatial axes)
 // and CumSum (a matmul with a triangular mask). Normalizations of f16/bf16 inputs compute their
 // statistics in f32, as ONNX's stash_type does.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "frontend/onnx/ops.h"
 
@@ -209,9 +211,46 @@ void cumsum_op(NodeContext& c) {
   c.set(0, transpose(y, axis, -1));
 }
 
+// Det of [..., n, n]: the Leibniz sum over the n! permutations of signed products of one element
+// per row, for n <= kMaxDetOrder (24 products of 4 at most, fused into one kernel). Larger
+// matrices need an LU decomposition kiln does not have yet.
+constexpr int64_t kMaxDetOrder = 4;
+
+void det_op(NodeContext& c) {
+  if (!is_float(c.dtype(0))) c.unsupported(absl::StrCat("dtype ", dtype_name(c.dtype(0))));
+  const Shape& s = c.shape(0);
+  if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2])
+    c.invalid(absl::StrCat("the input ", shape_str(s), " is not a (batch of) square matrices"));
+  const int64_t n = s.back();
+  if (n > kMaxDetOrder)
+    c.unsupported(absl::StrCat("Det of ", n, "x", n, " matrices (up to ", kMaxDetOrder, "x", kMaxDetOrder,
+                               "; larger ones need an LU decomposition kiln does not have yet)"));
+  Shape batch(s.begin(), s.end() - 2);
+  if (n == 0) {  // the determinant of an empty matrix is 1
+    c.set(0, full(batch, 1.0, c.dtype(0), c.device()));
+    return;
+  }
+  Tensor x = c.in(0);
+  auto element = [&](int64_t i, int64_t j) { return slice(slice(x, -2, i, i + 1), -1, j, j + 1); };
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) perm[size_t(i)] = i;
+  Tensor sum;
+  do {
+    int inversions = 0;
+    for (int64_t a = 0; a < n; ++a)
+      for (int64_t b = a + 1; b < n; ++b) inversions += perm[size_t(a)] > perm[size_t(b)];
+    Tensor term = element(0, perm[0]);
+    for (int64_t i = 1; i < n; ++i) term = term * element(i, perm[size_t(i)]);
+    if (inversions % 2) term = neg(term);
+    sum = sum.defined() ? sum + term : term;
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  c.set(0, reshape(sum, batch));
+}
+
 }  // namespace
 
 void register_nn_ops(OpTable& t) {
+  t["Det"] = {det_op, {}, {}};
   t["MatMul"] = {[](NodeContext& c) {
                    if (c.dtype(0) != c.dtype(1)) c.invalid("operands have different dtypes");
                    if (c.rank(0) == 0 || c.rank(1) == 0) c.invalid("operands must have at least one dimension");

@@ -545,5 +545,50 @@ TEST(OnnxImport, MaxUnpoolPutsEachMaximumBackWhereMaxPoolFoundIt) {
       << err;
 }
 
+// Det up to 4x4 (a Leibniz sum): batches of 3x3 and 4x4 against the cofactor expansion on the
+// host; a 5x5 input is refused naming the limit, a non-square one is malformed.
+double host_det(const std::vector<double>& a, int64_t n) {
+  if (n == 1) return a[0];
+  double d = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    std::vector<double> minor;
+    for (int64_t r = 1; r < n; ++r)
+      for (int64_t k = 0; k < n; ++k)
+        if (k != j) minor.push_back(a[size_t(r * n + k)]);
+    d += (j % 2 ? -1 : 1) * a[size_t(j)] * host_det(minor, n - 1);
+  }
+  return d;
+}
+
+TEST(OnnxImport, DetOfSmallMatricesMatchesTheCofactorExpansion) {
+  for (int64_t n : {3, 4}) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {2, n, n});
+    b.node("Det", {"x"}, {"d"}, "det");
+    b.output("d", TensorProto::FLOAT, {2});
+    onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+    std::vector<float> x(size_t(2 * n * n));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.7 * double(i) + 0.3) * 2.0);
+    std::vector<float> d = m({from_vector(x, {2, n, n})})[0].to_vector<float>();
+    ASSERT_EQ(d.size(), 2u);
+    for (int64_t k = 0; k < 2; ++k) {
+      std::vector<double> a(x.begin() + k * n * n, x.begin() + (k + 1) * n * n);
+      EXPECT_NEAR(d[size_t(k)], host_det(a, n), 1e-4) << n << "x" << n << " matrix " << k;
+    }
+  }
+  ModelBuilder big;
+  big.input("x", TensorProto::FLOAT, {5, 5});
+  big.node("Det", {"x"}, {"d"}, "det5");
+  big.output("d", TensorProto::FLOAT, {});
+  std::string err = error_of([&] { onnx::load_bytes(big.bytes(), default_device()); });
+  EXPECT_NE(err.find("node 'det5' (Det): Det of 5x5 matrices (up to 4x4"), std::string::npos) << err;
+  ModelBuilder wide;
+  wide.input("x", TensorProto::FLOAT, {2, 3});
+  wide.node("Det", {"x"}, {"d"}, "det23");
+  wide.output("d", TensorProto::FLOAT, {});
+  err = error_of([&] { onnx::load_bytes(wide.bytes(), default_device()); });
+  EXPECT_NE(err.find("the input [2,3] is not a (batch of) square matrices"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace kiln::testing
