@@ -590,5 +590,44 @@ TEST(OnnxImport, DetOfSmallMatricesMatchesTheCofactorExpansion) {
   EXPECT_NE(err.find("the input [2,3] is not a (batch of) square matrices"), std::string::npos) << err;
 }
 
+// Einsum with ellipses (broadcast, right-aligned, implicit output first) and repeated letters
+// (diagonals, a trace), against the same computations written with kiln's ops.
+TEST(OnnxImport, EinsumTakesEllipsesAndDiagonals) {
+  auto run = [](const std::string& eq, std::vector<std::pair<Shape, std::vector<float>>> ins, Shape out) {
+    ModelBuilder b;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      names.push_back("x" + std::to_string(i));
+      b.input(names.back(), TensorProto::FLOAT, ins[i].first);
+    }
+    ModelBuilder::attr_string(b.node("Einsum", names, {"y"}, "einsum"), "equation", eq);
+    b.output("y", TensorProto::FLOAT, out);
+    onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+    std::vector<Tensor> args;
+    for (auto& [shape, v] : ins) args.push_back(from_vector(v, shape));
+    return m(args)[0];
+  };
+  auto values = [](size_t n, float k) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = std::sin(k * float(i) + 0.5f);
+    return v;
+  };
+  std::vector<float> a = values(24, 0.3f), bv = values(40, 0.7f), sq = values(18, 1.1f);
+  Tensor A = from_vector(a, {2, 1, 3, 4}), B = from_vector(bv, {5, 4, 2}), S = from_vector(sq, {2, 3, 3});
+  Tensor mm = run("...ij,...jk->...ik", {{{2, 1, 3, 4}, a}, {{5, 4, 2}, bv}}, {2, 5, 3, 2});
+  EXPECT_EQ(mm.shape(), (Shape{2, 5, 3, 2}));
+  expect_near(mm.to_vector<float>(), matmul(A, B).to_vector<float>(), 1e-5);
+  Tensor diag = run("...ii->...i", {{{2, 3, 3}, sq}}, {2, 3});
+  std::vector<float> want;
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 3; ++i) want.push_back(sq[size_t(b * 9 + i * 4)]);
+  expect_near(diag.to_vector<float>(), want, 0);
+  Tensor trace = run("bii", {{{2, 3, 3}, sq}}, {2});  // implicit output: b
+  expect_near(trace.to_vector<float>(), {want[0] + want[1] + want[2], want[3] + want[4] + want[5]}, 1e-6);
+  Tensor implicit = run("...j,j", {{{2, 1, 3, 4}, a}, {{4}, values(4, 0.2f)}}, {2, 1, 3});  // the ellipsis dims come first
+  EXPECT_EQ(implicit.shape(), (Shape{2, 1, 3}));
+  expect_near(implicit.to_vector<float>(), matmul(A, from_vector(values(4, 0.2f), {4})).to_vector<float>(), 1e-5);
+}
+
 }  // namespace
 }  // namespace kiln::testing

@@ -69,6 +69,12 @@ class ModelBuilder {
     a->set_type(onnx_pb::AttributeProto::INTS);
     for (int64_t x : v) a->add_ints(x);
   }
+  static void attr_string(onnx_pb::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx_pb::AttributeProto::STRING);
+    a->set_s(v);
+  }
   onnx_pb::ModelProto& proto() { return m_; }
   std::string bytes() const { return m_.SerializeAsString(); }
 
