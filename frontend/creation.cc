@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "frontend/fast_tls.h"
 #include "frontend/lazy.h"
 #include "ir/half.h"
 #include "runtime/device.h"
@@ -117,11 +118,10 @@ Tensor constant(double value, DType dtype, const Shape& shape, runtime::Device* 
     NodePtr node;
     Scalar scalar;
   };
-  static __attribute__((tls_model("initial-exec"))) thread_local std::array<Recent, 8> recent;
-  static __attribute__((tls_model("initial-exec"))) thread_local size_t next = 0;
+  static KILN_FAST_TLS std::array<Recent, 8> recent;
+  static KILN_FAST_TLS size_t next = 0;
   for (const Recent& r : recent)
-    if (r.scalar.i == s.i && std::memcmp(&r.scalar.f, &s.f, sizeof s.f) == 0 && r.scalar.is_int == s.is_int &&
-        r.node && r.node->device == device && r.node->dtype == dtype && r.node->shape == shape)
+    if (r.scalar == s && r.node && r.node->device == device && r.node->dtype == dtype && r.node->shape == shape)
       return Access::tensor(r.node);
   Tensor t = record("full", ir::Op::kConst, dtype, shape, {}, {}, s, device);
   recent[next] = Recent{node_of(t), s};

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <new>
 
+#include "frontend/fast_tls.h"
+
 namespace kiln::detail {
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -59,10 +61,10 @@ class NodeFreeList {
   };
   static_assert(Size >= sizeof(Block));
   static NodeFreeList& local() {
-    static __attribute__((tls_model("initial-exec"))) thread_local NodeFreeList l;
+    static KILN_FAST_TLS NodeFreeList l;
     return l;
   }
-  static inline __attribute__((tls_model("initial-exec"))) thread_local bool exited_ = false;
+  static inline KILN_FAST_TLS bool exited_ = false;
   Block* head_ = nullptr;
   size_t count_ = 0;
 };

@@ -3,8 +3,10 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "frontend/capture.h"
+#include "frontend/fast_tls.h"
 #include "frontend/lazy.h"
 #include "ir/graph.h"
 #include "replay/compile_or_replay.h"
@@ -26,6 +28,7 @@ struct Walk {
   std::vector<LazyNode*> visits;
   std::vector<int32_t> input_pos;  // per visit: the buffer's input position, or -1
   std::vector<std::shared_ptr<runtime::Buffer>> inputs;
+  absl::flat_hash_map<const runtime::Buffer*, int32_t> positions;  // of inputs, once there are many
   std::vector<int32_t> roots;      // visit index of each root
   uint64_t hash = 0;               // of everything a graph built from the visits depends on
   std::vector<std::pair<LazyNode*, size_t>> stack;
@@ -34,6 +37,7 @@ struct Walk {
     visits.clear();
     input_pos.clear();
     inputs.clear();
+    positions.clear();
     roots.clear();
     hash = 0;
   }
@@ -55,11 +59,23 @@ void walk(const std::vector<NodePtr>& roots, Walk* w) {
   static uint64_t collection = 0;
   const uint64_t mark = ++collection;
   auto seen = [&](const LazyNode* n) { return n->collected == mark; };
-  auto buffer_position = [&](const runtime::Buffer* b) {
-    // Graphs have few inputs: a linear search beats a map.
-    for (size_t i = 0; i < w->inputs.size(); ++i)
-      if (w->inputs[i].get() == b) return int32_t(i);
-    return int32_t(-1);
+  // The input position of buffer `b` (a new one when it has none): a linear search while there
+  // are few inputs (most graphs), a map beyond that (models with hundreds of weights).
+  constexpr size_t kLinear = 16;
+  auto buffer_position = [&](const std::shared_ptr<runtime::Buffer>& b) {
+    if (w->inputs.size() <= kLinear) {
+      for (size_t i = 0; i < w->inputs.size(); ++i)
+        if (w->inputs[i] == b) return int32_t(i);
+    } else if (auto it = w->positions.find(b.get()); it != w->positions.end()) {
+      return it->second;
+    }
+    const int32_t pos = int32_t(w->inputs.size());
+    w->inputs.push_back(b);
+    if (w->inputs.size() == kLinear + 1)
+      for (size_t i = 0; i < w->inputs.size(); ++i) w->positions[w->inputs[i].get()] = int32_t(i);
+    else if (w->inputs.size() > kLinear + 1)
+      w->positions[b.get()] = pos;
+    return pos;
   };
   uint64_t h = 0x6b696c6eULL;
   auto& stack = w->stack;
@@ -77,11 +93,7 @@ void walk(const std::vector<NodePtr>& roots, Walk* w) {
       h = mix(h, uint64_t(n->dtype) << 8 | n->shape.size() << 16);
       for (int64_t d : n->shape) h = mix(h, uint64_t(d));
       if (n->buffer) {
-        pos = buffer_position(n->buffer.get());
-        if (pos < 0) {
-          pos = int32_t(w->inputs.size());
-          w->inputs.push_back(n->buffer);
-        }
+        pos = buffer_position(n->buffer);
         h = mix(h, uint64_t(ir::Op::kInput) | uint64_t(pos) << 16);
       } else {
         h = mix(h, uint64_t(n->op) | uint64_t(n->inputs.size()) << 16 | uint64_t(n->ints.size()) << 32);
@@ -189,7 +201,7 @@ void remember_shortcut(uint64_t hash, std::vector<ir::NodeId> ids, const std::sh
 
 // The walk's scratch, reused by the realizes of this thread (a realize does not nest).
 Walk& scratch_walk() {
-  static __attribute__((tls_model("initial-exec"))) thread_local Walk w;
+  static KILN_FAST_TLS Walk w;
   return w;
 }
 
@@ -219,8 +231,10 @@ void realize_nodes(const std::vector<NodePtr>& nodes) {
       support::TraceSpan capture("record: collect the graph");
       walk(todo, &w);
     }
-    support::TraceSpan lookup("executable cache lookup (shortcut)");
-    exe = find_shortcut(w, device, support::fusion_enabled());
+    {
+      support::TraceSpan lookup("executable cache lookup (shortcut)");
+      exe = find_shortcut(w, device, support::fusion_enabled());
+    }
     if (!exe) graph = build(w, &ids);
   }
   // The visits may dangle from here on (another thread can realize those nodes).

@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "frontend/fast_tls.h"
 #include "frontend/lazy.h"
 #include "frontend/node_pool.h"
 #include "ir/graph.h"
@@ -51,14 +52,6 @@ runtime::Device* common_device(const std::string& label, absl::Span<const Tensor
   }
   return d;
 }
-
-namespace {
-
-// Recording runs on the user's thread for every op: its scratch is thread-local with the
-// initial-exec model (no __tls_get_addr call per access from this shared library).
-#define KILN_FAST_TLS __attribute__((tls_model("initial-exec"))) thread_local
-
-}  // namespace
 
 Tensor record_operands(const std::string& label, ir::Op op, DType dtype, Shape shape,
                        absl::Span<const Tensor* const> inputs, std::vector<int64_t> ints, Scalar scalar,
@@ -120,8 +113,7 @@ Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, abs
               std::vector<int64_t> ints, Scalar scalar, runtime::Device* device) {
   absl::InlinedVector<const Tensor*, 4> ptrs;
   for (const Tensor& t : inputs) ptrs.push_back(&t);
-  return record_operands(label, op, dtype, std::move(shape), ptrs, std::move(ints), scalar,
-                         inputs.empty() ? device : nullptr);
+  return record_operands(label, op, dtype, std::move(shape), ptrs, std::move(ints), scalar, device);
 }
 
 Tensor from_buffer(std::shared_ptr<runtime::Buffer> buffer, DType dtype, Shape shape) {

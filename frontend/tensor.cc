@@ -59,15 +59,32 @@ std::string graph_text(const std::vector<Tensor>& tensors) {
 
 namespace {
 
+// Downloads realized tensors into `dsts` (numel * dtype size bytes each): one download_many
+// per device.
+void read_many(const std::vector<Tensor>& ts, const std::vector<void*>& dsts) {
+  std::vector<runtime::Device*> devices;
+  std::vector<std::vector<runtime::Device::Download>> per_device;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const auto& buf = detail::node_of(ts[i])->buffer;
+    const int64_t bytes = ts[i].numel() * dtype_size(ts[i].dtype());
+    if (bytes == 0) continue;
+    size_t d = 0;
+    while (d < devices.size() && devices[d] != buf->device()) ++d;
+    if (d == devices.size()) {
+      devices.push_back(buf->device());
+      per_device.emplace_back();
+    }
+    per_device[d].push_back({buf.get(), dsts[i], bytes});
+  }
+  support::TraceSpan span("download (waits for the device)");
+  for (size_t d = 0; d < devices.size(); ++d)
+    if (absl::Status s = devices[d]->download_many(per_device[d]); !s.ok()) throw Error(s);
+}
+
 // The realized bytes of `t` downloaded straight into `dst` (numel * dtype size bytes).
 void read_into(const Tensor& t, void* dst) {
   t.realize();
-  const auto& buf = detail::node_of(t)->buffer;
-  const int64_t bytes = t.numel() * dtype_size(t.dtype());
-  if (bytes == 0) return;
-  support::TraceSpan span("download (waits for the device)");
-  absl::Status s = buf->device()->download(buf.get(), dst, bytes);
-  if (!s.ok()) throw Error(s);
+  read_many({t}, {dst});
 }
 
 // Reads the realized bytes of `t` to the host.
@@ -109,18 +126,7 @@ constexpr bool stored_as(DType dt) {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   check_defined("to_vector");
-  if constexpr (!std::is_same_v<T, bool>) {
-    if (stored_as<T>(dtype())) {  // the tensor's own element type: no staging, no conversion
-      std::vector<T> out(static_cast<size_t>(numel()));
-      read_into(*this, out.data());
-      return out;
-    }
-  }
-  std::vector<uint8_t> bytes = read_bytes(*this);
-  int64_t n = numel(), es = dtype_size(dtype());
-  std::vector<T> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[i] = convert_element<T>(dtype(), bytes.data() + i * es);
-  return out;
+  return std::move(to_vectors<T>({*this})[0]);
 }
 
 template <>
@@ -147,31 +153,6 @@ void Tensor::copy_to(T* dst, int64_t count) const {
   read_into(*this, dst);
 }
 
-namespace {
-
-// Downloads realized tensors into `dsts` (numel * dtype size bytes each): one download_many
-// per device.
-void read_many(const std::vector<Tensor>& ts, const std::vector<void*>& dsts) {
-  std::vector<runtime::Device*> devices;
-  std::vector<std::vector<runtime::Device::Download>> per_device;
-  for (size_t i = 0; i < ts.size(); ++i) {
-    const auto& buf = detail::node_of(ts[i])->buffer;
-    const int64_t bytes = ts[i].numel() * dtype_size(ts[i].dtype());
-    if (bytes == 0) continue;
-    size_t d = 0;
-    while (d < devices.size() && devices[d] != buf->device()) ++d;
-    if (d == devices.size()) {
-      devices.push_back(buf->device());
-      per_device.emplace_back();
-    }
-    per_device[d].push_back({buf.get(), dsts[i], bytes});
-  }
-  support::TraceSpan span("download (waits for the device)");
-  for (size_t d = 0; d < devices.size(); ++d)
-    if (absl::Status s = devices[d]->download_many(per_device[d]); !s.ok()) throw Error(s);
-}
-
-}  // namespace
 
 template <typename T>
 std::vector<std::vector<T>> to_vectors(const std::vector<Tensor>& tensors) {
@@ -188,23 +169,26 @@ std::vector<std::vector<T>> to_vectors(const std::vector<Tensor>& tensors) {
   }
   for (const auto& group : lazy) realize(group);
   std::vector<std::vector<T>> out(tensors.size());
-  std::vector<std::vector<uint8_t>> raw(tensors.size());  // tensors needing a conversion
+  // A tensor stored as T downloads into its result; any other is downloaded raw and converted.
+  std::vector<std::vector<uint8_t>> raw(tensors.size());
+  std::vector<bool> converted(tensors.size());
   std::vector<void*> dsts(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    if constexpr (!std::is_same_v<T, bool>) {
+    if constexpr (!std::is_same_v<T, bool>) {  // std::vector<bool> has no data()
       if (stored_as<T>(t.dtype())) {
         out[i].resize(size_t(t.numel()));
         dsts[i] = out[i].data();
         continue;
       }
     }
+    converted[i] = true;
     raw[i].resize(size_t(t.numel() * dtype_size(t.dtype())));
     dsts[i] = raw[i].data();
   }
   read_many(tensors, dsts);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    if (raw[i].empty() && tensors[i].numel() > 0) continue;  // downloaded as it is
+    if (!converted[i]) continue;
     const DType dt = tensors[i].dtype();
     const int64_t n = tensors[i].numel(), es = dtype_size(dt);
     out[i].resize(size_t(n));

@@ -144,10 +144,4 @@ Scalar Scalar::cast_to(DType t) const {
   return from_int(v);
 }
 
-bool Scalar::operator==(const Scalar& o) const {
-  if (is_int != o.is_int) return false;
-  if (is_int) return i == o.i;
-  return std::memcmp(&f, &o.f, sizeof f) == 0;  // bitwise: NaN == NaN, 0 != -0
-}
-
 }  // namespace kiln

@@ -17,13 +17,9 @@ uint64_t new_executable_id() {
 
 namespace {
 
-struct Entry {
-  std::shared_ptr<const CompiledGraph> graph;
-};
-
 struct Cache {
   std::mutex mu;
-  std::unordered_multimap<uint64_t, Entry> entries;
+  std::unordered_multimap<uint64_t, std::shared_ptr<const CompiledGraph>> entries;
   std::atomic<uint64_t> tick{0};
   // Bumped (under mu) whenever an entry leaves: a generation a caller saw still current means
   // every executable it saw cached then is cached now.
@@ -39,10 +35,10 @@ Cache& cache() {
 
 uint64_t key(const ir::Graph& g, bool fusion) { return g.structural_hash() ^ (uint64_t(fusion) << 63); }
 
-Entry* find_locked(Cache& c, runtime::Device* d, const ir::Graph& g, bool fusion) {
+const std::shared_ptr<const CompiledGraph>* find_locked(Cache& c, runtime::Device* d, const ir::Graph& g, bool fusion) {
   auto range = c.entries.equal_range(key(g, fusion));
   for (auto it = range.first; it != range.second; ++it) {
-    const CompiledGraph& e = *it->second.graph;
+    const CompiledGraph& e = *it->second;
     if (e.device == d && e.fusion == fusion && e.graph == g) return &it->second;
   }
   return nullptr;
@@ -54,14 +50,14 @@ void evict_locked(Cache& c, const CompiledGraph* keep) {
   while (c.bytes > c.budget) {
     auto victim = c.entries.end();
     for (auto it = c.entries.begin(); it != c.entries.end(); ++it)
-      if (it->second.graph.get() != keep &&
-          (victim == c.entries.end() || it->second.graph->last_used < victim->second.graph->last_used))
+      if (it->second.get() != keep &&
+          (victim == c.entries.end() || it->second->last_used < victim->second->last_used))
         victim = it;
     if (victim == c.entries.end()) return;
-    c.bytes -= victim->second.graph->bytes;
+    c.bytes -= victim->second->bytes;
     if (support::debug_level() >= 1)
       std::fprintf(stderr, "kiln: executable cache: evicted an executable of %lld bytes (%lld of %lld bytes in use)\n",
-                   (long long)victim->second.graph->bytes, (long long)c.bytes, (long long)c.budget);
+                   (long long)victim->second->bytes, (long long)c.bytes, (long long)c.budget);
     c.entries.erase(victim);
     c.generation++;
     runtime::counters().executables_evicted++;
@@ -73,18 +69,18 @@ void evict_locked(Cache& c, const CompiledGraph* keep) {
 std::shared_ptr<const CompiledGraph> cache_lookup(runtime::Device* device, const ir::Graph& graph, bool fusion) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  Entry* e = find_locked(c, device, graph, fusion);
+  const auto* e = find_locked(c, device, graph, fusion);
   if (!e) return nullptr;
-  e->graph->last_used = ++c.tick;
-  return e->graph;
+  (*e)->last_used = ++c.tick;
+  return *e;
 }
 
 std::shared_ptr<const CompiledGraph> cache_insert(std::shared_ptr<const CompiledGraph> e) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  if (Entry* existing = find_locked(c, e->device, e->graph, e->fusion)) {
-    existing->graph->last_used = ++c.tick;
-    return existing->graph;
+  if (const auto* existing = find_locked(c, e->device, e->graph, e->fusion)) {
+    (*existing)->last_used = ++c.tick;
+    return *existing;
   }
   if (e->bytes > c.budget) {
     if (support::debug_level() >= 1)
@@ -93,7 +89,7 @@ std::shared_ptr<const CompiledGraph> cache_insert(std::shared_ptr<const Compiled
     return e;
   }
   e->last_used = ++c.tick;
-  c.entries.emplace(key(e->graph, e->fusion), Entry{e});
+  c.entries.emplace(key(e->graph, e->fusion), e);
   c.bytes += e->bytes;
   evict_locked(c, e.get());
   return e;
@@ -105,7 +101,7 @@ bool cache_reuse(const CompiledGraph& e, uint64_t* generation) {
     std::lock_guard<std::mutex> lock(c.mu);
     auto range = c.entries.equal_range(key(e.graph, e.fusion));
     bool cached = false;
-    for (auto it = range.first; it != range.second; ++it) cached = cached || it->second.graph.get() == &e;
+    for (auto it = range.first; it != range.second; ++it) cached = cached || it->second.get() == &e;
     if (!cached) return false;
     *generation = c.generation.load(std::memory_order_relaxed);
   }

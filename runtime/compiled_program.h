@@ -48,6 +48,12 @@ struct CompiledKernel {
   std::array<uint32_t, 3> grid = {1, 1, 1};
   std::array<uint32_t, 3> block = {1, 1, 1};
   uint32_t shared_bytes = 0;  // dynamic shared memory (cuda)
+  // A zero grid or block dimension: the kernel has no work and is not launched.
+  bool launches_nothing() const {
+    for (int d = 0; d < 3; ++d)
+      if (grid[size_t(d)] == 0 || block[size_t(d)] == 0) return true;
+    return false;
+  }
   std::vector<TensorMapDesc> tensor_maps;  // cuda: by-value parameters after `buffers`
   int64_t tiles = 0;          // cpu: tiles to run
   int64_t work = 0;           // cpu: element operations in all tiles (decides threading)

@@ -17,14 +17,9 @@ namespace {
 
 constexpr uint32_t kDefaultSharedLimit = 48 * 1024;  // dynamic shared memory without opting in
 
-// A zero grid or block dimension: nothing to launch.
-bool launches_nothing(const CompiledKernel& k) {
-  return std::count(k.grid.begin(), k.grid.end(), 0u) + std::count(k.block.begin(), k.block.end(), 0u) > 0;
-}
-
 // What the plan cannot know: the limits of this GPU.
 absl::Status check_launch(const CompiledKernel& k, const Context& ctx) {
-  if (launches_nothing(k)) return absl::OkStatus();
+  if (k.launches_nothing()) return absl::OkStatus();
   auto where = [&] { return absl::StrCat("cuda: kernel ", k.name, " "); };
   const uint64_t threads = uint64_t(k.block[0]) * k.block[1] * k.block[2];
   if (threads > 1024 || k.block[2] > 64)
@@ -109,7 +104,7 @@ absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(Device* d
 // (codegen/c_family/gpu_program.h): it launches only as many clusters as can be resident at once,
 // since clusters beyond that would start only after a resident one had done all its work.
 absl::StatusOr<uint32_t> CudaExecutable::resident_grid(const CompiledKernel& k, CUfunction f) {
-  if (launches_nothing(k)) return k.grid[0];
+  if (k.launches_nothing()) return k.grid[0];
   int width = 0;
   if (absl::Status s = cu_check(api().cuFuncGetAttribute(&width, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f),
                                 absl::StrCat("reading the cluster width of ", k.name));
@@ -158,7 +153,7 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
 
   for (size_t i = 0; i < c.kernels.size(); ++i) {
     const CompiledKernel& k = c.kernels[i];
-    if (k.shared_bytes > kDefaultSharedLimit && !launches_nothing(k)) {
+    if (k.shared_bytes > kDefaultSharedLimit && !k.launches_nothing()) {
       CUresult r = api().cuFuncSetAttribute(functions[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                             int(k.shared_bytes));
       if (absl::Status s = cu_check(r, absl::StrCat("raising the shared memory limit of ", k.name)); !s.ok()) return s;
@@ -183,7 +178,7 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     const CompiledKernel& k = c.kernels[size_t(step.kernel)];
-    if (launches_nothing(k)) {
+    if (k.launches_nothing()) {
       after[i] = std::move(deps);
       continue;
     }

@@ -8,13 +8,6 @@
 #include "runtime/stats.h"
 
 namespace kiln::runtime::hip {
-namespace {
-
-bool launches_nothing(const CompiledKernel& k) {
-  return std::count(k.grid.begin(), k.grid.end(), 0u) + std::count(k.block.begin(), k.block.end(), 0u) > 0;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<HipExecutable>> HipExecutable::create(Device* device, const HipApi& api, hipStream_t stream,
                                                                      const CompiledProgram& c) {
@@ -41,7 +34,7 @@ absl::Status HipExecutable::build(const CompiledProgram& c) {
     if (buffers_[i].kind == ir::BufferKind::kIntermediate) bound_[i] = static_cast<char*>(arena_) + buffers_[i].offset;
   for (const ir::Step& step : c.steps) {
     const CompiledKernel& k = c.kernels[size_t(step.kernel)];
-    if (launches_nothing(k)) continue;
+    if (k.launches_nothing()) continue;
     Node n;
     if (absl::Status s = hip_check(api_, api_.hipModuleGetFunction(&n.fn, module_, k.name.c_str()),
                                    absl::StrCat("finding kernel ", k.name, " in the code object"));
@@ -80,7 +73,7 @@ absl::Status HipExecutable::build_graph(const CompiledProgram& c) {
     for (int d : step.deps) deps.insert(deps.end(), after[size_t(d)].begin(), after[size_t(d)].end());
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    if (launches_nothing(c.kernels[size_t(step.kernel)])) {
+    if (c.kernels[size_t(step.kernel)].launches_nothing()) {
       after[i] = std::move(deps);
       continue;
     }

@@ -63,7 +63,12 @@ struct Scalar {
   int64_t as_int() const;
   // Converts to the representation of `t`, applying the dtype's rounding/wrapping.
   Scalar cast_to(DType t) const;
-  bool operator==(const Scalar& o) const;
+  // Bitwise on floats: NaN == NaN, 0.0 != -0.0 (inline: recording compares constants per op).
+  bool operator==(const Scalar& o) const {
+    if (is_int != o.is_int) return false;
+    if (is_int) return i == o.i;
+    return __builtin_memcmp(&f, &o.f, sizeof f) == 0;
+  }
 };
 
 }  // namespace kiln
