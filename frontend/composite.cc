@@ -1,5 +1,8 @@
 // Contraction with NumPy matmul semantics, and composites built from primitives so that the
 // fuser sees through them.
+#include <atomic>
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "frontend/lazy.h"
 #include "ir/graph.h"
@@ -9,7 +12,47 @@ namespace {
 using detail::fail;
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+namespace {
+
+// The process's default precision: KILN_MATMUL_PRECISION until set_matmul_precision; -1 until
+// first read (an unknown value is an error at the first matmul, and at every one after it).
+std::atomic<int> g_precision{-1};
+
+MatmulPrecision default_precision() {
+  int p = g_precision.load(std::memory_order_relaxed);
+  if (p >= 0) return MatmulPrecision(p);
+  const char* env = std::getenv("KILN_MATMUL_PRECISION");
+  std::string v = env ? env : "";
+  if (v.empty() || v == "exact") p = int(MatmulPrecision::kExact);
+  else if (v == "tf32") p = int(MatmulPrecision::kTf32);
+  else fail("matmul", absl::StrCat("KILN_MATMUL_PRECISION must be 'exact' or 'tf32', got '", v, "'"));
+  g_precision.store(p, std::memory_order_relaxed);
+  return MatmulPrecision(p);
+}
+
+Tensor matmul_at(const Tensor& a, const Tensor& b, MatmulPrecision precision, bool explicit_precision);
+
+}  // namespace
+
+void set_matmul_precision(MatmulPrecision p) {
+  if (p != MatmulPrecision::kExact && p != MatmulPrecision::kTf32)
+    fail("set_matmul_precision", absl::StrCat("unknown precision ", int(p)));
+  g_precision.store(int(p), std::memory_order_relaxed);
+}
+
+MatmulPrecision matmul_precision() { return default_precision(); }
+
+Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_at(a, b, default_precision(), false); }
+
+Tensor matmul(const Tensor& a, const Tensor& b, MatmulPrecision precision) {
+  if (precision != MatmulPrecision::kExact && precision != MatmulPrecision::kTf32)
+    fail("matmul", absl::StrCat("unknown precision ", int(precision)));
+  return matmul_at(a, b, precision, true);
+}
+
+namespace {
+
+Tensor matmul_at(const Tensor& a, const Tensor& b, MatmulPrecision precision, bool explicit_precision) {
   detail::common_device("matmul", {a, b});
   if (a.ndim() == 0 || b.ndim() == 0)
     fail("matmul", absl::StrCat("operands must have at least one dimension, got ", shape_str(a.shape()),
@@ -35,12 +78,19 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   out.insert(out.end(), {M, N});
   x = detail::broadcast_to_shape("matmul", detail::cast_to(x, t), xs);
   y = detail::broadcast_to_shape("matmul", detail::cast_to(y, t), ys);
-  Tensor r = detail::record("matmul", ir::Op::kDot, t, out, {x, y});
+  // TF32 is about float32 products: the default leaves other dtypes exact, an explicit request
+  // for them is a mistake worth saying.
+  const bool tf32 = precision == MatmulPrecision::kTf32 && t == DType::kFloat32;
+  if (precision == MatmulPrecision::kTf32 && !tf32 && explicit_precision)
+    fail("matmul", absl::StrCat("TF32 precision applies to float32 operands; these multiply as ", dtype_name(t)));
+  Tensor r = detail::record("matmul", ir::Op::kDot, t, out, {x, y}, tf32 ? std::vector<int64_t>{1} : std::vector<int64_t>{});
   Shape final_shape = *batch;
   if (!a_vec) final_shape.push_back(M);
   if (!b_vec) final_shape.push_back(N);
   return r.reshape(final_shape);
 }
+
+}  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) { return matmul(x, weight) + bias; }
 

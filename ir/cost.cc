@@ -64,7 +64,8 @@ KernelCost kernel_cost(const Program& p, const Kernel& k) {
   }
   for (const auto& m : {read, written})
     for (const auto& [buffer, elements] : m) c.bytes += elements * int64_t(dtype_size(p.buffers[size_t(buffer)].dtype));
-  if (k.contraction.reduce >= 0 && is_16bit_value(k, k.contraction.lhs) && is_16bit_value(k, k.contraction.rhs))
+  if (k.contraction.reduce >= 0 &&
+      (k.contraction.tf32 || (is_16bit_value(k, k.contraction.lhs) && is_16bit_value(k, k.contraction.rhs))))
     c.tensor_math = true;
   return c;
 }

@@ -10,8 +10,9 @@
 //     loads, constants and index arithmetic are free), so a contraction counts 2 * M * N * K and
 //     attention 2 * B * Sq * Sk * (D + Dv) (halved when causal); transcendental functions count
 //     one each, integer arithmetic counts like float arithmetic.
-//   - tensor_math: a contraction or attention over 16-bit floats (what GPUs run on tensor cores /
-//     matrix units), so the profile compares it with the matrix peak rather than the vector one.
+//   - tensor_math: a contraction or attention over 16-bit floats, or a contraction allowed TF32
+//     (what GPUs run on tensor cores / matrix units), so the profile compares it with the matrix
+//     peak rather than the vector one.
 // The list of graph nodes a kernel computes is Kernel::sources.
 #pragma once
 

@@ -29,7 +29,9 @@
 //                is combined into the element at i with its axis coordinate replaced by idx[i]
 //                (negative counts from the end; an index still out of range drops the update).
 //                Updates along the axis apply in order: with mode none the last duplicate wins.
-//   dot          [B..., M, K] x [B..., K, N] -> [B..., M, N] (batch dims equal)
+//   dot          [B..., M, K] x [B..., K, N] -> [B..., M, N] (batch dims equal); ints = {} exact,
+//                {1}: float32 operands may be rounded to TF32 for tensor cores (a permission;
+//                the interpreter and devices without TF32 compute exactly)
 //   attention    q [B..., Sq, D], k [B..., Sk, D], v [B..., Sk, Dv], optional bias [B..., Sq, Sk]
 //                -> [B..., Sq, Dv]: softmax over j of (scale * q_i . k_j + bias_ij) weighting
 //                v_j, with s_ij = -inf where ints = {causal} is 1 and j > i (top-left aligned);

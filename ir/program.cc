@@ -114,7 +114,7 @@ std::string kernel_to_string(const Kernel& k) {
   r += "]";
   if (k.contraction.reduce >= 0)
     absl::StrAppend(&r, " contraction(m=", k.contraction.m_axis, ",n=", k.contraction.n_axis, ",k=",
-                    k.contraction.k_axis, ")");
+                    k.contraction.k_axis, k.contraction.tf32 ? ",tf32" : "", ")");
   if (k.serial) r += " serial";
   r += " {\n";
   for (size_t i = 0; i < k.nodes.size(); ++i) {

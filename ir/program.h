@@ -80,6 +80,7 @@ struct Contraction {
   KNodeId reduce = -1;  // the reduce_sum node
   KNodeId lhs = -1, rhs = -1;  // the two factors (lhs independent of n_axis, rhs of m_axis)
   int m_axis = -1, n_axis = -1, k_axis = -1;
+  bool tf32 = false;  // the dot allows TF32 operands (f32 only; see graph.h)
 };
 
 struct Kernel {

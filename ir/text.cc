@@ -98,6 +98,7 @@ std::string print(const Graph& g) {
     if (n.op == Op::kConst) absl::StrAppend(&out, " ", format_scalar(n.scalar));
     if (n.op == Op::kPad) absl::StrAppend(&out, " value=", format_scalar(n.scalar));
     if (n.op == Op::kAttention) absl::StrAppend(&out, " scale=", format_scalar(n.scalar));
+    if (n.op == Op::kDot && !n.ints.empty() && n.ints[0] == 1) absl::StrAppend(&out, " precision=tf32");
     absl::StrAppend(&out, " : ", dtype_name(n.dtype), shape_str(n.shape), "\n");
   }
   out += "  output";
@@ -196,6 +197,16 @@ class Parser {
         int64_t v;
         if (!integer(&v)) return fail("expected an integer");
         n.ints = {v};
+      }
+    }
+    if (n.op == Op::kDot) {  // optional: exact unless it says tf32
+      skip_blank();
+      if (keyword("precision")) {
+        if (!consume('=')) return fail("expected 'precision='");
+        size_t at = pos_;
+        std::string p = word();
+        if (p == "tf32") n.ints = {1};
+        else if (p != "exact") return fail_at(at, absl::StrCat("expected 'exact' or 'tf32', got '", p, "'"));
       }
     }
     if (has_scalar(n.op)) {

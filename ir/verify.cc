@@ -340,6 +340,9 @@ absl::Status check(const Operands& g, const Node& n) {
                                    shape_str(b.shape)));
       if (n.shape[r - 2] != a.shape[r - 2] || n.shape[r - 1] != b.shape[r - 1])
         return err(n, "result shape is not [..., M, N]");
+      if (!n.ints.empty() && (n.ints.size() != 1 || n.ints[0] != 1))
+        return err(n, "the only attribute a dot takes is ints = {1} (TF32 precision)");
+      if (!n.ints.empty() && n.dtype != DType::kFloat32) return err(n, "TF32 precision needs float32 operands");
       return absl::OkStatus();
     }
     case OpClass::kIndex: return n.op == Op::kGather ? check_gather(g, n) : check_scatter(g, n);

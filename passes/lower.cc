@@ -406,6 +406,7 @@ class Builder {
     k_.contraction.m_axis = int(r - 2);
     k_.contraction.n_axis = int(r - 1);
     k_.contraction.k_axis = int(r);
+    k_.contraction.tf32 = !n.ints.empty() && n.ints[0] == 1;
     return acc == n.dtype ? red : op(Op::kCast, n.dtype, {red});
   }
 

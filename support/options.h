@@ -64,6 +64,8 @@ struct Options {
   bool vulkan_validation = false;  // KILN_VULKAN_VALIDATION=1
   bool vulkan_spirv_opt = true;    // KILN_VULKAN_SPIRV_OPT=0 skips the SPIRV-Tools optimizer
   int vulkan_in_flight = 64;       // KILN_VULKAN_IN_FLIGHT: runs of one executable in flight
+  int vulkan_spin_us = -1;         // KILN_VULKAN_SPIN_US: host waits poll this long before blocking
+                                   // (-1: 50 on GPUs, 0 on CPU devices, whose threads need the cores)
   bool vulkan_queue_order = true;  // KILN_VULKAN_QUEUE_ORDER=0: order runs by semaphore waits
   int vulkan_drop_barrier = -1;    // KILN_VULKAN_DROP_BARRIER (test hook): omit this step's barrier
   std::string vulkan_loader;       // KILN_VULKAN_LOADER: the libvulkan to dlopen

@@ -1,6 +1,7 @@
 #include "backends/vulkan/context.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -72,6 +73,7 @@ absl::StatusOr<std::shared_ptr<Context>> Context::create(const ContextOptions& o
   c->cache_dir = o.cache_dir;
   if (absl::Status s = c->create_instance(o); !s.ok()) return s;
   if (absl::Status s = c->create_device(o); !s.ok()) return s;
+  c->spin_us_ = o.spin_us >= 0 ? o.spin_us : c->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0 : 50;
   track_device(c->device, &c->queue_mu_);
   watch_process_exit();
   return c;
@@ -248,6 +250,17 @@ absl::StatusOr<uint64_t> Context::submit(VkCommandBuffer cb, uint64_t wait_value
 
 absl::Status Context::wait(uint64_t value) {
   if (value == 0) return absl::OkStatus();
+  // A short run finishes in a few microseconds, and a blocking wait costs more than that to wake
+  // up (about 10 us on NVIDIA's driver): poll the counter first, as CUDA's default sync does.
+  if (spin_us_ > 0) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
+    for (int polls = 0;; ++polls) {
+      uint64_t v = 0;
+      if (vkGetSemaphoreCounterValue(device, timeline, &v) != VK_SUCCESS) break;  // the blocking wait reports it
+      if (v >= value) return absl::OkStatus();
+      if ((polls & 15) == 15 && std::chrono::steady_clock::now() >= until) break;
+    }
+  }
   VkSemaphoreWaitInfo wi = vk_struct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
   wi.semaphoreCount = 1;
   wi.pSemaphores = &timeline;

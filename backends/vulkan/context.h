@@ -59,6 +59,7 @@ struct ContextOptions {
   bool validation = false;  // VK_LAYER_KHRONOS_validation with synchronization validation
   int device_index = -1;    // KILN_VULKAN_DEVICE; -1 picks the best
   std::string cache_dir;    // the Vulkan folder of the disk cache ("": none)
+  int spin_us = -1;         // KILN_VULKAN_SPIN_US (-1: by device type)
 };
 
 class Context {
@@ -115,6 +116,7 @@ class Context {
   PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
   std::mutex queue_mu_;
   uint64_t next_value_ = 0;  // last value handed to a submission (queue_mu_)
+  int spin_us_ = 0;          // how long wait() polls before it blocks
   std::mutex memory_mu_;
   std::vector<std::pair<uint64_t, Allocation>> retired_;       // waiting for the GPU
   std::multimap<VkDeviceSize, Allocation> reuse_;               // device buffers ready for reuse

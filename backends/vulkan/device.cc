@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<VulkanDevice>> VulkanDevice::create() {
   ContextOptions o;
   o.validation = env.vulkan_validation;
   o.device_index = env.vulkan_device;
+  o.spin_us = env.vulkan_spin_us;
   o.cache_dir = DiskCache::for_backend("vulkan").dir();  // "" when disabled
   auto ctx = Context::create(o);
   if (!ctx.ok()) return ctx.status();

@@ -272,18 +272,22 @@ Workload make(const std::string& id, const Device& d) {
         if (!std::isfinite(f)) return double(INFINITY);
       return 0.0;
     };
-  } else if (id.rfind("MM", 0) == 0 || id.rfind("BMM", 0) == 0) {
+  } else if (id.rfind("MM", 0) == 0 || id.rfind("BMM", 0) == 0 || id.rfind("FMM", 0) == 0) {
     // The bf16 matmul sweep (issue 10), f32 accumulation: MM<n> is [n x n] @ [n x n], MM<m>x<n>x<k>
-    // is [m x k] @ [k x n], BMM<b>x<m>x<n>x<k> the same batched.
-    const bool batched = id[0] == 'B';
+    // is [m x k] @ [k x n], BMM<b>x<m>x<n>x<k> the same batched. FMM<...>: float32 operands, at
+    // the process's matmul precision (KILN_MATMUL_PRECISION=tf32 for tensor cores).
+    const bool f32 = id[0] == 'F';
+    const std::string shape_id = f32 ? id.substr(1) : id;
+    const bool batched = shape_id[0] == 'B';
     std::vector<int64_t> dims;
-    for (absl::string_view p : absl::StrSplit(id.substr(batched ? 3 : 2), 'x')) dims.push_back(std::stoll(std::string(p)));
+    for (absl::string_view p : absl::StrSplit(shape_id.substr(batched ? 3 : 2), 'x')) dims.push_back(std::stoll(std::string(p)));
     if (dims.size() == 1) dims = {dims[0], dims[0], dims[0]};
     if (!batched) dims.insert(dims.begin(), 1);
     if (dims.size() != 4) throw std::invalid_argument("bad matmul workload " + id);
     const int64_t bs = dims[0], m = dims[1], n = dims[2], kk = dims[3];
-    auto make_bf16 = [](std::vector<float> v) {
-      for (float& f : v) f = bf16_round(f);
+    auto make_bf16 = [f32](std::vector<float> v) {
+      if (!f32)
+        for (float& f : v) f = bf16_round(f);
       return std::make_shared<std::vector<float>>(std::move(v));
     };
     auto a = make_bf16(uniform(size_t(bs * m * kk), 20, -1, 1)), b = make_bf16(uniform(size_t(bs * kk * n), 21, -1, 1));
@@ -292,10 +296,11 @@ Workload make(const std::string& id, const Device& d) {
       as.insert(as.begin(), bs);
       bsh.insert(bsh.begin(), bs);
     }
-    w.inputs = {upload(*a, as, d, bfloat16), upload(*b, bsh, d, bfloat16)};
+    const DType dt = f32 ? float32 : bfloat16;
+    w.inputs = {upload(*a, as, d, dt), upload(*b, bsh, d, dt)};
     w.fn = [](const V& in) { return V{matmul(in[0], in[1])}; };
     w.flops = 2.0 * double(bs) * double(m) * double(n) * double(kk);
-    w.bytes = 2.0 * double(bs) * double(m * kk + kk * n + m * n);
+    w.bytes = double(dtype_size(dt)) * double(bs) * double(m * kk + kk * n + m * n);
     w.check = [a, b, bs, m, n, kk](const Tensor& out) {
       std::vector<float> got = out.to_vector<float>();
       std::vector<float> sampled;

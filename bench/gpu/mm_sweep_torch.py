@@ -1,7 +1,8 @@
 """torch side of kiln's bf16 matmul sweep (anchor_bench --only MM4096,MM16x8192x8192,BMM64x1024x1024x128,...):
 torch.mm / torch.bmm on the same shapes, timed like the anchors (triton.testing.do_bench medians, CUDA
 events, L2 flushed). Arguments are the workload ids (MM<n>, MM<m>x<n>x<k>, BMM<b>x<m>x<n>x<k>);
-prints one line and one RESULT json line per shape."""
+prints one line and one RESULT json line per shape. FMM<...> ids: float32 operands, timed exact and
+with TF32 allowed (torch.backends.cuda.matmul.allow_tf32)."""
 import json
 import sys
 
@@ -10,20 +11,31 @@ import triton.testing
 
 ids = sys.argv[1:] or ["MM4096", "MM8192"]
 torch.manual_seed(0)
-for wl in ids:
-    batched = wl.startswith("BMM")
-    dims = [int(d) for d in wl[3 if batched else 2:].split("x")]
+def run(wl, shape_id, dtype, var):
+    batched = shape_id.startswith("BMM")
+    dims = [int(d) for d in shape_id[3 if batched else 2:].split("x")]
     if len(dims) == 1:
         dims = dims * 3
     if not batched:
         dims = [1] + dims
     bs, m, n, k = dims
     shape_a, shape_b = ([bs, m, k], [bs, k, n]) if batched else ([m, k], [k, n])
-    a = (torch.rand(*shape_a, device="cuda") * 2 - 1).to(torch.bfloat16)
-    b = (torch.rand(*shape_b, device="cuda") * 2 - 1).to(torch.bfloat16)
+    a = (torch.rand(*shape_a, device="cuda") * 2 - 1).to(dtype)
+    b = (torch.rand(*shape_b, device="cuda") * 2 - 1).to(dtype)
     fn = (lambda: torch.bmm(a, b)) if batched else (lambda: torch.mm(a, b))
     ms = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
     tf = 2 * bs * m * n * k / (ms * 1e-3) / 1e12
-    print(f"torch.{'bmm' if batched else 'mm'} bf16 {wl}: {ms:.4f} ms -> {tf:.1f} TFLOP/s")
-    print("RESULT " + json.dumps({"sec": "MM", "wl": wl, "fw": "torch", "var": "bmm" if batched else "mm", "ms": ms,
+    op = "bmm" if batched else "mm"
+    print(f"torch.{op} {var} {wl}: {ms:.4f} ms -> {tf:.1f} TFLOP/s")
+    print("RESULT " + json.dumps({"sec": "MM", "wl": wl, "fw": "torch", "var": op if var == "bf16" else f"{op} {var}", "ms": ms,
                                   "TFLOPs": tf, "device": torch.cuda.get_device_name(0)}))
+
+
+for wl in ids:
+    if wl.startswith("F"):  # float32 operands: exact and with TF32 allowed
+        for tf32 in (False, True):
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            run(wl, wl[1:], torch.float32, "f32 tf32" if tf32 else "f32 exact")
+        torch.backends.cuda.matmul.allow_tf32 = False
+    else:
+        run(wl, wl, torch.bfloat16, "bf16")

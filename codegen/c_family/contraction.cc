@@ -102,7 +102,7 @@ int Renderer::contraction(KernelSource* out) {
 
 namespace kiln::codegen::gpu::render_detail {
 
-bool Renderer::mma_applies() const {
+bool Renderer::half_mma_applies() const {
   if (d_.kind() != Dialect::kCuda || t_.compute_capability < 80) return false;
   const ir::Contraction& c = k_.contraction;
   const ir::KNode& l = k_.nodes[c.lhs];
@@ -112,15 +112,27 @@ bool Renderer::mma_applies() const {
   return a == b && (a == DType::kBFloat16 || a == DType::kFloat16);
 }
 
-// 128x64 output tiles per block of 8 warps (4 x 2, each warp 32x32 = 2x4 mma tiles of 16x8),
-// 32-deep k slices staged in shared memory as 16-bit values (B transposed so that both
-// operands' k pairs are adjacent), the next slice's global loads in flight while the tensor
-// cores work on the current one, and the elementwise epilogue applied per output.
+bool Renderer::tf32_mma_applies() const {
+  if (d_.kind() != Dialect::kCuda || t_.compute_capability < 80) return false;
+  const ir::Contraction& c = k_.contraction;
+  return c.tf32 && k_.nodes[c.lhs].dtype == DType::kFloat32 && k_.nodes[c.rhs].dtype == DType::kFloat32 &&
+         k_.nodes[c.reduce].dtype == DType::kFloat32;
+}
+
+// 128x64 output tiles per block of 8 warps (4 x 2, each warp 32x32 = 2x4 mma tiles of 16x8), k
+// slices staged in shared memory (B transposed so that both operands' k runs are adjacent), the
+// next slice's global loads in flight while the tensor cores work on the current one, and the
+// elementwise epilogue applied per output. bf16/f16 operands: 32-deep slices of 16-bit values,
+// m16n8k16. TF32 (float32 operands the dot allows to round): 16-deep slices of f32 values rounded
+// to TF32 (cvt.rna) as they are staged, m16n8k8; one register holds one element instead of two.
 int Renderer::contraction_mma(KernelSource* out) {
   const ir::Contraction& c = k_.contraction;
-  constexpr int BM = 128, BN = 64, BK = 32, LD = BK + 8, block = 256;
+  const bool tf = !half_mma_applies();  // else tf32_mma_applies()
+  const int BK = tf ? 16 : 32, LD = BK + (tf ? 4 : 8);
+  const int P = tf ? 1 : 2;  // elements per 32-bit fragment register
+  constexpr int BM = 128, BN = 64, block = 256;
   constexpr int WM = 32, WN = 32, MI = WM / 16, NJ = WN / 8, WARPS_N = BN / WN, ACC = MI * NJ * 4;
-  constexpr int PER_A = BM * BK / block, PER_B = BK * BN / block;
+  const int PER_A = BM * BK / block, PER_B = BK * BN / block;
   static_assert((BM / WM) * WARPS_N * 32 == block, "8 warps");
   int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
   std::vector<int> batch_axes;
@@ -131,20 +143,22 @@ int Renderer::contraction_mma(KernelSource* out) {
       batch *= k_.shape[a];
     }
   int64_t mt = ceil_div(M, BM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
-  bool bf = k_.nodes[k_.nodes[c.lhs].inputs[0]].dtype == DType::kBFloat16;
-  KNodeId lhs = k_.nodes[c.lhs].inputs[0], rhs = k_.nodes[c.rhs].inputs[0];
+  bool bf = !tf && k_.nodes[k_.nodes[c.lhs].inputs[0]].dtype == DType::kBFloat16;
+  KNodeId lhs = tf ? c.lhs : k_.nodes[c.lhs].inputs[0], rhs = tf ? c.rhs : k_.nodes[c.rhs].inputs[0];
   const DType half = bf ? DType::kBFloat16 : DType::kFloat16;
-  std::string mma = bf ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-                       : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
-  shared_.push_back({"unsigned short", "As", BM * LD});
-  shared_.push_back({"unsigned short", "Bs", BN * LD});
+  std::string mma = tf   ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+                    : bf ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+                         : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+  const std::string elem = tf ? "unsigned" : "unsigned short";  // staged bit patterns
+  shared_.push_back({elem, "As", BM * LD});
+  shared_.push_back({elem, "Bs", BN * LD});
   shared_.push_back({"float", "Cs", BM * BN});
   const std::string it = w_.idx_t();
   auto S = [](int v) { return std::to_string(v); };
   w_.line("int lid = (int)threadIdx.x;");
   w_.line("int warp = lid >> 5, lane = lid & 31, g = lane >> 2, tg = lane & 3;");
   w_.line("int wm = warp / " + S(WARPS_N) + ", wn = warp % " + S(WARPS_N) + ";");
-  w_.line("unsigned short ra[" + S(PER_A) + "], rb[" + S(PER_B) + "];");
+  w_.line(elem + " ra[" + S(PER_A) + "], rb[" + S(PER_B) + "];");
   w_.line("float acc[" + S(ACC) + "];");
   grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
   w_.line(absl::StrCat(it, " mtile = tile % ", w_.ilit(mt), ";"));
@@ -168,8 +182,8 @@ int Renderer::contraction_mma(KernelSource* out) {
       if (int(d) != vec_axis && v.strides[d] % 8 != 0) return false;
     return p_.buffers[n.buffer].dtype == k_.nodes[id].dtype;
   };
-  bool fast_a = vectorizable(lhs, c.k_axis) && M % BM == 0 && K % BK == 0;
-  bool fast_b = vectorizable(rhs, c.n_axis) && N % BN == 0 && K % BK == 0;
+  bool fast_a = !tf && vectorizable(lhs, c.k_axis) && M % BM == 0 && K % BK == 0;
+  bool fast_b = !tf && vectorizable(rhs, c.n_axis) && N % BN == 0 && K % BK == 0;
   if (fast_a) w_.line("uint4 va[" + S(BM * BK / 8 / block) + "];");
   if (fast_b) w_.line("uint4 vb[" + S(BK * BN / 8 / block) + "];");
   // Loads one operand's part of a k slice into registers (16-bit patterns, zero outside): a
@@ -197,9 +211,14 @@ int Renderer::contraction_mma(KernelSource* out) {
       w_.line(absl::StrCat("v", p, "[q] = *reinterpret_cast<const uint4*>(b", k_.nodes[id].buffer, " + ",
                            w_.element_index(k_.nodes[id].map), ");"));
     } else {
-      w_.line("unsigned short " + p + "x = 0;");
+      w_.line(elem + " " + p + "x = 0;");
       w_.open(absl::StrCat("if (", r, " < ", w_.ilit(bound_r), " && ", c, " < ", w_.ilit(bound_c), ")"));
-      w_.line(absl::StrCat(p, "x = ", d_.to_storage(half, w_.eval(id)), ";"));
+      if (tf) {
+        w_.line(absl::StrCat("float ", p, "f = ", w_.eval(id), ";"));
+        w_.line(absl::StrCat("asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(", p, "x) : \"f\"(", p, "f));"));
+      } else {
+        w_.line(absl::StrCat(p, "x = ", d_.to_storage(half, w_.eval(id)), ";"));
+      }
       w_.close();
       w_.line("r" + p + "[q] = " + p + "x;");
     }
@@ -246,21 +265,24 @@ int Renderer::contraction_mma(KernelSource* out) {
   load_slice(absl::StrCat("(k0 + ", w_.ilit(BK), ")"));
   w_.close();
   w_.line("#pragma unroll");
-  w_.open("for (int ks = 0; ks < " + S(BK) + "; ks += 16)");
+  // Fragments (PTX ISA, mma.m16n8k16 / m16n8k8): thread (g, tg) holds k elements P*tg.. of
+  // rows g and g + 8, and the same 4*P further along k.
+  const std::string hk = S(4 * P);
+  w_.open("for (int ks = 0; ks < " + S(BK) + "; ks += " + S(8 * P) + ")");
   w_.line("unsigned a[" + S(MI) + "][4], b[" + S(NJ) + "][2];");
   w_.line("#pragma unroll");
   w_.open("for (int i = 0; i < " + S(MI) + "; ++i)");
-  w_.line("int base = (wm * " + S(WM) + " + i * 16 + g) * " + S(LD) + " + ks + tg * 2;");
+  w_.line("int base = (wm * " + S(WM) + " + i * 16 + g) * " + S(LD) + " + ks + tg * " + S(P) + ";");
   w_.line("a[i][0] = *reinterpret_cast<const unsigned*>(&As[base]);");
   w_.line("a[i][1] = *reinterpret_cast<const unsigned*>(&As[base + 8 * " + S(LD) + "]);");
-  w_.line("a[i][2] = *reinterpret_cast<const unsigned*>(&As[base + 8]);");
-  w_.line("a[i][3] = *reinterpret_cast<const unsigned*>(&As[base + 8 * " + S(LD) + " + 8]);");
+  w_.line("a[i][2] = *reinterpret_cast<const unsigned*>(&As[base + " + hk + "]);");
+  w_.line("a[i][3] = *reinterpret_cast<const unsigned*>(&As[base + 8 * " + S(LD) + " + " + hk + "]);");
   w_.close();
   w_.line("#pragma unroll");
   w_.open("for (int j = 0; j < " + S(NJ) + "; ++j)");
-  w_.line("int base = (wn * " + S(WN) + " + j * 8 + g) * " + S(LD) + " + ks + tg * 2;");
+  w_.line("int base = (wn * " + S(WN) + " + j * 8 + g) * " + S(LD) + " + ks + tg * " + S(P) + ";");
   w_.line("b[j][0] = *reinterpret_cast<const unsigned*>(&Bs[base]);");
-  w_.line("b[j][1] = *reinterpret_cast<const unsigned*>(&Bs[base + 8]);");
+  w_.line("b[j][1] = *reinterpret_cast<const unsigned*>(&Bs[base + " + hk + "]);");
   w_.close();
   w_.line("#pragma unroll");
   w_.open("for (int i = 0; i < " + S(MI) + "; ++i)");
@@ -298,7 +320,8 @@ int Renderer::contraction_mma(KernelSource* out) {
   w_.line("__syncthreads();");
   w_.close();
   out->grid[0] = groups_for(tiles, 1);
-  out->strategy = "contraction: tensor cores (mma.sync m16n8k16), 128x64 tiles of 8 warps (32x32 each), 32-deep k slices";
+  out->strategy = tf ? "contraction: tensor cores in TF32 (mma.sync m16n8k8), 128x64 tiles of 8 warps (32x32 each), 16-deep k slices"
+                     : "contraction: tensor cores (mma.sync m16n8k16), 128x64 tiles of 8 warps (32x32 each), 32-deep k slices";
   return block;
 }
 

@@ -290,7 +290,7 @@ bool Renderer::sm90_applies(std::string* why) const {
     *why = absl::StrCat("target is sm_", t_.compute_capability);
     return false;
   }
-  if (!mma_applies()) {
+  if (!half_mma_applies()) {
     *why = "operands are not both bf16 or both f16";
     return false;
   }

@@ -51,7 +51,7 @@ class Renderer {
     } else if (k_.contraction.reduce >= 0) {
       std::string why;
       if (sm90_applies(&why)) block = contraction_sm90(&out);
-      else block = mma_applies() ? contraction_mma(&out) : contraction(&out);
+      else block = half_mma_applies() || tf32_mma_applies() ? contraction_mma(&out) : contraction(&out);
       if (support::debug_level() >= 2)
         std::fprintf(stderr, "kiln: %s: %s%s%s\n", name.c_str(), out.strategy.c_str(), why.empty() ? "" : "; not sm_90a: ",
                      why.c_str());
@@ -499,7 +499,8 @@ class Renderer {
   // ------------------------------------------------------------------ contractions (contraction.cc)
   int contraction(KernelSource* out);
   // Tensor-core variant for 16-bit float operands on CUDA (mma.sync); false when it does not apply.
-  bool mma_applies() const;
+  bool half_mma_applies() const;  // bf16/f16 operands (cast to f32 for the sum) on CUDA sm_80+
+  bool tf32_mma_applies() const;  // f32 operands of a dot that allows TF32, on CUDA sm_80+
   int contraction_mma(KernelSource* out);
   // Hopper variant (contraction_sm90.cc): TMA loads into 128B-swizzled stages, wgmma, warp
   // specialization and a persistent grouped tile order; `why` says why it does not apply.

@@ -270,6 +270,19 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
 
 // --- contraction and composites ------------------------------------------------------------
 Tensor matmul(const Tensor& a, const Tensor& b);
+
+// How float32 matmuls (and convolutions, which are matmuls) may compute. kExact, the default:
+// f32 products and f32 sums. kTf32: the operands may be rounded to TF32 (f32's range, a 10-bit
+// mantissa: relative error up to 2^-11 per operand) to run on tensor cores (CUDA sm_80+), sums
+// stay f32. A permission, not a demand: devices without TF32 compute exactly; other dtypes are
+// unaffected. The setting in force when a matmul is recorded is part of its graph node (IR text
+// `precision=tf32`), so it is part of the cache key and of exported graphs.
+enum class MatmulPrecision { kExact, kTf32 };
+// The process's default for later matmuls; KILN_MATMUL_PRECISION=exact|tf32 sets the initial one.
+void set_matmul_precision(MatmulPrecision p);
+MatmulPrecision matmul_precision();
+// One matmul at an explicit precision; kTf32 with operands that are not float32 is an error.
+Tensor matmul(const Tensor& a, const Tensor& b, MatmulPrecision precision);
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);  // x @ weight + bias
 Tensor softmax(const Tensor& a, int64_t axis = -1);
 Tensor log_softmax(const Tensor& a, int64_t axis = -1);

@@ -9,6 +9,7 @@
 #include "frontend/lazy.h"
 #include "runtime/device.h"
 #include "testing/reference.h"
+#include "testing/temp_dir.h"
 
 namespace kiln::testing {
 
@@ -29,11 +30,7 @@ std::vector<Example> examples() {
 
 std::string scratch_dir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::filesystem::path p = std::filesystem::temp_directory_path() /
-                            (std::string("kiln_aot_") + info->test_suite_name() + "_" + info->name() + "_" + name);
-  std::filesystem::remove_all(p);
-  std::filesystem::create_directories(p);
-  return p.string();
+  return testing::unique_temp_dir(std::string("aot_") + info->test_suite_name() + "_" + info->name() + "_" + name);
 }
 
 artifact::Artifact compile_to(const Example& e, const std::string& targets, const std::string& path) {

@@ -63,7 +63,8 @@ struct Totals {
 
 // Compiles one graph for an H100 (sm_90, 132 SMs, 227 KiB shared memory), or an A100 (sm_80,
 // 108 SMs, 163 KiB); identical modules (the same kernels from different tests) are compiled once.
-void check(const Case& c, Totals* t, std::set<uint64_t>* seen, int cc = 90) {
+// `sources` (when given) receives each fused module's source.
+void check(const Case& c, Totals* t, std::set<uint64_t>* seen, int cc = 90, std::vector<std::string>* sources = nullptr) {
   const ir::TargetInfo target =
       cc == 80 ? runtime::cuda::cuda_target_info(108, 166912, 80) : runtime::cuda::cuda_target_info(132, 232448);
   ++t->graphs;
@@ -82,6 +83,7 @@ void check(const Case& c, Totals* t, std::set<uint64_t>* seen, int cc = 90) {
       continue;
     }
     t->kernels += int(r->kernels.size());
+    if (sources && fusion) sources->push_back(r->module_source);
     if (r->kernels.empty() || !seen->insert(runtime::stable_hash64(r->module_source)).second) continue;
     ++t->modules;
     // Modules with Hopper-only code (the sm_90a contraction path) compile and assemble for sm_90a.
@@ -185,6 +187,45 @@ TEST(CudaKernels, AttentionCompilesForSm80) {
   std::set<uint64_t> seen;
   for (const Case& c : attention_cases()) check(c, &t, &seen, 80);
   report(t, "attention", "sm_80");
+}
+
+// Float32 matmuls allowed TF32 (kiln::MatmulPrecision::kTf32): ragged sizes, batched with a
+// transposed operand, an epilogue; each takes the m16n8k8 TF32 tensor-core kernel on sm_80 and
+// sm_90 and compiles and assembles; the same matmul left exact does not.
+TEST(CudaKernels, Tf32MatmulsTakeTheTensorCoreKernel) {
+  using testing::random_tensor;
+  try {
+    (void)default_device();
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no default device to hold the inputs: " << e.what();
+  }
+  const MatmulPrecision saved = matmul_precision();
+  Tensor a = random_tensor({200, 70}, float32, 40), b = random_tensor({70, 300}, float32, 41);
+  Tensor x = random_tensor({3, 64, 48}, float32, 42), y = random_tensor({3, 80, 48}, float32, 43);
+  Tensor bias = random_tensor({300}, float32, 44);
+  Case exact = capture("exact f32 matmul", {matmul(a, b)});
+  set_matmul_precision(MatmulPrecision::kTf32);
+  std::vector<Case> cases = {capture("tf32 ragged", {matmul(a, b)}),
+                             capture("tf32 batched, transposed rhs", {matmul(x, y.transpose(-1, -2))}),
+                             capture("tf32 with bias and relu", {relu(matmul(a, b) + bias)})};
+  set_matmul_precision(saved);
+  const std::string tf32_mma = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+  for (int cc : {80, 90}) {
+    Totals t;
+    std::set<uint64_t> seen;
+    for (const Case& c : cases) {
+      std::vector<std::string> sources;
+      check(c, &t, &seen, cc, &sources);
+      ASSERT_EQ(sources.size(), 1u) << c.name;
+      EXPECT_NE(sources[0].find(tf32_mma), std::string::npos) << c.name << " for sm_" << cc << ":\n" << sources[0];
+      EXPECT_NE(sources[0].find("cvt.rna.tf32.f32"), std::string::npos) << c.name;
+    }
+    std::vector<std::string> sources;
+    check(exact, &t, &seen, cc, &sources);
+    ASSERT_EQ(sources.size(), 1u);
+    EXPECT_EQ(sources[0].find("tf32"), std::string::npos) << sources[0];
+    report(t, "tf32 matmuls", cc == 80 ? "sm_80" : "sm_90");
+  }
 }
 
 TEST(CudaKernels, OpAndFusionSuitesCompileForSm90) {

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "kiln/kiln.h"
+#include "testing/error_of.h"
 #include "testing/reference.h"
 
 namespace kiln {
@@ -73,6 +77,62 @@ TEST(Matmul, EpilogueAndPrologueValues) {
   Tensor h = gelu(matmul(x, w1) + b1, true);
   Tensor y = matmul(h, w2) + b2;
   EXPECT_MATCHES_REFERENCE({y, relu(matmul(x * 2, w1.exp()))});
+}
+
+// The process's matmul precision for one test, restored after it.
+struct PrecisionScope {
+  explicit PrecisionScope(MatmulPrecision p) : saved(matmul_precision()) { set_matmul_precision(p); }
+  ~PrecisionScope() { set_matmul_precision(saved); }
+  MatmulPrecision saved;
+};
+
+// TF32 is a permission recorded in the graph: the IR says so, exact and TF32 graphs compile
+// apart (the cache key differs), and results stay within TF32's error bound of the exact
+// reference (K products, each operand rounded to 10 mantissa bits) on every device.
+TEST(MatmulPrecision, Tf32IsRecordedInTheGraphAndStaysWithinItsBound) {
+  const int64_t M = 77, K = 53, N = 45;  // sizes no other test compiles, not multiples of a tile
+  Tensor a = random_tensor({M, K}, float32, 31), b = random_tensor({K, N}, float32, 32);
+  auto fn = [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1]) * 0.5 + 1.0}; };
+  EXPECT_EQ(matmul_precision(), MatmulPrecision::kExact);
+  EXPECT_EQ(export_graph(fn, {a, b}).find("precision="), std::string::npos);
+  Tensor exact = fn({a, b})[0];
+  exact.realize();
+  int64_t built = stats().executables_built;
+  {
+    PrecisionScope scope(MatmulPrecision::kTf32);
+    EXPECT_NE(export_graph(fn, {a, b}).find("dot %0, %1 precision=tf32 : f32[77,45]"), std::string::npos)
+        << export_graph(fn, {a, b});
+    Tensor fast = fn({a, b})[0];
+    fast.realize();
+    EXPECT_EQ(stats().executables_built, built + 1);  // not the exact graph's executable
+    // |a|, |b| <= 1: each product is off by at most 2 * 2^-11 (plus f32 sums) before the 0.5.
+    EXPECT_MATCHES_REFERENCE({fast}, {0.0, 0.5 * K * std::ldexp(1.0, -10)});
+    // A float64 matmul is unaffected by the default (and stays exact).
+    Tensor d = matmul(a.cast(float64), b.cast(float64));
+    EXPECT_EQ(export_graph([](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1])}; },
+                           {a.cast(float64), b.cast(float64)})
+                  .find("precision="),
+              std::string::npos);
+    EXPECT_MATCHES_REFERENCE({d});
+  }
+  built = stats().executables_built;
+  Tensor again = fn({a, b})[0];
+  again.realize();
+  EXPECT_EQ(stats().executables_built, built);  // the exact graph's executable again
+  std::vector<float> e = exact.to_vector<float>(), g = again.to_vector<float>();
+  EXPECT_EQ(e, g);
+}
+
+TEST(MatmulPrecision, Tf32ForOtherDtypesIsAnError) {
+  Tensor h = random_tensor({4, 8}, bfloat16, 33), g = random_tensor({8, 2}, bfloat16, 34);
+  EXPECT_EQ(testing::error_of([&] { (void)matmul(h, g, MatmulPrecision::kTf32); }),
+            "matmul: TF32 precision applies to float32 operands; these multiply as bf16");
+  EXPECT_EQ(testing::error_of([&] { (void)matmul(h, g, MatmulPrecision(7)); }), "matmul: unknown precision 7");
+  EXPECT_EQ(testing::error_of([&] { set_matmul_precision(MatmulPrecision(7)); }), "set_matmul_precision: unknown precision 7");
+  // Explicit exact beside a TF32 default.
+  PrecisionScope scope(MatmulPrecision::kTf32);
+  Tensor a = random_tensor({5, 6}, float32, 35), b = random_tensor({6, 7}, float32, 36);
+  EXPECT_MATCHES_REFERENCE({matmul(a, b, MatmulPrecision::kExact), matmul(h, g)}, {3e-2, 3e-2});
 }
 
 }  // namespace

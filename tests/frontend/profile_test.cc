@@ -16,13 +16,16 @@
 #include "kiln/kiln.h"
 #include "testing/error_of.h"
 #include "testing/reference.h"
+#include "testing/temp_dir.h"
 
 namespace kiln {
 namespace {
 
-// A temporary path of this process (ctest runs the cpu and vulkan variants at once).
+// A path in this process's own new temporary directory (ctest runs the cpu and vulkan variants
+// at once, and a pid may repeat one of an earlier run).
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("kiln_" + std::to_string(::getpid()) + "_" + name)).string();
+  static const std::string dir = testing::unique_temp_dir("profile");
+  return dir + "/" + name;
 }
 
 std::string slurp(const std::string& path) {
@@ -131,7 +134,7 @@ TEST(Profile, ReportCountsMatchStatsAndThePictureColoursEachKernel) {
   // One picture per graph compiled here (<stem>.graph<N>.dot for the report's "graph #N"), kernels
   // as clusters labelled with their share of the time; the first is the matmul + softmax graph.
   std::vector<std::string> dots;
-  for (const auto& f : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
+  for (const auto& f : std::filesystem::directory_iterator(std::filesystem::path(stem).parent_path()))
     if (f.path().string().rfind(stem + ".graph", 0) == 0) dots.push_back(f.path().string());
   std::sort(dots.begin(), dots.end());
   EXPECT_EQ(std::count_if(dots.begin(), dots.end(), [](const std::string& d) { return d.size() > 4 && d.substr(d.size() - 4) == ".dot"; }),

@@ -76,6 +76,29 @@ TEST(IrText, ParseErrorsGiveLineColumnAndExpectation) {
   }
 }
 
+// A dot is exact unless its text says precision=tf32 (graphs written before the attribute parse
+// as they did); TF32 is for float32 dots only.
+TEST(IrText, DotPrecision) {
+  const std::string tf32 =
+      "graph {\n  %0 = input 0 : f32[2,3]\n  %1 = input 1 : f32[3,4]\n  %2 = dot %0, %1 precision=tf32 : f32[2,4]\n"
+      "  output %2\n}\n";
+  auto g = parse(tf32);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->node(2).ints, std::vector<int64_t>{1});
+  EXPECT_EQ(print(*g), tf32);
+  auto exact = parse("graph {\n  %0 = input 0 : f32[2,3]\n  %1 = input 1 : f32[3,4]\n  %2 = dot %0, %1 precision=exact : f32[2,4]\n  output %2\n}\n");
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_TRUE(exact->node(2).ints.empty());
+  EXPECT_EQ(print(*exact).find("precision"), std::string::npos);
+  EXPECT_NE(exact->structural_hash(), g->structural_hash());
+  auto bad = parse("graph {\n  %0 = input 0 : f32[2,3]\n  %1 = input 1 : f32[3,4]\n  %2 = dot %0, %1 precision=fast : f32[2,4]\n  output %2\n}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "4:29: expected 'exact' or 'tf32', got 'fast'");
+  auto f64 = parse("graph {\n  %0 = input 0 : f64[2,3]\n  %1 = input 1 : f64[3,4]\n  %2 = dot %0, %1 precision=tf32 : f64[2,4]\n  output %2\n}\n");
+  ASSERT_FALSE(f64.ok());
+  EXPECT_EQ(f64.status().message(), "4:3: dot: TF32 precision needs float32 operands");
+}
+
 TEST(IrVerify, RejectsIllFormedNodes) {
   Graph g;
   Node in;

@@ -12,6 +12,7 @@
 #include "kiln/onnx.h"
 #include "onnx/model_builder.h"
 #include "testing/error_of.h"
+#include "testing/temp_dir.h"
 
 namespace kiln::testing {
 namespace {
@@ -176,7 +177,7 @@ TEST(OnnxImport, CallsByNameAndChecksTheInputs) {
 }
 
 TEST(OnnxImport, LoadsFromAFile) {
-  std::string path = ::testing::TempDir() + "/kiln_onnx_mlp.onnx";
+  std::string path = testing::unique_temp_dir("onnx_mlp") + "/mlp.onnx";
   std::ofstream(path, std::ios::binary) << mlp_model();
   onnx::Model m = onnx::load(path);
   EXPECT_EQ(m.device(), default_device());
@@ -228,8 +229,7 @@ TEST(OnnxImport, ReductionsOfShapesFold) {
 // Initializers stored as external data (how models over 2 GB are saved) are read from files
 // beside the model, at the offset and length the model names.
 TEST(OnnxImport, ExternalDataBesideTheModel) {
-  std::string dir = ::testing::TempDir() + "/kiln_onnx_external";
-  std::filesystem::remove_all(dir);
+  std::string dir = testing::unique_temp_dir("onnx_external");
   std::filesystem::create_directories(dir + "/weights");
   std::vector<float> w = {1.5f, -2.0f, 0.25f, 4.0f};
   std::string blob(8, 'x');  // 8 bytes of something else first: the tensor is at offset 8

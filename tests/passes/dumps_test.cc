@@ -8,6 +8,7 @@
 
 #include "kiln/kiln.h"
 #include "testing/reference.h"
+#include "testing/temp_dir.h"
 
 namespace kiln {
 namespace {
@@ -22,8 +23,7 @@ std::string slurp(const fs::path& p) {
 }
 
 TEST(Dumps, DumpDirHoldsEveryStage) {
-  fs::path dir = fs::temp_directory_path() / ("kiln_dump_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  fs::path dir = testing::unique_temp_dir("dump");
   setenv("KILN_DUMP_DIR", dir.c_str(), 1);
   Tensor x = testing::random_tensor({16, 24}, float32, 1);
   Tensor y = softmax(x * 1.5, -1);  // 1.5: a structure no other test compiles
@@ -74,7 +74,7 @@ TEST(Dumps, DebugLevelsPrintKernelsDecisionsAndIr) {
 
 TEST(Dumps, InnerLoopsVectorizeInTheEmittedIr) {
   if (Device().name() != "cpu") GTEST_SKIP() << "LLVM IR vectorization is the CPU backend's";
-  fs::path dir = fs::temp_directory_path() / ("kiln_vec_" + std::to_string(::getpid()));
+  fs::path dir = testing::unique_temp_dir("vec");
   setenv("KILN_DUMP_DIR", dir.c_str(), 1);
   Tensor a = testing::random_tensor({4096}, float32, 3), b = testing::random_tensor({4096}, float32, 4);
   (a * b + 0.75).realize();

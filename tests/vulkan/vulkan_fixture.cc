@@ -3,21 +3,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "testing/temp_dir.h"
 
 namespace kiln::vktest {
 
-std::string fresh_dir(const std::string& tag) {
-  static std::atomic<int> counter{0};
-  std::string base = ::testing::TempDir();
-  std::string dir = absl::StrCat(base, base.empty() || base.back() == '/' ? "" : "/", "kiln_vk_", tag, "_", ::getpid(), "_", counter++);
-  ::mkdir(dir.c_str(), 0755);
-  return dir;
-}
+std::string fresh_dir(const std::string& tag) { return testing::unique_temp_dir("vk_" + tag); }
 
 std::unique_ptr<runtime::vk::VulkanDevice> make_device(const std::string& cache_dir, std::string* why) {
   ::setenv("KILN_VULKAN_VALIDATION", "1", 1);
