@@ -1,4 +1,5 @@
-// CPU benchmarks of BENCH.md's W1-W4 and W6, fused and unfused (KILN_FUSION=0).
+// CPU benchmarks of BENCH.md's W1-W4 and W6, fused and unfused (KILN_FUSION=0), and a 3x3
+// convolution beside the matmul of its size.
 //
 //   build/bench/cpu_bench --benchmark_counters_tabular=true
 //
@@ -68,6 +69,21 @@ void W6(benchmark::State& s) {
   run(s, [](const V& in) { return V{w6(in[0])}; }, {x}, 2.0 * 4 * 4096);
 }
 
+// A ResNet-style 3x3 convolution, 64 -> 64 channels over 56x56 (padding 1), and the matmul of the
+// same size (M = 56*56, K = 64*9, N = 64) for comparison.
+void Conv3x3(benchmark::State& s) {
+  static Tensor x = randn({1, 64, 56, 56}, 11).realize(), w = randn({64, 64, 3, 3}, 12).realize();
+  ConvOptions o;
+  o.padding = {{1, 1}, {1, 1}};
+  run(s, [o](const V& in) { return V{conv(in[0], in[1], o)}; }, {x, w}, 4.0 * (64 * 56 * 56 * 2 + 64 * 64 * 9));
+  s.counters["GFLOP/s"] = benchmark::Counter(2.0 * 56 * 56 * 64 * 64 * 9 / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+void MatmulOfConvSize(benchmark::State& s) {
+  static Tensor a = randn({56 * 56, 64 * 9}, 13).realize(), b = randn({64 * 9, 64}, 14).realize();
+  run(s, [](const V& in) { return V{matmul(in[0], in[1])}; }, {a, b}, 4.0 * (56 * 56 * 64 * 10 + 64 * 64 * 9));
+  s.counters["GFLOP/s"] = benchmark::Counter(2.0 * 56 * 56 * 64 * 64 * 9 / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void Copy(benchmark::State& state) {
   const size_t n = size_t(1) << 28;  // 256 MiB
   std::vector<char> src(n, 1), dst(n, 0);
@@ -86,6 +102,8 @@ BENCHMARK(W3)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(W4a)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(W4b)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(W6)->Arg(1)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(Conv3x3)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(MatmulOfConvSize)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace kiln::bench

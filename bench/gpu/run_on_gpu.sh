@@ -8,6 +8,7 @@
 #   env      GPU, driver, libraries, whether kiln sees the device          -> env.txt
 #   tests    cuda_test (the CUDA runtime on the GPU), every *_test binary with KILN_DEVICE=cuda
 #            (op suite, fusion suite, ...), the differential fuzzer on cuda -> tests.log
+#   vkperf   Vulkan's host path and W4a/W4b/W6/H beside cuda (also the end of `vulkan`)
 #   vulkan   vulkan_test, the op, pass and AOT suites with KILN_DEVICE=vulkan (not in the default
 #            set). Where the machine has no Vulkan loader / GLVND, the bundle's Debian .debs
 #            (bundle/gl) are unpacked into / first; the validation layer comes from bundle/vklayer
@@ -89,6 +90,21 @@ export LD_LIBRARY_PATH
 export KILN_CACHE_DIR=$(mktemp -d /tmp/kiln-cache.XXXXXX)
 export PYTHONUNBUFFERED=1
 
+# Vulkan's host path (host_bench; waits spinning, the default, and blocking) and the reductions
+# and replay workloads on vulkan beside cuda (issue 18).
+vk_perf() {
+  if [ -x "$BIN/host_bench" ]; then
+    echo "--- vulkan host path (host_bench)"
+    KILN_DEVICE=vulkan timeout 120 "$BIN/host_bench" --benchmark_min_time=0.3 2>&1 | tail -12
+    echo "--- vulkan host path with blocking waits (KILN_VULKAN_SPIN_US=0), for comparison"
+    KILN_DEVICE=vulkan KILN_VULKAN_SPIN_US=0 timeout 60 "$BIN/host_bench" --benchmark_min_time=0.3 \
+      --benchmark_filter='Realize|Jit|Kernel' 2>&1 | tail -6
+  fi
+  echo "--- W4a, W4b, W6, H on vulkan (wall time per call), then on cuda (CUDA events)"
+  timeout 150 "$BIN/anchor_bench" --device vulkan --only W4a,W4b,W6,H --results "$RESULTS" 2>&1 | grep -v "^RESULT"
+  timeout 60 "$BIN/anchor_bench" --device cuda --only W4a,W4b,W6,H --results "$RESULTS" 2>&1 | grep -v "^RESULT"
+}
+
 run_test() {  # run_test <label> <timeout s> <command...>
   local label=$1 limit=$2; shift 2
   local t0=$(date +%s)
@@ -149,9 +165,13 @@ for s in $SECTIONS; do
         (cd "$OUT" && KILN_DEVICE=vulkan KILN_PROFILE="$OUT/vk_mlp.json" timeout 120 "$BIN/mlp" > /dev/null 2>&1
          grep -o '"peak GB/s": [0-9.e+]*, "peak GFLOP/s": [0-9.e+]*, "peaks from": "[^"]*"' "$OUT/vk_mlp.json" | sort -u | head -3
          rm -f "$OUT"/vk_mlp.*)
-        [ -x "$BIN/host_bench" ] && KILN_DEVICE=vulkan timeout 120 "$BIN/host_bench" --benchmark_min_time=0.3 2>&1 | tail -12
+        vk_perf
       } >> "$OUT/tests.log" 2>&1
       tail -5 "$OUT/.test_summary"
+      ;;
+    vkperf)
+      vk_perf >> "$OUT/tests.log" 2>&1
+      tail -40 "$OUT/tests.log"
       ;;
     bench)
       {

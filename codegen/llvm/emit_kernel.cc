@@ -22,6 +22,8 @@ using llvm::Value;
 
 constexpr int kContractMB = 4;
 constexpr int kContractNB = 16;
+constexpr int64_t kContractGroup = 16;        // m blocks sharing one packed rhs panel
+constexpr int64_t kPanelBytes = int64_t(128) << 10;  // largest packed panel (a stack array)
 
 class Emitter {
  public:
@@ -700,6 +702,11 @@ class Emitter {
   }
 
   // ---------------------------------------------------------------- contractions
+  // Tiles of kContractMB x kContractNB outputs, the k loop inside. Where the rhs panel of an n
+  // block (K x kContractNB values) fits kPanelBytes, a tile is an n block and a group of up to
+  // kContractGroup m blocks: the panel is evaluated once into a buffer and every m block of the
+  // group reads it back, so an expensive rhs (a convolution's padded windows, unflattened from
+  // the merged k and n indices) is computed once per group instead of once per m block.
   int64_t emit_contraction() {
     const ir::Contraction& c = k_.contraction;
     int ma = c.m_axis, na = c.n_axis, ka = c.k_axis;
@@ -711,18 +718,26 @@ class Emitter {
         batch_axes.push_back(d);
         batch *= k_.shape[d];
       }
-    int64_t mb = (M + kContractMB - 1) / kContractMB, nbk = (N + kContractNB - 1) / kContractNB;
-    int64_t tiles = batch * mb * nbk;
-    if (M == 0 || N == 0 || batch == 0) tiles = 0;
     const KNode& red = k_.nodes[c.reduce];
     llvm::Type* at = compute_type(red.dtype);
+    const int64_t elem_bytes = int64_t(m_.getDataLayout().getTypeAllocSize(at));
+    int64_t mb = (M + kContractMB - 1) / kContractMB, nbk = (N + kContractNB - 1) / kContractNB;
+    const bool pack = K > 0 && K * kContractNB * elem_bytes <= kPanelBytes && mb > 1;
+    const int64_t group = pack ? std::min<int64_t>(mb, kContractGroup) : 1;
+    const int64_t mgroups = (mb + group - 1) / group;
+    int64_t tiles = batch * mgroups * nbk;
+    if (M == 0 || N == 0 || batch == 0) tiles = 0;
     llvm::AllocaInst* acc = entry_alloca(at, kContractMB * kContractNB, "cacc");
     llvm::AllocaInst* avals = entry_alloca(at, kContractMB, "arow");
+    llvm::AllocaInst* panel = pack ? entry_alloca(at, K * kContractNB, "bpanel") : nullptr;
     bool is_f = is_float(red.dtype);
+    auto clamp = [&](Value* v, int64_t hi) {
+      return b_.CreateSelect(b_.CreateICmpSLT(v, b_.getInt64(hi)), v, b_.getInt64(hi - 1));
+    };
     loop(fn_->getArg(1), fn_->getArg(2), [&](Value* t) {
-      // Tile order: batch, n block, m block (consecutive tiles share the rhs panel).
-      Value* mi_blk = b_.CreateURem(t, b_.getInt64(mb));
-      Value* rest = b_.CreateUDiv(t, b_.getInt64(mb));
+      // Tile order: batch, n block, m group (consecutive tiles share the rhs panel's inputs).
+      Value* mg = b_.CreateURem(t, b_.getInt64(mgroups));
+      Value* rest = b_.CreateUDiv(t, b_.getInt64(mgroups));
       Value* ni_blk = b_.CreateURem(rest, b_.getInt64(nbk));
       Value* bt = b_.CreateUDiv(rest, b_.getInt64(nbk));
       int64_t stride = 1;
@@ -732,45 +747,86 @@ class Emitter {
         idx_[d] = b_.CreateURem(q, b_.getInt64(k_.shape[d]));
         stride *= k_.shape[d];
       }
-      Value* m0 = b_.CreateMul(mi_blk, b_.getInt64(kContractMB));
       Value* n0 = b_.CreateMul(ni_blk, b_.getInt64(kContractNB));
-      for (int i = 0; i < kContractMB * kContractNB; ++i)
-        b_.CreateStore(llvm::Constant::getNullValue(at), b_.CreateGEP(at, acc, b_.getInt64(i)));
-      Value* full_n = b_.CreateICmpSLE(b_.CreateAdd(n0, b_.getInt64(kContractNB)), b_.getInt64(N));
-      auto clamp = [&](Value* v, int64_t hi) {
-        return b_.CreateSelect(b_.CreateICmpSLT(v, b_.getInt64(hi)), v, b_.getInt64(hi - 1));
-      };
-      auto body = [&](bool clamp_n) {
+      if (pack) {
+        // The panel: rhs[k][n0 + j], columns past N repeat the last one (their sums are dropped).
+        idx_[ma] = b_.getInt64(0);
         loop(b_.getInt64(0), b_.getInt64(K), [&](Value* k) {
-          idx_[ka] = k;
-          idx_[na] = b_.getInt64(0);
-          for (int i = 0; i < kContractMB; ++i) {
-            scopes_.emplace_back();
-            idx_[ma] = clamp(b_.CreateAdd(m0, b_.getInt64(i)), M);
-            b_.CreateStore(eval(c.lhs), b_.CreateGEP(at, avals, b_.getInt64(i)));
-            scopes_.pop_back();
-          }
-          idx_[ma] = b_.getInt64(0);
           loop(b_.getInt64(0), b_.getInt64(kContractNB), [&](Value* j) {
+            scopes_.emplace_back();
+            idx_[ka] = k;
+            idx_[na] = clamp(b_.CreateAdd(n0, j), N);
+            Value* slot = b_.CreateAdd(b_.CreateMul(k, b_.getInt64(kContractNB)), j);
+            b_.CreateStore(eval(c.rhs), b_.CreateGEP(at, panel, slot));
+            scopes_.pop_back();
+          }, "pj");
+        }, "pk");
+      }
+      // The group's m blocks (the last group may have fewer).
+      Value* first_blk = b_.CreateMul(mg, b_.getInt64(group));
+      Value* left = b_.CreateSub(b_.getInt64(mb), first_blk);
+      Value* count = b_.CreateSelect(b_.CreateICmpSLT(left, b_.getInt64(group)), left, b_.getInt64(group));
+      loop(b_.getInt64(0), count, [&](Value* gi) {
+        Value* m0 = b_.CreateMul(b_.CreateAdd(first_blk, gi), b_.getInt64(kContractMB));
+        emit_contraction_block(m0, n0, M, N, K, at, is_f, acc, avals, panel, clamp);
+      }, "mblk");
+    }, "tile");
+    return tiles;
+  }
+
+  // One kContractMB x kContractNB block at (m0, n0): the k loop, then the epilogue. The rhs comes
+  // from `panel` when there is one, else is evaluated here (a fast variant when the block is
+  // whole along n, an edge variant that clamps n).
+  template <typename Clamp>
+  void emit_contraction_block(Value* m0, Value* n0, int64_t M, int64_t N, int64_t K, llvm::Type* at, bool is_f,
+                              llvm::AllocaInst* acc, llvm::AllocaInst* avals, llvm::AllocaInst* panel, const Clamp& clamp) {
+    const ir::Contraction& c = k_.contraction;
+    const int ma = c.m_axis, na = c.n_axis, ka = c.k_axis;
+    for (int i = 0; i < kContractMB * kContractNB; ++i)
+      b_.CreateStore(llvm::Constant::getNullValue(at), b_.CreateGEP(at, acc, b_.getInt64(i)));
+    auto body = [&](bool clamp_n) {
+      loop(b_.getInt64(0), b_.getInt64(K), [&](Value* k) {
+        idx_[ka] = k;
+        idx_[na] = b_.getInt64(0);
+        for (int i = 0; i < kContractMB; ++i) {
+          scopes_.emplace_back();
+          idx_[ma] = clamp(b_.CreateAdd(m0, b_.getInt64(i)), M);
+          b_.CreateStore(eval(c.lhs), b_.CreateGEP(at, avals, b_.getInt64(i)));
+          scopes_.pop_back();
+        }
+        idx_[ma] = b_.getInt64(0);
+        Value* row = panel ? b_.CreateMul(k, b_.getInt64(kContractNB)) : nullptr;
+        loop(b_.getInt64(0), b_.getInt64(kContractNB), [&](Value* j) {
+          Value* bv;
+          if (panel) {
+            bv = b_.CreateLoad(at, b_.CreateGEP(at, panel, b_.CreateAdd(row, j)));
+          } else {
             Value* n = b_.CreateAdd(n0, j);
             idx_[na] = clamp_n ? clamp(n, N) : n;
-            Value* bv = eval(c.rhs);
-            for (int i = 0; i < kContractMB; ++i) {
-              Value* slot = b_.CreateAdd(b_.getInt64(i * kContractNB), j);
-              Value* p = b_.CreateGEP(at, acc, slot);
-              Value* a = b_.CreateLoad(at, b_.CreateGEP(at, avals, b_.getInt64(i)));
-              llvm::FastMathFlags fm;
-              fm.setAllowContract(true);
-              fm.setAllowReassoc(true);
-              b_.setFastMathFlags(fm);
-              Value* prod = is_f ? b_.CreateFMul(a, bv) : b_.CreateMul(a, bv);
-              Value* sum = is_f ? b_.CreateFAdd(b_.CreateLoad(at, p), prod) : b_.CreateAdd(b_.CreateLoad(at, p), prod);
-              b_.clearFastMathFlags();
-              b_.CreateStore(sum, p);
-            }
-          }, "n");
-        }, "k");
-      };
+            bv = eval(c.rhs);
+          }
+          for (int i = 0; i < kContractMB; ++i) {
+            Value* slot = b_.CreateAdd(b_.getInt64(i * kContractNB), j);
+            Value* p = b_.CreateGEP(at, acc, slot);
+            Value* a = b_.CreateLoad(at, b_.CreateGEP(at, avals, b_.getInt64(i)));
+            llvm::FastMathFlags fm;
+            fm.setAllowContract(true);
+            fm.setAllowReassoc(true);
+            b_.setFastMathFlags(fm);
+            Value* prod = is_f ? b_.CreateFMul(a, bv) : b_.CreateMul(a, bv);
+            Value* sum = is_f ? b_.CreateFAdd(b_.CreateLoad(at, p), prod) : b_.CreateAdd(b_.CreateLoad(at, p), prod);
+            b_.clearFastMathFlags();
+            b_.CreateStore(sum, p);
+          }
+        }, "n");
+      }, "k");
+    };
+    if (panel) {
+      scopes_.emplace_back();
+      body(false);
+      scopes_.pop_back();
+    } else {
+      Value* full_n = b_.CreateICmpSLE(b_.CreateAdd(n0, b_.getInt64(kContractNB)), b_.getInt64(N));
       auto* fast = llvm::BasicBlock::Create(ctx_, "full", fn_);
       auto* edge = llvm::BasicBlock::Create(ctx_, "edge", fn_);
       auto* join = llvm::BasicBlock::Create(ctx_, "join", fn_);
@@ -786,31 +842,30 @@ class Emitter {
       scopes_.pop_back();
       b_.CreateBr(join);
       b_.SetInsertPoint(join);
-      idx_[ka] = nullptr;
-      // Epilogue: every (m, n) of the tile inside the matrix.
-      outer_arrays_[c.reduce] = acc;
-      loop(b_.getInt64(0), b_.getInt64(kContractMB), [&](Value* i) {
-        Value* m = b_.CreateAdd(m0, i);
-        loop(b_.getInt64(0), b_.getInt64(kContractNB), [&](Value* j) {
-          Value* n = b_.CreateAdd(n0, j);
-          Value* inside = b_.CreateAnd(b_.CreateICmpSLT(m, b_.getInt64(M)), b_.CreateICmpSLT(n, b_.getInt64(N)));
-          auto* st = llvm::BasicBlock::Create(ctx_, "epi", fn_);
-          auto* skip = llvm::BasicBlock::Create(ctx_, "epi.skip", fn_);
-          b_.CreateCondBr(inside, st, skip);
-          b_.SetInsertPoint(st);
-          scopes_.emplace_back();
-          idx_[ma] = m;
-          idx_[na] = n;
-          arr_index_ = b_.CreateAdd(b_.CreateMul(i, b_.getInt64(kContractNB)), j);
-          for (const ir::Store& s : k_.stores) store(s);
-          scopes_.pop_back();
-          b_.CreateBr(skip);
-          b_.SetInsertPoint(skip);
-        }, "en");
-      }, "em");
-      outer_arrays_.clear();
-    }, "tile");
-    return tiles;
+    }
+    idx_[ka] = nullptr;
+    // Epilogue: every (m, n) of the block inside the matrix.
+    outer_arrays_[c.reduce] = acc;
+    loop(b_.getInt64(0), b_.getInt64(kContractMB), [&](Value* i) {
+      Value* m = b_.CreateAdd(m0, i);
+      loop(b_.getInt64(0), b_.getInt64(kContractNB), [&](Value* j) {
+        Value* n = b_.CreateAdd(n0, j);
+        Value* inside = b_.CreateAnd(b_.CreateICmpSLT(m, b_.getInt64(M)), b_.CreateICmpSLT(n, b_.getInt64(N)));
+        auto* st = llvm::BasicBlock::Create(ctx_, "epi", fn_);
+        auto* skip = llvm::BasicBlock::Create(ctx_, "epi.skip", fn_);
+        b_.CreateCondBr(inside, st, skip);
+        b_.SetInsertPoint(st);
+        scopes_.emplace_back();
+        idx_[ma] = m;
+        idx_[na] = n;
+        arr_index_ = b_.CreateAdd(b_.CreateMul(i, b_.getInt64(kContractNB)), j);
+        for (const ir::Store& s : k_.stores) store(s);
+        scopes_.pop_back();
+        b_.CreateBr(skip);
+        b_.SetInsertPoint(skip);
+      }, "en");
+    }, "em");
+    outer_arrays_.clear();
   }
 
   llvm::Module& m_;

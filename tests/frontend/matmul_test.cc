@@ -25,6 +25,16 @@ TEST(Matmul, OddSizes) {
       }
 }
 
+// Shapes around the CPU kernel's blocking (4 x 16 blocks; up to 16 row blocks share one packed
+// rhs panel while it fits 128 KiB, i.e. K <= 2048 in f32): a last group of one row block, ragged
+// columns, a batch, a K too long to pack, and integers.
+TEST(Matmul, RowBlockGroupsAndLongK) {
+  Tensor a = random_tensor({2, 67, 50}, float32, 50), b = random_tensor({2, 50, 45}, float32, 51);
+  Tensor c = random_tensor({9, 2100}, float32, 52), d = random_tensor({2100, 18}, float32, 53);
+  Tensor i = random_tensor({70, 33}, int32, 54, -4, 4), j = random_tensor({33, 17}, int32, 55, -4, 4);
+  EXPECT_MATCHES_REFERENCE({matmul(a, b), matmul(c, d), matmul(i, j)}, {1e-4, 1e-4});
+}
+
 TEST(Matmul, OneDimensionalOperands) {
   Tensor v = random_tensor({7}, float32, 1);
   Tensor w = random_tensor({7}, float32, 2);
