@@ -207,16 +207,25 @@ class GlslDialect : public DialectOps {
       p += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n#extension GL_EXT_shader_16bit_storage : require\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Table { uint64_t a[]; };\n";
     p += "layout(push_constant) uniform PC { uint64_t table; } pc;\n";
-    p += "layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufF32 { float v[]; };\n";
-    p += "layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufI32 { int v[]; };\n";
-    p += "layout(buffer_reference, std430, buffer_reference_align = 16) buffer BufV4 { vec4 v[]; };\n";
-    p += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufI64 { int64_t v[]; };\n";
+    // Each block type twice: as written buffers see it, and readonly restrict (suffix R) for the
+    // buffers a kernel only reads and shares with no other binding (CUDA's const __restrict__):
+    // the driver may then cache and reorder their loads.
+    auto blocks = [&p](const char* name, int align, const char* elem) {
+      absl::StrAppend(&p, "layout(buffer_reference, std430, buffer_reference_align = ", align, ") buffer ", name, " { ", elem,
+                      " v[]; };\n");
+      absl::StrAppend(&p, "layout(buffer_reference, std430, buffer_reference_align = ", align, ") readonly restrict buffer ",
+                      name, "R { ", elem, " v[]; };\n");
+    };
+    blocks("BufF32", 4, "float");
+    blocks("BufI32", 4, "int");
+    blocks("BufV4", 16, "vec4");
+    blocks("BufI64", 8, "int64_t");
     if (f.i8) {
-      p += "layout(buffer_reference, std430, buffer_reference_align = 1) buffer BufU8 { uint8_t v[]; };\n";
-      p += "layout(buffer_reference, std430, buffer_reference_align = 1) buffer BufI8 { int8_t v[]; };\n";
+      blocks("BufU8", 1, "uint8_t");
+      blocks("BufI8", 1, "int8_t");
     }
-    if (f.f16_storage) p += "layout(buffer_reference, std430, buffer_reference_align = 2) buffer BufU16 { uint16_t v[]; };\n";
-    if (f.f64) p += "layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufF64 { double v[]; };\n";
+    if (f.f16_storage) blocks("BufU16", 2, "uint16_t");
+    if (f.f64) blocks("BufF64", 8, "double");
     // Half values live in float registers: rounding helpers work on 32-bit patterns, and the
     // 16-bit conversions exist only when 16-bit storage is declared.
     p += float_rounding_helpers();
@@ -291,10 +300,11 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
     std::string s = absl::StrCat("layout(local_size_x = ", block, ") in;\n", shared_decls, "void main() {\n");
     s += "  Table kiln_tbl = Table(pc.table);\n";
     for (const BufferParam& b : bufs) {
-      absl::StrAppend(&s, "  ", block_name(b.dtype), " ", buffer_name(b.id), " = ", block_name(b.dtype), "(kiln_tbl.a[", b.id,
-                      "]);\n");
+      const std::string ro = !b.written && !b.aliased ? "R" : "";
+      const std::string type = block_name(b.dtype) + ro;
+      absl::StrAppend(&s, "  ", type, " ", buffer_name(b.id), " = ", type, "(kiln_tbl.a[", b.id, "]);\n");
       if (vec4_capable(b.dtype))
-        absl::StrAppend(&s, "  BufV4 ", vec4_view(b.id, false), " = BufV4(kiln_tbl.a[", b.id, "]);\n");
+        absl::StrAppend(&s, "  BufV4", ro, " ", vec4_view(b.id, false), " = BufV4", ro, "(kiln_tbl.a[", b.id, "]);\n");
     }
     return s;
   }
