@@ -259,48 +259,17 @@ class Renderer {
     return order;
   }
 
-  // Loops whose body is a load and an accumulation run kUnroll copies of it per iteration, in
-  // order: drivers' compilers differ in whether they unroll such a loop themselves (NVIDIA's
-  // Vulkan compiler keeps one load in flight per thread where NVRTC keeps four), and in-order
-  // copies leave the summation order, so the results, exactly as the plain loop's.
-  static constexpr int kUnroll = 4;
-
-  // Nested loops over the reduce axes, running `body` at each index; with `unroll` the innermost
-  // loop runs kUnroll copies of the body per iteration when it has at least 2 * kUnroll steps.
-  void reduce_loops(size_t level, const std::function<void()>& body, bool unroll = false) {
+  // Nested loops over the reduce axes, running `body` at each index.
+  void reduce_loops(size_t level, const std::function<void()>& body) {
     if (level == reduce_axes_.size()) {
       body();
       return;
     }
     int a = reduce_axes_[level];
-    const int64_t n = k_.shape[a];
     std::string v = w_.fresh("r");
-    if (unroll && level + 1 == reduce_axes_.size() && n >= 2 * kUnroll) {
-      const int64_t whole = n / kUnroll * kUnroll;
-      w_.open(absl::StrCat("for (", w_.idx_t(), " ", v, " = ", w_.ilit(0), "; ", v, " < ", w_.ilit(whole), "; ", v,
-                           " += ", w_.ilit(kUnroll), ")"));
-      for (int u = 0; u < kUnroll; ++u) {
-        w_.open("");
-        std::string vu = w_.fresh("r");
-        w_.line(absl::StrCat(w_.idx_t(), " ", vu, " = ", v, " + ", w_.ilit(u), ";"));
-        w_.set_axis(a, vu);
-        body();
-        w_.close();
-      }
-      w_.close();
-      if (whole < n) {
-        std::string t = w_.fresh("r");
-        w_.open(absl::StrCat("for (", w_.idx_t(), " ", t, " = ", w_.ilit(whole), "; ", t, " < ", w_.ilit(n), "; ++", t, ")"));
-        w_.set_axis(a, t);
-        body();
-        w_.close();
-      }
-      w_.clear_axis(a);
-      return;
-    }
-    w_.open(absl::StrCat("for (", w_.idx_t(), " ", v, " = ", w_.ilit(0), "; ", v, " < ", w_.ilit(n), "; ++", v, ")"));
+    w_.open(absl::StrCat("for (", w_.idx_t(), " ", v, " = ", w_.ilit(0), "; ", v, " < ", w_.ilit(k_.shape[a]), "; ++", v, ")"));
     w_.set_axis(a, v);
-    reduce_loops(level + 1, body, unroll);
+    reduce_loops(level + 1, body);
     w_.close();
     w_.clear_axis(a);
   }
@@ -317,7 +286,7 @@ class Renderer {
       reduce_loops(0, [&] {
         std::string pos = flat_reduce_index();
         w_.update_acc(ph, acc, w_.eval(k_.nodes[ph].inputs[0]), pos);
-      }, /*unroll=*/true);
+      });
       std::string r = w_.fresh("red");
       w_.line(absl::StrCat(d_.type(k_.nodes[ph].dtype), " ", r, " = ", w_.acc_result(ph, acc), ";"));
       w_.bind(ph, r);
@@ -454,25 +423,8 @@ class Renderer {
                      const std::function<void(const std::string&)>& body) {
     if (loads.empty()) {
       std::string rv = w_.fresh("rr");
-      if (ceil_div(R, block) >= 2 * kUnroll) {
-        // kUnroll positions per iteration while every one of them is inside the row, then the rest.
-        w_.line(absl::StrCat(w_.idx_t(), " ", rv, " = ", idx_cast(lid), ";"));
-        w_.open(absl::StrCat("for (; ", rv, " + ", w_.ilit(int64_t(kUnroll - 1) * block), " < ", w_.ilit(R), "; ", rv,
-                             " += ", w_.ilit(int64_t(kUnroll) * block), ")"));
-        for (int u = 0; u < kUnroll; ++u) {
-          w_.open("");
-          std::string ru = w_.fresh("rr");
-          w_.line(absl::StrCat(w_.idx_t(), " ", ru, " = ", rv, " + ", w_.ilit(int64_t(u) * block), ";"));
-          w_.unravel(ru, reduce_axes_);
-          body(ru);
-          w_.close();
-        }
-        w_.close();
-        w_.open(absl::StrCat("for (; ", rv, " < ", w_.ilit(R), "; ", rv, " += ", w_.ilit(block), ")"));
-      } else {
-        w_.open(absl::StrCat("for (", w_.idx_t(), " ", rv, " = ", idx_cast(lid), "; ", rv, " < ", w_.ilit(R), "; ", rv,
-                             " += ", w_.ilit(block), ")"));
-      }
+      w_.open(absl::StrCat("for (", w_.idx_t(), " ", rv, " = ", idx_cast(lid), "; ", rv, " < ", w_.ilit(R), "; ", rv,
+                           " += ", w_.ilit(block), ")"));
       w_.unravel(rv, reduce_axes_);
       body(rv);
       w_.close();
