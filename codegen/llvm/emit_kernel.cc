@@ -185,6 +185,64 @@ class Emitter {
     Value* valid;  // nullptr = always valid
   };
 
+  // A view's flat index as c0 + sum of coef * v, each v an index in [0, ext) wherever every mask
+  // before it held (elsewhere the value is never used).
+  struct Term {
+    int64_t coef;
+    Value* v;
+    int64_t ext;
+  };
+  Value* sum_of(const std::vector<Term>& terms, int64_t c0) {
+    Value* r = b_.getInt64(c0);
+    for (const Term& t : terms) r = b_.CreateAdd(r, t.coef == 1 ? t.v : b_.CreateMul(t.v, b_.getInt64(t.coef)));
+    return r;
+  }
+
+  // Unflattens c0 + sum(terms), which lies in [0, prod(s[lo..hi))) wherever it is used, into
+  // (*out)[lo..hi) over shape s. Where the terms split at a dim boundary (with P the product of
+  // the dims after it, terms whose coefficients are multiples of P, and the others, all >= 0,
+  // summing with c0 mod P to less than P), each side is unflattened on its own without dividing:
+  // the merged k and n indices of a convolution's windows come apart into their parts this way,
+  // and a part that depends only on an outer loop's index stays out of the inner loop.
+  void unflatten(const std::vector<Term>& terms, int64_t c0, const Shape& s, size_t lo, size_t hi,
+                 std::vector<Value*>* out) {
+    if (hi - lo == 1) {
+      (*out)[lo] = sum_of(terms, c0);
+      return;
+    }
+    int64_t P = 1;
+    for (size_t b = hi - 1; b > lo; --b) {
+      P *= s[b];
+      const int64_t qc = c0 >= 0 ? c0 / P : -((-c0 + P - 1) / P), rc = c0 - qc * P;
+      std::vector<Term> high, low;
+      int64_t low_max = rc;
+      bool ok = true;
+      for (const Term& t : terms) {
+        if (t.coef % P == 0) {
+          high.push_back({t.coef / P, t.v, t.ext});
+        } else if (t.coef > 0) {
+          low.push_back(t);
+          low_max += t.coef * (t.ext - 1);
+        } else {
+          ok = false;
+        }
+      }
+      if (!ok || low_max >= P) continue;
+      unflatten(high, qc, s, lo, b, out);
+      unflatten(low, rc, s, b, hi, out);
+      return;
+    }
+    // No split: divide. A masked-out index may be negative; its value is never used, so signed
+    // division is fine.
+    Value* flat = sum_of(terms, c0);
+    int64_t stride = 1;
+    for (size_t d = hi; d-- > lo;) {
+      Value* q = stride == 1 ? flat : b_.CreateSDiv(flat, b_.getInt64(stride));
+      (*out)[d] = d == lo ? q : b_.CreateSRem(q, b_.getInt64(s[d]));
+      stride *= s[d];
+    }
+  }
+
   // An indexed access (see ir::KNode) passes its index value and ints {split, axis, extent}.
   Addr address(const ir::IndexMap& m, KNodeId index = -1, const std::vector<int64_t>* at = nullptr) {
     std::vector<Value*> idx;
@@ -193,29 +251,37 @@ class Emitter {
     Value* flat = nullptr;
     for (size_t j = m.views.size(); j-- > 0;) {
       const ir::View& v = m.views[j];
-      flat = b_.getInt64(v.offset);
+      std::vector<Term> terms;
       for (size_t d = 0; d < v.shape.size(); ++d) {
         if (v.has_mask() && (v.mask[d].first > 0 || v.mask[d].second < v.shape[d])) {
           Value* ok = b_.CreateAnd(b_.CreateICmpSGE(idx[d], b_.getInt64(v.mask[d].first)),
                                    b_.CreateICmpSLT(idx[d], b_.getInt64(v.mask[d].second)));
           valid = valid ? b_.CreateAnd(valid, ok) : ok;
         }
-        if (v.strides[d] != 0 && v.shape[d] != 1)
-          flat = b_.CreateAdd(flat, b_.CreateMul(idx[d], b_.getInt64(v.strides[d])));
+        if (v.strides[d] != 0 && v.shape[d] != 1) terms.push_back({v.strides[d], idx[d], v.shape[d]});
       }
-      if (j > 0) {
-        // Unflatten into the previous view's shape. A masked-out index may be negative; its
-        // value is never used, so signed division is fine.
-        // An indexed load unflattens over its result's shape and takes one coordinate from its index.
-        const bool split = index >= 0 && int64_t(j) == (*at)[0];
-        const Shape s = split ? ir::indexed_space(m, *at) : m.views[j - 1].shape;
-        std::vector<int64_t> cs = ir::contiguous_strides(s);
-        idx.assign(s.size(), nullptr);
-        for (size_t d = 0; d < s.size(); ++d) {
-          Value* q = cs[d] == 1 ? flat : b_.CreateSDiv(flat, b_.getInt64(cs[d]));
+      if (j == 0) {
+        flat = sum_of(terms, v.offset);
+        break;
+      }
+      // Unflatten into the previous view's shape. An indexed load unflattens over its result's
+      // shape and takes one coordinate from its index.
+      const bool split = index >= 0 && int64_t(j) == (*at)[0];
+      const Shape s = split ? ir::indexed_space(m, *at) : m.views[j - 1].shape;
+      idx.assign(s.size(), nullptr);
+      if (s.empty()) continue;
+      if (split) {
+        // The index replaces one coordinate: the others are divided out as they always were.
+        Value* f = sum_of(terms, v.offset);
+        int64_t stride = 1;
+        for (size_t d = s.size(); d-- > 0;) {
+          Value* q = stride == 1 ? f : b_.CreateSDiv(f, b_.getInt64(stride));
           idx[d] = d == 0 ? q : b_.CreateSRem(q, b_.getInt64(s[d]));
+          stride *= s[d];
         }
-        if (split) idx[size_t((*at)[1])] = eval(index);
+        idx[size_t((*at)[1])] = eval(index);
+      } else {
+        unflatten(terms, v.offset, s, 0, s.size(), &idx);
       }
     }
     return {flat, valid};
