@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kiln/dtype.h"
+
 namespace kiln::ir {
 
 inline uint32_t float_bits(float f) {
@@ -63,5 +65,14 @@ inline float bf16_to_float(uint16_t b) { return bits_float(uint32_t(b) << 16); }
 // Round a double through the storage precision of a half type.
 inline double round_half(double v) { return half_to_float(float_to_half(float(v))); }
 inline double round_bf16(double v) { return bf16_to_float(float_to_bf16(float(v))); }
+
+// The value a constant of dtype t holds: a Scalar keeps its f64 value (ir/dtype.cc), and a half
+// constant means that value rounded to its type, as the interpreter reads it (so `x > 0.1` over
+// bf16 compares with bf16's 0.10009765625, as PyTorch does).
+inline Scalar const_value(DType t, const Scalar& s) {
+  if (t == DType::kFloat16) return Scalar::from_double(round_half(s.as_double()));
+  if (t == DType::kBFloat16) return Scalar::from_double(round_bf16(s.as_double()));
+  return s;
+}
 
 }  // namespace kiln::ir

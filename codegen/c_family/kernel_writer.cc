@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ir/graph.h"
+#include "ir/half.h"
 #include "ir/random.h"
 
 namespace kiln::codegen::gpu {
@@ -148,7 +149,7 @@ std::string KernelWriter::eval_uncached(KNodeId id) {
     return var;
   };
   switch (n.op) {
-    case Op::kConst: return d_.literal(n.dtype, n.scalar);
+    case Op::kConst: return d_.literal(n.dtype, ir::const_value(n.dtype, n.scalar));
     case Op::kLoad: {
       Addr a = ir::is_indexed_load(n) ? address(n.map, n.inputs[0], &n.ints) : address(n.map);
       if (a.valid.empty()) return def(d_.load(n.buffer, n.dtype, a.offset));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/llvm/math.h"
 #include "ir/graph.h"
+#include "ir/half.h"
 #include "ir/random.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
@@ -477,7 +478,7 @@ class Emitter {
         Addr a = address(n.map);
         return a.valid ? a.valid : b_.getTrue();
       }
-      case Op::kConst: return constant(n.dtype, n.scalar);
+      case Op::kConst: return constant(n.dtype, ir::const_value(n.dtype, n.scalar));
       case Op::kIota: {
         Value* lin = address(n.map).offset;
         return is_float(n.dtype) ? b_.CreateSIToFP(lin, compute_type(n.dtype)) : cast(lin, DType::kInt64, n.dtype);

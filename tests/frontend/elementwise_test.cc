@@ -223,5 +223,17 @@ TEST(Elementwise, CompareAConstantWithWidenedIntegers) {
   EXPECT_EQ((c < u).cast(int32).to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 0, 1, 1}));
 }
 
+// A constant of a half type holds its type's value: `x > 0.1` over bf16 compares with bf16's
+// 0.10009765625 (the interpreter's and PyTorch's meaning), so an element equal to it is not
+// greater. kiln_fuzz found devices comparing with the unrounded 0.1.
+TEST(Elementwise, HalfConstantsHoldTheirTypesValue) {
+  Tensor x = from_vector<float>({0.10009765625f, 0.1f, 0.0999f, 0.2f}, {4});
+  for (DType t : {bfloat16, float16}) {
+    Tensor h = x.cast(t);
+    EXPECT_MATCHES_REFERENCE({(h > 0.1).cast(int32), (h == 0.1).cast(int32), h * 0.1, h + 1e-4});
+  }
+  EXPECT_EQ((x.cast(bfloat16) > 0.1).cast(int32).to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 0, 1}));
+}
+
 }  // namespace
 }  // namespace kiln
