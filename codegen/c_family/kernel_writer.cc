@@ -69,13 +69,65 @@ std::string KernelWriter::lookup(KNodeId id) const {
   return "";
 }
 
+std::string KernelWriter::sum_of(const std::vector<Term>& terms, int64_t c0) {
+  std::string e = c0 ? ilit(c0) : "";
+  for (const Term& t : terms) {
+    std::string term = t.coef == 1 ? t.v : absl::StrCat(t.v, " * ", ilit(t.coef));
+    e = e.empty() ? term : absl::StrCat(e, " + ", term);
+  }
+  return e.empty() ? ilit(0) : e;
+}
+
+void KernelWriter::unflatten(const std::vector<Term>& terms, int64_t c0, const Shape& s, size_t lo, size_t hi,
+                             std::vector<std::string>* out) {
+  if (hi - lo == 1) {
+    std::string var = fresh("u");
+    line(absl::StrCat(idx_t(), " ", var, " = ", sum_of(terms, c0), ";"));
+    (*out)[lo] = var;
+    return;
+  }
+  int64_t P = 1;
+  for (size_t b = hi - 1; b > lo; --b) {
+    P *= s[b];
+    const int64_t qc = c0 >= 0 ? c0 / P : -((-c0 + P - 1) / P), rc = c0 - qc * P;
+    std::vector<Term> high, low;
+    int64_t low_max = rc;
+    bool ok = true;
+    for (const Term& t : terms) {
+      if (t.coef % P == 0) {
+        high.push_back({t.coef / P, t.v, t.ext});
+      } else if (t.coef > 0) {
+        low.push_back(t);
+        low_max += t.coef * (t.ext - 1);
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok || low_max >= P) continue;
+    unflatten(high, qc, s, lo, b, out);
+    unflatten(low, rc, s, b, hi, out);
+    return;
+  }
+  std::string flat = fresh("f");
+  line(absl::StrCat(idx_t(), " ", flat, " = ", sum_of(terms, c0), ";"));
+  int64_t stride = 1;
+  for (size_t d = hi; d-- > lo;) {
+    std::string q = stride == 1 ? flat : absl::StrCat("(", flat, " / ", ilit(stride), ")");
+    std::string x = d == lo ? q : absl::StrCat("(", q, " % ", ilit(s[d]), ")");
+    std::string var = fresh("u");
+    line(absl::StrCat(idx_t(), " ", var, " = ", x, ";"));
+    (*out)[d] = var;
+    stride *= s[d];
+  }
+}
+
 KernelWriter::Addr KernelWriter::address(const ir::IndexMap& m, ir::KNodeId index, const std::vector<int64_t>* at) {
   std::vector<std::string> idx;
   for (size_t d = 0; d < k_.shape.size(); ++d) idx.push_back(axis_[d].empty() ? ilit(0) : axis_[d]);
   std::string valid, flat;
   for (size_t j = m.views.size(); j-- > 0;) {
     const ir::View& v = m.views[j];
-    std::string e = v.offset ? ilit(v.offset) : "";
+    std::vector<Term> terms;
     for (size_t d = 0; d < v.shape.size(); ++d) {
       if (v.has_mask() && (v.mask[d].first > 0 || v.mask[d].second < v.shape[d])) {
         std::string c;
@@ -85,17 +137,21 @@ KernelWriter::Addr KernelWriter::address(const ir::IndexMap& m, ir::KNodeId inde
         if (v.mask[d].first >= v.mask[d].second) c = "false";
         valid = valid.empty() ? absl::StrCat("(", c, ")") : absl::StrCat(valid, " && (", c, ")");
       }
-      if (v.strides[d] == 0 || v.shape[d] == 1) continue;
-      std::string term = v.strides[d] == 1 ? idx[d] : absl::StrCat(idx[d], " * ", ilit(v.strides[d]));
-      e = e.empty() ? term : absl::StrCat(e, " + ", term);
+      if (v.strides[d] != 0 && v.shape[d] != 1) terms.push_back({v.strides[d], idx[d], v.shape[d]});
     }
-    if (e.empty()) e = ilit(0);
+    const bool split = j > 0 && index >= 0 && int64_t(j) == (*at)[0];
+    if (j > 0 && !split) {
+      // Unflatten into the previous view's shape, without dividing where the terms split.
+      const Shape& s = m.views[j - 1].shape;
+      idx.assign(s.size(), "");
+      if (!s.empty()) unflatten(terms, v.offset, s, 0, s.size(), &idx);
+      continue;
+    }
     flat = fresh("f");
-    line(absl::StrCat(idx_t(), " ", flat, " = ", e, ";"));
-    if (j > 0) {
+    line(absl::StrCat(idx_t(), " ", flat, " = ", sum_of(terms, v.offset), ";"));
+    if (split) {
       // An indexed load unflattens over its result's shape and takes one coordinate from its index.
-      const bool split = index >= 0 && int64_t(j) == (*at)[0];
-      const Shape s = split ? ir::indexed_space(m, *at) : m.views[j - 1].shape;
+      const Shape s = ir::indexed_space(m, *at);
       std::vector<int64_t> cs = ir::contiguous_strides(s);
       idx.assign(s.size(), "");
       for (size_t d = 0; d < s.size(); ++d) {
@@ -105,12 +161,10 @@ KernelWriter::Addr KernelWriter::address(const ir::IndexMap& m, ir::KNodeId inde
         line(absl::StrCat(idx_t(), " ", var, " = ", x, ";"));
         idx[d] = var;
       }
-      if (split) {
-        std::string var = fresh("g");
-        DType it = wide_ ? DType::kInt64 : DType::kInt32;
-        line(absl::StrCat(idx_t(), " ", var, " = ", d_.cast(DType::kInt64, it, eval(index)), ";"));
-        idx[size_t((*at)[1])] = var;
-      }
+      std::string var = fresh("g");
+      DType it = wide_ ? DType::kInt64 : DType::kInt32;
+      line(absl::StrCat(idx_t(), " ", var, " = ", d_.cast(DType::kInt64, it, eval(index)), ";"));
+      idx[size_t((*at)[1])] = var;
     }
   }
   return {flat, valid};

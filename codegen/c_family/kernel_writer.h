@@ -78,6 +78,17 @@ class KernelWriter {
   };
   // An indexed access (see ir::KNode) passes its index value and ints {split, axis, extent}.
   Addr address(const ir::IndexMap& m, ir::KNodeId index = -1, const std::vector<int64_t>* at = nullptr);
+  // A view's flat index as c0 + sum of coef * v, each v in [0, ext) wherever every mask before
+  // it held (elsewhere its value is never used). unflatten splits it at dim boundaries where the
+  // terms allow it instead of dividing (the CPU emitter's Emitter::unflatten states the rule).
+  struct Term {
+    int64_t coef;
+    std::string v;
+    int64_t ext;
+  };
+  std::string sum_of(const std::vector<Term>& terms, int64_t c0);
+  void unflatten(const std::vector<Term>& terms, int64_t c0, const Shape& s, size_t lo, size_t hi,
+                 std::vector<std::string>* out);
   std::string lookup(ir::KNodeId id) const;
   std::string eval_uncached(ir::KNodeId id);
   std::string rng_bits(const ir::KNode& n, const std::string& counter);
