@@ -65,4 +65,47 @@ View window_view(const Shape& in, const std::vector<int64_t>& stride_dilation, c
 // offset, or -1 when the index is masked out.
 int64_t evaluate(const IndexMap& m, const std::vector<int64_t>& idx);
 
+// Unflattening without dividing. A flat index c0 + sum of t.coef * t.v over `terms` (any type
+// with int64 `coef` and `ext`, each v in [0, ext)), that lies in [0, prod(s[lo..hi))) unflattens
+// over s[lo..hi) as two independent parts when it splits at a dim boundary b: with P =
+// prod(s[b..hi)), the terms whose coefficients are multiples of P (divided by P) plus c0's
+// quotient give dims [lo, b), and the others, all non-negative and summing with c0's remainder to
+// less than P, give dims [b, hi). This is how the merged k and n indices of a convolution's
+// windows come apart in the code generators, and a part that depends only on an outer loop's
+// index stays out of the inner loop. Takes the first such boundary from the inside; false when
+// there is none (the caller divides).
+template <typename Term>
+struct FlatSplit {
+  size_t boundary = 0;
+  std::vector<Term> high, low;
+  int64_t high_c0 = 0, low_c0 = 0;
+};
+template <typename Term>
+bool split_flat(const std::vector<Term>& terms, int64_t c0, const Shape& s, size_t lo, size_t hi, FlatSplit<Term>* out) {
+  int64_t P = 1;
+  for (size_t b = hi - 1; b > lo; --b) {
+    P *= s[b];
+    const int64_t qc = c0 >= 0 ? c0 / P : -((-c0 + P - 1) / P), rc = c0 - qc * P;
+    FlatSplit<Term> r{b, {}, {}, qc, rc};
+    int64_t low_max = rc;
+    bool ok = true;
+    for (const Term& t : terms) {
+      if (t.coef % P == 0) {
+        Term h = t;
+        h.coef /= P;
+        r.high.push_back(h);
+      } else if (t.coef > 0) {
+        r.low.push_back(t);
+        low_max += t.coef * (t.ext - 1);
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok || low_max >= P) continue;
+    *out = std::move(r);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace kiln::ir

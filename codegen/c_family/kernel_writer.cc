@@ -86,26 +86,10 @@ void KernelWriter::unflatten(const std::vector<Term>& terms, int64_t c0, const S
     (*out)[lo] = var;
     return;
   }
-  int64_t P = 1;
-  for (size_t b = hi - 1; b > lo; --b) {
-    P *= s[b];
-    const int64_t qc = c0 >= 0 ? c0 / P : -((-c0 + P - 1) / P), rc = c0 - qc * P;
-    std::vector<Term> high, low;
-    int64_t low_max = rc;
-    bool ok = true;
-    for (const Term& t : terms) {
-      if (t.coef % P == 0) {
-        high.push_back({t.coef / P, t.v, t.ext});
-      } else if (t.coef > 0) {
-        low.push_back(t);
-        low_max += t.coef * (t.ext - 1);
-      } else {
-        ok = false;
-      }
-    }
-    if (!ok || low_max >= P) continue;
-    unflatten(high, qc, s, lo, b, out);
-    unflatten(low, rc, s, b, hi, out);
+  ir::FlatSplit<Term> sp;
+  if (ir::split_flat(terms, c0, s, lo, hi, &sp)) {
+    unflatten(sp.high, sp.high_c0, s, lo, sp.boundary, out);
+    unflatten(sp.low, sp.low_c0, s, sp.boundary, hi, out);
     return;
   }
   std::string flat = fresh("f");

@@ -79,8 +79,8 @@ class KernelWriter {
   // An indexed access (see ir::KNode) passes its index value and ints {split, axis, extent}.
   Addr address(const ir::IndexMap& m, ir::KNodeId index = -1, const std::vector<int64_t>* at = nullptr);
   // A view's flat index as c0 + sum of coef * v, each v in [0, ext) wherever every mask before
-  // it held (elsewhere its value is never used). unflatten splits it at dim boundaries where the
-  // terms allow it instead of dividing (the CPU emitter's Emitter::unflatten states the rule).
+  // it held (elsewhere its value is never used). unflatten splits it where ir::split_flat allows
+  // (no division), else divides.
   struct Term {
     int64_t coef;
     std::string v;

@@ -200,37 +200,17 @@ class Emitter {
   }
 
   // Unflattens c0 + sum(terms), which lies in [0, prod(s[lo..hi))) wherever it is used, into
-  // (*out)[lo..hi) over shape s. Where the terms split at a dim boundary (with P the product of
-  // the dims after it, terms whose coefficients are multiples of P, and the others, all >= 0,
-  // summing with c0 mod P to less than P), each side is unflattened on its own without dividing:
-  // the merged k and n indices of a convolution's windows come apart into their parts this way,
-  // and a part that depends only on an outer loop's index stays out of the inner loop.
+  // (*out)[lo..hi) over shape s: split without dividing where ir::split_flat allows, else divided.
   void unflatten(const std::vector<Term>& terms, int64_t c0, const Shape& s, size_t lo, size_t hi,
                  std::vector<Value*>* out) {
     if (hi - lo == 1) {
       (*out)[lo] = sum_of(terms, c0);
       return;
     }
-    int64_t P = 1;
-    for (size_t b = hi - 1; b > lo; --b) {
-      P *= s[b];
-      const int64_t qc = c0 >= 0 ? c0 / P : -((-c0 + P - 1) / P), rc = c0 - qc * P;
-      std::vector<Term> high, low;
-      int64_t low_max = rc;
-      bool ok = true;
-      for (const Term& t : terms) {
-        if (t.coef % P == 0) {
-          high.push_back({t.coef / P, t.v, t.ext});
-        } else if (t.coef > 0) {
-          low.push_back(t);
-          low_max += t.coef * (t.ext - 1);
-        } else {
-          ok = false;
-        }
-      }
-      if (!ok || low_max >= P) continue;
-      unflatten(high, qc, s, lo, b, out);
-      unflatten(low, rc, s, b, hi, out);
+    ir::FlatSplit<Term> sp;
+    if (ir::split_flat(terms, c0, s, lo, hi, &sp)) {
+      unflatten(sp.high, sp.high_c0, s, lo, sp.boundary, out);
+      unflatten(sp.low, sp.low_c0, s, sp.boundary, hi, out);
       return;
     }
     // No split: divide. A masked-out index may be negative; its value is never used, so signed

@@ -182,5 +182,72 @@ TEST(IndexMap, PermuteThenSliceMergesIntoOneView) {
   EXPECT_EQ(m.views[0].offset, 11);  // (i,j) -> (1+2j)*6 + 5-2i
 }
 
+struct T {
+  int64_t coef, ext;
+  int var;  // which loop index
+};
+
+// Unflattens c0 + sum(terms) at index values x the way the code generators do: split where
+// split_flat allows, else divide.
+void unflatten_at(const std::vector<T>& terms, int64_t c0, const Shape& s, size_t lo, size_t hi,
+                  const std::vector<int64_t>& x, std::vector<int64_t>* out, int* splits) {
+  int64_t flat = c0;
+  for (const T& t : terms) flat += t.coef * x[size_t(t.var)];
+  if (hi - lo == 1) {
+    (*out)[lo] = flat;
+    return;
+  }
+  FlatSplit<T> sp;
+  if (split_flat(terms, c0, s, lo, hi, &sp)) {
+    ++*splits;
+    unflatten_at(sp.high, sp.high_c0, s, lo, sp.boundary, x, out, splits);
+    unflatten_at(sp.low, sp.low_c0, s, sp.boundary, hi, x, out, splits);
+    return;
+  }
+  for (size_t d = hi; d-- > lo;) {
+    (*out)[d] = d == lo ? flat : flat % s[d];
+    flat /= s[d];
+  }
+}
+
+// A convolution's window index: k (576 = 64 x 3 x 3) and n (3136 = 56 x 56) merged as
+// 3136 k + n and unflattened over [64, 3, 3, 56, 56], then the window's offsets into the padded
+// [64, 58, 58] input, then an offset that does not split (the row may carry). Every index value
+// gives the coordinates plain division gives, and the splits happen where they should.
+TEST(FlatSplit, MatchesDivisionAndSplitsAConvolutionsWindowIndex) {
+  const Shape s1 = {64, 3, 3, 56, 56}, s2 = {64, 58, 58};
+  std::vector<int64_t> got(5), want(5), got2(3), want2(3);
+  int splits1 = 0, splits2 = 0;
+  for (int64_t k = 0; k < 576; k += 7)
+    for (int64_t n = 0; n < 3136; n += 13) {
+      std::vector<int64_t> x = {k, n};
+      int sp = 0;
+      unflatten_at({{3136, 576, 0}, {1, 3136, 1}}, 0, s1, 0, 5, x, &got, &splits1);
+      int64_t flat = 3136 * k + n;
+      for (size_t d = 5; d-- > 0;) {
+        want[d] = d == 0 ? flat : flat % s1[d];
+        flat /= s1[d];
+      }
+      ASSERT_EQ(got, want) << k << " " << n;
+      // The window: 3364 c + 58 kh + kw + 58 oh + ow over the padded input.
+      std::vector<int64_t> y = got;
+      unflatten_at({{3364, 64, 0}, {58, 3, 1}, {1, 3, 2}, {58, 56, 3}, {1, 56, 4}}, 0, s2, 0, 3, y, &got2, &sp);
+      splits2 += sp;
+      flat = 3364 * y[0] + 58 * y[1] + y[2] + 58 * y[3] + y[4];
+      for (size_t d = 3; d-- > 0;) {
+        want2[d] = d == 0 ? flat : flat % s2[d];
+        flat /= s2[d];
+      }
+      ASSERT_EQ(got2, want2);
+    }
+  EXPECT_GT(splits1, 0);
+  EXPECT_GT(splits2, 0);
+  // 57 + ow + kw can reach 58: a constant that makes the low part overflow forbids that split.
+  FlatSplit<T> none;
+  EXPECT_FALSE(split_flat(std::vector<T>{{1, 3, 0}, {1, 56, 1}}, 1, Shape{58, 58}, 0, 2, &none));
+  // A negative low coefficient forbids it too.
+  EXPECT_FALSE(split_flat(std::vector<T>{{58, 3, 0}, {-1, 3, 1}}, 2, Shape{58, 58}, 0, 2, &none));
+}
+
 }  // namespace
 }  // namespace kiln::ir
