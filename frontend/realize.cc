@@ -9,6 +9,7 @@
 #include "frontend/fast_tls.h"
 #include "frontend/lazy.h"
 #include "ir/graph.h"
+#include "ir/params.h"
 #include "replay/compile_or_replay.h"
 #include "replay/executable_cache.h"
 #include "support/options.h"
@@ -52,6 +53,9 @@ uint64_t scalar_bits(const Scalar& s) {
   std::memcpy(&bits, &s.f, sizeof bits);
   return s.is_int ? uint64_t(s.i) ^ 0x5bd1e995ULL : bits;
 }
+
+// Whether a lazy node's value may become a param (ir::lift_params decides; this is a superset).
+bool may_be_param(const LazyNode& n) { return n.op == ir::Op::kConst && is_float(n.dtype); }
 
 // Walks the unrealized history of `roots` (caller holds realize_mutex()). Each walk marks the
 // nodes it visits with its own number; a node's collected_id is then its visit index.
@@ -98,8 +102,11 @@ void walk(const std::vector<NodePtr>& roots, Walk* w) {
       } else {
         h = mix(h, uint64_t(n->op) | uint64_t(n->inputs.size()) << 16 | uint64_t(n->ints.size()) << 32);
         for (const NodePtr& in : n->inputs) h = mix(h, uint64_t(in->collected_id));
-        for (int64_t v : n->ints) h = mix(h, uint64_t(v));
-        h = mix(h, scalar_bits(n->scalar));
+        // Values that may be params (ir/params.h) stay out of the hash: walks that differ only
+        // in them find one shortcut, whose match passes the new values.
+        if (n->op != ir::Op::kRand && n->op != ir::Op::kRandn)
+          for (int64_t v : n->ints) h = mix(h, uint64_t(v));
+        if (!may_be_param(*n)) h = mix(h, scalar_bits(n->scalar));
       }
       h = spread(h);
       n->collected_id = int32_t(w->visits.size());
@@ -118,7 +125,9 @@ void walk(const std::vector<NodePtr>& roots, Walk* w) {
 }
 
 // The graph a walk describes; ids[k] is the graph node of visit k (identical nodes are one).
-ir::Graph build(const Walk& w, std::vector<ir::NodeId>* ids) {
+// With `lift`, the values ir::lift_params chooses become params (a realize); without, every
+// value stays in the graph (capture and export: the graph a user sees and ships).
+ir::Graph build(const Walk& w, std::vector<ir::NodeId>* ids, bool lift) {
   ir::Graph g;
   ids->resize(w.visits.size());
   for (size_t k = 0; k < w.visits.size(); ++k) {
@@ -139,12 +148,16 @@ ir::Graph build(const Walk& w, std::vector<ir::NodeId>* ids) {
     (*ids)[k] = g.add(std::move(node));
   }
   for (int32_t r : w.roots) g.add_output((*ids)[size_t(r)]);
-  return g;
+  if (!lift) return g;
+  std::vector<ir::NodeId> lifted;
+  ir::Graph l = ir::lift_params(g, &lifted);
+  for (ir::NodeId& id : *ids) id = lifted[size_t(id)];
+  return l;
 }
 
-ir::Graph build(const Walk& w) {
+ir::Graph build_unlifted(const Walk& w) {
   std::vector<ir::NodeId> ids;
-  return build(w, &ids);
+  return build(w, &ids, /*lift=*/false);
 }
 
 // A repeated realize (a loop recording the same ops each iteration) walks the same structure
@@ -155,7 +168,9 @@ ir::Graph build(const Walk& w) {
 struct Shortcut {
   std::weak_ptr<const replay::CompiledGraph> exe;
   std::vector<ir::NodeId> ids;
+  size_t num_params = 0;
   uint64_t generation = 0;  // for replay::cache_reuse
+  mutable std::vector<bool> param_set;  // matches()'s scratch
 };
 
 std::unordered_map<uint64_t, Shortcut>& shortcuts() {  // under realize_mutex()
@@ -163,14 +178,36 @@ std::unordered_map<uint64_t, Shortcut>& shortcuts() {  // under realize_mutex()
   return *m;
 }
 
-bool matches(const Walk& w, const Shortcut& s, const ir::Graph& g) {
+// A match also collects the walk's param values by slot into `params` (sized to the graph's
+// params): a visit that is a param of `g` gives its value; two visits of one slot must agree.
+bool matches(const Walk& w, const Shortcut& s, const ir::Graph& g, std::vector<Scalar>* params) {
   if (s.ids.size() != w.visits.size() || g.outputs().size() != w.roots.size()) return false;
+  params->assign(s.num_params, Scalar());
+  std::vector<bool>& set = s.param_set;
+  set.assign(s.num_params, false);
+  auto give = [&](int64_t slot, const Scalar& v) {
+    if (slot < 0 || size_t(slot) >= set.size()) return false;
+    if (set[size_t(slot)]) return (*params)[size_t(slot)] == v;
+    set[size_t(slot)] = true;
+    (*params)[size_t(slot)] = v;
+    return true;
+  };
   for (size_t k = 0; k < w.visits.size(); ++k) {
     const LazyNode* n = w.visits[k];
     const ir::Node& gn = g.node(s.ids[k]);
     if (gn.dtype != n->dtype || gn.shape != n->shape) return false;
     if (n->buffer) {
       if (gn.op != ir::Op::kInput || gn.ints.size() != 1 || gn.ints[0] != w.input_pos[k]) return false;
+      continue;
+    }
+    if (gn.op == ir::Op::kParam) {
+      if (n->op != ir::Op::kConst || !give(gn.ints[0], n->scalar)) return false;
+      continue;
+    }
+    if ((gn.op == ir::Op::kRand || gn.op == ir::Op::kRandn) && gn.inputs.size() == 1) {  // a seed param
+      if (gn.op != n->op || !n->inputs.empty() || n->ints.size() != 1 ||
+          !give(g.node(gn.inputs[0]).ints[0], Scalar::from_int(n->ints[0])))
+        return false;
       continue;
     }
     if (gn.op != n->op || gn.ints != n->ints || !(gn.scalar == n->scalar) || gn.inputs.size() != n->inputs.size())
@@ -180,23 +217,27 @@ bool matches(const Walk& w, const Shortcut& s, const ir::Graph& g) {
   }
   for (size_t i = 0; i < w.roots.size(); ++i)
     if (g.outputs()[i] != s.ids[size_t(w.roots[i])]) return false;
+  for (bool b : set)
+    if (!b) return false;  // a param no visit gave (not a graph this walk builds)
   return true;
 }
 
 // The executable a shortcut finds for this walk, or nullptr (caller holds realize_mutex()).
-std::shared_ptr<const replay::CompiledGraph> find_shortcut(const Walk& w, runtime::Device* device, bool fusion) {
+std::shared_ptr<const replay::CompiledGraph> find_shortcut(const Walk& w, runtime::Device* device, bool fusion,
+                                                         std::vector<Scalar>* params) {
   auto it = shortcuts().find(w.hash);
   if (it == shortcuts().end()) return nullptr;
   std::shared_ptr<const replay::CompiledGraph> e = it->second.exe.lock();
-  if (!e || e->device != device || e->fusion != fusion || !matches(w, it->second, e->graph)) return nullptr;
+  if (!e || e->device != device || e->fusion != fusion || !matches(w, it->second, e->graph, params)) return nullptr;
   if (!replay::cache_reuse(*e, &it->second.generation)) return nullptr;
   return e;
 }
 
-void remember_shortcut(uint64_t hash, std::vector<ir::NodeId> ids, const std::shared_ptr<const replay::CompiledGraph>& e) {
+void remember_shortcut(uint64_t hash, std::vector<ir::NodeId> ids, size_t num_params,
+                       const std::shared_ptr<const replay::CompiledGraph>& e) {
   auto& m = shortcuts();
   if (m.size() >= 1024 && !m.count(hash)) m.clear();  // bounded: shortcuts are only a speed-up
-  m[hash] = Shortcut{e, std::move(ids), 0};
+  m[hash] = Shortcut{e, std::move(ids), num_params, 0, {}};
 }
 
 // The walk's scratch, reused by the realizes of this thread (a realize does not nest).
@@ -216,6 +257,7 @@ void realize_nodes(const std::vector<NodePtr>& nodes) {
   std::shared_ptr<const replay::CompiledGraph> exe;
   ir::Graph graph;  // built only when no shortcut applies
   std::vector<ir::NodeId> ids;
+  std::vector<Scalar> params;  // the values of the graph's params (ir/params.h)
   {
     std::lock_guard<std::mutex> lock(realize_mutex());
     for (const NodePtr& n : nodes) {
@@ -233,9 +275,12 @@ void realize_nodes(const std::vector<NodePtr>& nodes) {
     }
     {
       support::TraceSpan lookup("executable cache lookup (shortcut)");
-      exe = find_shortcut(w, device, support::fusion_enabled());
+      exe = find_shortcut(w, device, support::fusion_enabled(), &params);
     }
-    if (!exe) graph = build(w, &ids);
+    if (!exe) {
+      graph = build(w, &ids, /*lift=*/true);
+      params = ir::param_values(graph);
+    }
   }
   // The visits may dangle from here on (another thread can realize those nodes).
   if (!exe) {
@@ -246,9 +291,9 @@ void realize_nodes(const std::vector<NodePtr>& nodes) {
     }
     exe = *std::move(compiled);
     std::lock_guard<std::mutex> lock(realize_mutex());
-    remember_shortcut(w.hash, std::move(ids), exe);
+    remember_shortcut(w.hash, std::move(ids), params.size(), exe);
   }
-  auto outs = replay::run_compiled(*exe, w.inputs);
+  auto outs = replay::run_compiled(*exe, w.inputs, params);
   w.inputs.clear();  // the scratch must not keep buffers alive
   if (!outs.ok()) throw Error(outs.status());
   std::lock_guard<std::mutex> lock(realize_mutex());
@@ -269,7 +314,7 @@ ir::Graph capture(const std::vector<Tensor>& tensors, std::vector<std::shared_pt
   Walk w;
   walk(nodes, &w);
   if (inputs) *inputs = w.inputs;
-  return build(w);
+  return build_unlifted(w);
 }
 
 // Another thread may be realizing the node right now: its buffer is written under the lock.
@@ -282,7 +327,7 @@ std::string graph_text_of(const std::vector<NodePtr>& nodes) {
   std::lock_guard<std::mutex> lock(realize_mutex());
   Walk w;
   walk(nodes, &w);
-  return ir::print(build(w));
+  return ir::print(build_unlifted(w));
 }
 
 }  // namespace kiln::detail

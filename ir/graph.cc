@@ -7,12 +7,15 @@
 
 namespace kiln::ir {
 
+// A param's value is passed at run time (ir/params.h): nodes that differ only in it are one
+// structure, so graphs that differ only in param values share one executable.
 bool Node::operator==(const Node& o) const {
   return op == o.op && dtype == o.dtype && shape == o.shape && inputs == o.inputs &&
-         ints == o.ints && scalar == o.scalar;
+         ints == o.ints && (op == Op::kParam || scalar == o.scalar);
 }
 
 size_t Node::hash() const {
+  if (op == Op::kParam) return absl::HashOf(int(op), int(dtype), shape, ints);
   uint64_t bits;
   std::memcpy(&bits, &scalar.f, sizeof bits);
   return absl::HashOf(int(op), int(dtype), shape, inputs, ints, scalar.is_int, scalar.i, bits);

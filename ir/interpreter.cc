@@ -105,15 +105,20 @@ class Interp {
           r = in;
           break;
         }
+        // A random op's seed: its attribute, or the value of its param operand (ir/params.h).
+        const uint64_t seed = n.ints.empty() ? 0
+                              : n.inputs.empty() ? uint64_t(n.ints[0])
+                                                 : uint64_t(g_.node(n.inputs[0]).scalar.as_int());
         for (int64_t k = 0; k < N; ++k) {
           double v = 0;
           int64_t iv = 0;
           switch (n.op) {
-            case Op::kConst: v = n.scalar.as_double(); iv = n.scalar.as_int(); break;
+            case Op::kConst:
+            case Op::kParam: v = n.scalar.as_double(); iv = n.scalar.as_int(); break;
             case Op::kIota: v = double(k); iv = k; break;
-            case Op::kRand: v = rng_uniform(rng_bits(rng_key(uint64_t(n.ints[0])), uint64_t(k))); break;
+            case Op::kRand: v = rng_uniform(rng_bits(rng_key(seed), uint64_t(k))); break;
             case Op::kRandn: {
-              RngKey key = rng_key(uint64_t(n.ints[0]));
+              RngKey key = rng_key(seed);
               v = rng_normal(rng_bits(key, 2 * uint64_t(k)), rng_bits(key, 2 * uint64_t(k) + 1));
               break;
             }

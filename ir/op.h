@@ -7,7 +7,7 @@
 namespace kiln::ir {
 
 enum class OpClass : uint8_t {
-  kSource,    // input, const, iota, rand, randn
+  kSource,    // input, const, iota, rand, randn, param
   kUnary,     // elementwise, one operand
   kBinary,    // elementwise, two operands of equal shape
   kTernary,   // where
@@ -25,6 +25,7 @@ enum class OpClass : uint8_t {
   X(Iota, "iota", kSource, 0)                   \
   X(Rand, "rand", kSource, 0)                   \
   X(Randn, "randn", kSource, 0)                 \
+  X(Param, "param", kSource, 0)                 \
   X(Neg, "neg", kUnary, 1)                      \
   X(Exp, "exp", kUnary, 1)                      \
   X(Log, "log", kUnary, 1)                      \

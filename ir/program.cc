@@ -149,6 +149,8 @@ std::string Program::to_string() const {
     r += "\n";
   }
   absl::StrAppend(&r, "  arena_bytes = ", arena_bytes, " (unplanned ", unplanned_bytes, ")\n");
+  for (size_t i = 0; i < params.size(); ++i)
+    absl::StrAppend(&r, "  param ", i, " : ", params[i].rng_key ? "rng_key" : dtype_name(params[i].dtype), "\n");
   for (size_t i = 0; i < steps.size(); ++i) {
     absl::StrAppend(&r, "  step ", i, ": ", kernels[steps[i].kernel].name);
     if (!steps[i].deps.empty()) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/op.h"
+#include "ir/params.h"
 #include "ir/view.h"
 #include "kiln/dtype.h"
 
@@ -30,8 +31,11 @@ using KNodeId = int32_t;
 //     replaced by j, and map.views[..split) map those coordinates to the source buffer.
 //   valid      map: bool, whether map(index) is inside every mask
 //   const      scalar
+//   param      ints = {slot}: the value the host passes for param `slot` (Program::params; an
+//     rng_key slot is read only as a rand/randn operand)
 //   iota       map: the flat index map(index) as a value
-//   rand/randn map + seed (ints[0]): the random value of flat index map(index)
+//   rand/randn map + seed (ints[0]): the random value of flat index map(index); with an operand
+//     (a param of kind rng_key), the keys are that param's value instead of the seed's
 //   axis_index ints = {axis}: the loop index along a kernel axis (i64)
 //   elementwise ops and cast: as in the graph IR
 //   reduce_* / argmax / argmin: fold the operand over the kernel's reduce axes (argmax/argmin
@@ -132,6 +136,8 @@ struct Program {
   // Buffer holding each graph output, in output order. It may be an input buffer (the output is
   // an input, unchanged) or the same output buffer twice (the same node listed twice).
   std::vector<int> outputs;
+  // Scalars passed at run time, by slot (ir/params.h): what each kernel's `param` nodes read.
+  std::vector<ParamDesc> params;
 
   std::string to_string() const;
 };

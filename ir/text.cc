@@ -6,6 +6,7 @@
 //     %2 = expand %1 : f32[2,3]
 //     %3 = add %0, %2 : f32[2,3]
 //     %4 = reduce_sum %3 axes=[1] : f32[2,1]
+//     %5 = param slot=0 value=0.01 : f32[]      (a scalar passed at run time; ir/params.h)
 //     output %3, %4
 //   }
 //
@@ -28,6 +29,7 @@ const char* ints_attr(Op op) {
     case Op::kInput: return "";  // positional
     case Op::kRand:
     case Op::kRandn: return "seed";
+    case Op::kParam: return "slot";
     case Op::kReduceSum:
     case Op::kReduceMax:
     case Op::kReduceMin:
@@ -46,10 +48,10 @@ const char* ints_attr(Op op) {
   }
 }
 bool ints_is_list(Op op) {
-  return op != Op::kInput && op != Op::kRand && op != Op::kRandn && op != Op::kConcat && op != Op::kGather &&
+  return op != Op::kInput && op != Op::kRand && op != Op::kRandn && op != Op::kParam && op != Op::kConcat && op != Op::kGather &&
          op != Op::kAttention;
 }
-bool has_scalar(Op op) { return op == Op::kConst || op == Op::kPad || op == Op::kAttention; }
+bool has_scalar(Op op) { return op == Op::kConst || op == Op::kParam || op == Op::kPad || op == Op::kAttention; }
 
 std::string format_scalar(const Scalar& s) {
   if (s.is_int) return std::to_string(s.i);
@@ -96,7 +98,7 @@ std::string print(const Graph& g) {
         absl::StrAppend(&out, " ", ia, "=", n.ints.empty() ? 0 : n.ints[0]);
     }
     if (n.op == Op::kConst) absl::StrAppend(&out, " ", format_scalar(n.scalar));
-    if (n.op == Op::kPad) absl::StrAppend(&out, " value=", format_scalar(n.scalar));
+    if (n.op == Op::kPad || n.op == Op::kParam) absl::StrAppend(&out, " value=", format_scalar(n.scalar));
     if (n.op == Op::kAttention) absl::StrAppend(&out, " scale=", format_scalar(n.scalar));
     if (n.op == Op::kDot && !n.ints.empty() && n.ints[0] == 1) absl::StrAppend(&out, " precision=tf32");
     absl::StrAppend(&out, " : ", dtype_name(n.dtype), shape_str(n.shape), "\n");
@@ -211,7 +213,7 @@ class Parser {
     }
     if (has_scalar(n.op)) {
       skip_blank();
-      if (n.op == Op::kPad && !(keyword("value") && consume('='))) return fail("expected 'value='");
+      if ((n.op == Op::kPad || n.op == Op::kParam) && !(keyword("value") && consume('='))) return fail("expected 'value='");
       if (n.op == Op::kAttention && !(keyword("scale") && consume('='))) return fail("expected 'scale='");
       scalar_pos = pos_;
       scalar_text = number_token();

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ir/graph.h"
+#include "ir/params.h"
 
 namespace kiln::ir {
 namespace {
@@ -289,6 +290,12 @@ namespace {
 absl::Status check(const Operands& g, const Node& n) {
   if (!valid_shape(n.shape)) return err(n, absl::StrCat("invalid shape ", shape_str(n.shape)));
   int arity = op_arity(n.op);
+  // A random op takes its seed from an optional i64 param operand (ir/params.h).
+  if ((n.op == Op::kRand || n.op == Op::kRandn) && n.inputs.size() == 1) {
+    const Operand s = g.node(n.inputs[0]);
+    if (s.dtype != DType::kInt64 || !s.shape.empty()) return err(n, "a seed operand must be an i64[] param");
+    arity = 1;
+  }
   if (arity >= 0 && int(n.inputs.size()) != arity)
     return err(n, absl::StrCat("expects ", arity, " operands, got ", n.inputs.size()));
   if (arity < 0 && n.inputs.empty()) return err(n, "expects at least one operand");
@@ -300,6 +307,12 @@ absl::Status check(const Operands& g, const Node& n) {
           return absl::OkStatus();
         case Op::kConst:
           if (n.scalar.is_int == is_float(n.dtype)) return err(n, "value kind does not match the dtype");
+          return absl::OkStatus();
+        case Op::kParam:
+          if (n.scalar.is_int == is_float(n.dtype)) return err(n, "value kind does not match the dtype");
+          if (n.dtype == DType::kBool) return err(n, "a param cannot be bool");
+          if (n.ints.size() != 1 || n.ints[0] < 0 || n.ints[0] >= kMaxParams)
+            return err(n, absl::StrCat("needs a slot in [0, ", kMaxParams, ")"));
           return absl::OkStatus();
         case Op::kIota:
           if (n.shape.size() != 1) return err(n, "iota is 1-D");
@@ -362,6 +375,28 @@ absl::Status check_node(const Node& n, const std::vector<OperandInfo>& operands)
   return check(Operands(operands), n);
 }
 
+namespace {
+
+// Params (ir/params.h): slots 0..k-1 for k param nodes, each once; a random op's seed operand is
+// a param.
+absl::Status verify_params(const Graph& g) {
+  std::vector<int> seen;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.node(NodeId(i));
+    if ((n.op == Op::kRand || n.op == Op::kRandn) && !n.inputs.empty() && g.node(n.inputs[0]).op != Op::kParam)
+      return absl::InvalidArgumentError(absl::StrCat("%", i, " (", op_name(n.op), "): its seed operand must be a param"));
+    if (n.op != Op::kParam) continue;
+    const size_t slot = size_t(n.ints[0]);
+    if (seen.size() <= slot) seen.resize(slot + 1, 0);
+    if (seen[slot]++) return absl::InvalidArgumentError(absl::StrCat("param slot ", slot, " appears twice"));
+  }
+  for (size_t i = 0; i < seen.size(); ++i)
+    if (!seen[i]) return absl::InvalidArgumentError(absl::StrCat("param slot ", i, " is missing"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status verify(const Graph& g) {
   for (size_t i = 0; i < g.size(); ++i) {
     const Node& n = g.node(NodeId(i));
@@ -373,6 +408,7 @@ absl::Status verify(const Graph& g) {
     if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("%", i, ": ", s.message()));
   }
   if (g.outputs().empty()) return absl::InvalidArgumentError("graph has no outputs");
+  if (absl::Status s = verify_params(g); !s.ok()) return s;
   for (NodeId o : g.outputs())
     if (o < 0 || size_t(o) >= g.size()) return absl::InvalidArgumentError(absl::StrCat("output %", o, " out of range"));
   // Positions 0..k-1 for k input nodes (checked before num_inputs(), which trusts them).

@@ -73,6 +73,17 @@ absl::Status verify(const Program& p) {
       if (n.op == Op::kAxisIndex && (n.ints.empty() || n.ints[0] < 0 || size_t(n.ints[0]) >= k.shape.size()))
         return in_kernel(absl::StrCat("node ", i, " indexes an axis out of range"));
       if (is_reduce(n.op) && n.inputs.empty()) return in_kernel(absl::StrCat("reduce node ", i, " has no operand"));
+      if (n.op == Op::kParam) {
+        if (n.ints.size() != 1 || n.ints[0] < 0 || size_t(n.ints[0]) >= p.params.size())
+          return in_kernel(absl::StrCat("node ", i, " reads a param outside the program's ", p.params.size()));
+        if (p.params[size_t(n.ints[0])].dtype != n.dtype)
+          return in_kernel(absl::StrCat("node ", i, " reads param ", n.ints[0], " as another dtype"));
+      }
+      if ((n.op == Op::kRand || n.op == Op::kRandn) && !n.inputs.empty()) {
+        const KNode& s = k.nodes[size_t(n.inputs[0])];
+        if (n.inputs.size() != 1 || s.op != Op::kParam || !p.params[size_t(s.ints[0])].rng_key)
+          return in_kernel(absl::StrCat("random node ", i, " takes its keys from something other than a seed param"));
+      }
     }
     // Two buffers of one kernel that share arena bytes must be an in-place pair: the same range,
     // one read and one written (codegen then declares just those two as possibly aliasing).

@@ -26,19 +26,22 @@ struct Read {
   bool indexed = false;
 };
 
+// A constant or a param: one value for every element.
+bool is_scalar_source(const Graph& g, NodeId x) { return g.node(x).op == Op::kConst || g.node(x).op == Op::kParam; }
+
 // Whether the operand chain of a contraction is cheap enough to recompute inside its tiles:
 // movement ops and a few cheap elementwise ops (casts, negation, abs, arithmetic or max/min with
 // a constant: scaling, shifting, relu) over memory or constants.
 bool cheap_operand(const Graph& g, NodeId id, const std::vector<bool>& mat, NodeId* first_costly, int budget = 4) {
   const Node& n = g.node(id);
-  if (n.op == Op::kInput || n.op == Op::kConst || mat[id]) return true;
+  if (n.op == Op::kInput || n.op == Op::kConst || n.op == Op::kParam || mat[id]) return true;
   if (ir::is_movement(n.op) && n.op != Op::kConcat) return cheap_operand(g, n.inputs[0], mat, first_costly, budget);
   bool cheap_unary = n.op == Op::kCast || n.op == Op::kNeg || n.op == Op::kAbs;
   bool cheap_binary = (n.op == Op::kAdd || n.op == Op::kSub || n.op == Op::kMul || n.op == Op::kDiv ||
                        n.op == Op::kMax || n.op == Op::kMin) &&
-                      (g.node(n.inputs[0]).op == Op::kConst || g.node(n.inputs[1]).op == Op::kConst);
+                      (is_scalar_source(g, n.inputs[0]) || is_scalar_source(g, n.inputs[1]));
   if (budget > 0 && (cheap_unary || cheap_binary)) {
-    NodeId x = cheap_unary || g.node(n.inputs[1]).op == Op::kConst ? n.inputs[0] : n.inputs[1];
+    NodeId x = cheap_unary || is_scalar_source(g, n.inputs[1]) ? n.inputs[0] : n.inputs[1];
     return cheap_operand(g, x, mat, first_costly, budget - 1);
   }
   *first_costly = id;

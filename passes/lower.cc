@@ -178,7 +178,13 @@ class Builder {
         s.op = n.op;
         s.dtype = n.dtype;
         s.ints = n.ints;
+        if (n.op == Op::kParam) return emit(s);  // the same value everywhere: no map
         s.map = m;
+        for (NodeId x : n.inputs) {  // a random op's seed param
+          auto v = lower(x, m);
+          if (!v.ok()) return v;
+          s.inputs.push_back(*v);
+        }
         return emit(s);
       }
       case ir::OpClass::kUnary:

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ir/params.h"
 #include "ir/verify_program.h"
 #include "passes/attention.h"
 #include "passes/fuse.h"
@@ -109,6 +110,7 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   auto p = schedule(g, plan);
   traced("schedule (lowering)");
   if (!p.ok()) return p.status();
+  p->params = ir::param_descs(input);  // every slot of the input, used or not
   if (dump)
     support::write_graph(absl::StrFormat("%s%02d_graph.dot", out.dump_prefix, stage++), to_dot(g, *p), g.size(), opts.debug >= 1);
   plan_memory(&*p);

@@ -38,7 +38,7 @@ class Simplifier {
   explicit Simplifier(const Graph& in) : in_(in) {}
 
   Graph run() {
-    // Keep every input position, even if unused, so that bindings line up.
+    // Keep every input position and param slot, even if unused, so that bindings line up.
     std::vector<NodeId> map(in_.size(), -1);
     std::vector<bool> live(in_.size(), false);
     for (NodeId o : in_.outputs()) live[o] = true;
@@ -47,7 +47,7 @@ class Simplifier {
         for (NodeId x : in_.node(id).inputs) live[x] = true;
     for (size_t id = 0; id < in_.size(); ++id) {
       const Node& n = in_.node(NodeId(id));
-      if (!live[id] && n.op != Op::kInput) continue;
+      if (!live[id] && n.op != Op::kInput && n.op != Op::kParam) continue;
       Node m = n;
       for (NodeId& x : m.inputs) x = map[x];
       map[id] = rewrite(std::move(m));
@@ -98,7 +98,7 @@ class Simplifier {
         break;
       default: break;
     }
-    if (n.op != Op::kInput && n.op != Op::kConst) {
+    if (n.op != Op::kInput && n.op != Op::kConst && n.op != Op::kParam) {
       if (auto folded = fold(n); folded >= 0) return folded;
     }
     return out_.add(std::move(n));
@@ -154,7 +154,7 @@ class Simplifier {
     std::vector<NodeId> map(g.size(), -1);
     for (size_t id = 0; id < g.size(); ++id) {
       const Node& n = g.node(NodeId(id));
-      if (!live[id] && n.op != Op::kInput) continue;
+      if (!live[id] && n.op != Op::kInput && n.op != Op::kParam) continue;
       Node m = n;
       for (NodeId& x : m.inputs) x = map[x];
       map[id] = r.add(std::move(m));

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ir/params.h"
 #include "passes/pipeline.h"
 #include "runtime/registry.h"
 #include "runtime/stats.h"
@@ -94,6 +95,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Devi
   e->exe = std::move(*exe);
   e->buffers = compiled->buffers;
   e->outputs = compiled->outputs;
+  e->params = compiled->params;
   e->bytes = std::max<int64_t>(compiled->arena_bytes, kMinEntryBytes);
   runtime::counters().executables_built++;
   if (support::tracing()) trace_compiled(*e, *std::move(planned), ms_since(t0) * 1000);
@@ -104,8 +106,13 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Devi
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_compiled(
-    const CompiledGraph& g, const std::vector<std::shared_ptr<runtime::Buffer>>& inputs) {
+    const CompiledGraph& g, const std::vector<std::shared_ptr<runtime::Buffer>>& inputs, const std::vector<Scalar>& params) {
   auto t1 = std::chrono::steady_clock::now();
+  if (params.size() != g.params.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("the executable takes ", g.params.size(), " param values; the run passes ", params.size()));
+  runtime::ParamValues values(params.size());
+  for (size_t i = 0; i < params.size(); ++i) values[i] = ir::encode_param(g.params[i], params[i]);
   // Fresh output storage on every run: results a caller holds are never overwritten.
   std::vector<std::shared_ptr<runtime::Buffer>> out_bufs;
   std::vector<runtime::Buffer*> out_raw, in_raw;
@@ -121,7 +128,7 @@ absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_compiled(
   {
     support::TraceSpan span("run (bind + launch)");
     support::TraceRun run(g.id, g.device->name(), g.exe->kernels_per_run());
-    if (absl::Status s = g.exe->run(in_raw, out_raw); !s.ok()) return s;
+    if (absl::Status s = g.exe->run(in_raw, out_raw, values); !s.ok()) return s;
   }
   runtime::counters().graphs_realized++;
   runtime::counters().kernels_launched += g.exe->kernels_per_run();
@@ -141,7 +148,7 @@ absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_graph(
     runtime::Device* device, const ir::Graph& graph, const std::vector<std::shared_ptr<runtime::Buffer>>& inputs) {
   auto g = compile_graph(device, graph);
   if (!g.ok()) return g.status();
-  return run_compiled(**g, inputs);
+  return run_compiled(**g, inputs, ir::param_values(graph));
 }
 
 }  // namespace kiln::replay

@@ -18,13 +18,15 @@ namespace kiln::replay {
 // and loaded now (executables_built).
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Device* device, const ir::Graph& graph);
 
-// Runs a compiled graph with `inputs` bound to its input positions, returning one freshly
-// allocated buffer per graph output (never storage a caller already holds; an output that is
-// an input unchanged is that input's buffer).
+// Runs a compiled graph with `inputs` bound to its input positions and `params` as the values of
+// its param slots (ir/params.h; the graph the caller recorded holds them: ir::param_values),
+// returning one freshly allocated buffer per graph output (never storage a caller already holds;
+// an output that is an input unchanged is that input's buffer).
 absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_compiled(
-    const CompiledGraph& g, const std::vector<std::shared_ptr<runtime::Buffer>>& inputs);
+    const CompiledGraph& g, const std::vector<std::shared_ptr<runtime::Buffer>>& inputs,
+    const std::vector<Scalar>& params = {});
 
-// compile_graph + run_compiled.
+// compile_graph + run_compiled with the graph's own param values.
 absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_graph(
     runtime::Device* device, const ir::Graph& graph, const std::vector<std::shared_ptr<runtime::Buffer>>& inputs);
 

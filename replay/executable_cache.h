@@ -27,6 +27,7 @@ struct CompiledGraph {
   std::shared_ptr<runtime::Executable> exe;
   std::vector<ir::BufferDesc> buffers;
   std::vector<int> outputs;  // buffer of each graph output
+  std::vector<ir::ParamDesc> params;  // how each param value is passed (ir/params.h)
   int64_t bytes = 0;         // what it counts against the cache's budget
   mutable std::atomic<uint64_t> last_used{0};  // the cache's clock at its latest use (LRU)
 };

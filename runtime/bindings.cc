@@ -6,7 +6,10 @@ namespace kiln::runtime {
 
 absl::Status check_bindings(const std::string& backend, const Device* device, const std::vector<ir::BufferDesc>& buffers,
                             int num_inputs, int num_outputs, const std::vector<Buffer*>& inputs,
-                            const std::vector<Buffer*>& outputs) {
+                            const std::vector<Buffer*>& outputs, size_t num_params, const ParamValues& params) {
+  if (params.size() != num_params)
+    return absl::InvalidArgumentError(
+        absl::StrCat(backend, ": the program takes ", num_params, " params; the run passes ", params.size()));
   if (int(inputs.size()) != num_inputs || int(outputs.size()) != num_outputs)
     return absl::InvalidArgumentError(absl::StrCat(backend, ": the program takes ", num_inputs, " inputs and ", num_outputs,
                                                    " outputs; the run binds ", inputs.size(), " and ", outputs.size()));

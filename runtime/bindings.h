@@ -15,6 +15,6 @@ namespace kiln::runtime {
 
 absl::Status check_bindings(const std::string& backend, const Device* device, const std::vector<ir::BufferDesc>& buffers,
                             int num_inputs, int num_outputs, const std::vector<Buffer*>& inputs,
-                            const std::vector<Buffer*>& outputs);
+                            const std::vector<Buffer*>& outputs, size_t num_params, const ParamValues& params);
 
 }  // namespace kiln::runtime

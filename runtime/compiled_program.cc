@@ -12,7 +12,7 @@
 namespace kiln::runtime {
 namespace {
 
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '5'};  // 03: cuda tensor maps; 04: PTX; 05: costs
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '6'};  // 03: cuda tensor maps; 04: PTX; 05: costs; 06: params
 
 using support::ByteReader;
 using support::ByteWriter;
@@ -82,6 +82,7 @@ CompiledProgram plan_of(const ir::Program& p) {
   c.num_inputs = p.num_inputs;
   c.num_outputs = p.num_outputs;
   c.outputs = p.outputs;
+  c.params = p.params;
   c.kernels.resize(p.kernels.size());
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const ir::Kernel& k = p.kernels[i];
@@ -97,6 +98,10 @@ CompiledProgram plan_of(const ir::Program& p) {
     c.kernels[i].flops = cost.flops;
     c.kernels[i].tensor_math = cost.tensor_math;
     c.kernels[i].computes = k.computes;
+    std::set<int> params;
+    for (const ir::KNode& n : k.nodes)
+      if (n.op == ir::Op::kParam) params.insert(int(n.ints[0]));
+    c.kernels[i].params.assign(params.begin(), params.end());
   }
   return c;
 }
@@ -138,6 +143,10 @@ std::string serialize(const CompiledProgram& c) {
   w.i64(c.num_inputs);
   w.i64(c.num_outputs);
   w.list(c.outputs, [&](int o) { w.i64(o); });
+  w.list(c.params, [&](const ir::ParamDesc& d) {
+    w.i64(int64_t(d.dtype));
+    w.i64(d.rng_key ? 1 : 0);
+  });
   w.str(c.module);
   w.str(c.module_source);
   w.str(c.portable_module);
@@ -149,6 +158,7 @@ std::string serialize(const CompiledProgram& c) {
     for (uint32_t g : k.grid) w.u64(g);
     for (uint32_t b : k.block) w.u64(b);
     w.u64(k.shared_bytes);
+    w.list(k.params, [&](int p) { w.i64(p); });
     w.list(k.tensor_maps, [&](const TensorMapDesc& m) {
       w.i64(m.buffer);
       w.i64(m.bf16);
@@ -199,6 +209,13 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
   c.num_inputs = r.i32();
   c.num_outputs = r.i32();
   c.outputs = read_ints(r);
+  c.params.resize(r.count(16));
+  for (ir::ParamDesc& d : c.params) {
+    int64_t dt = r.i64();
+    if (dt < 0 || dt >= int64_t(kNumDTypes)) r.fail("a bad param dtype");
+    d.dtype = DType(dt);
+    d.rng_key = r.i64() != 0;
+  }
   c.module = r.str();
   c.module_source = r.str();
   c.portable_module = r.str();
@@ -211,6 +228,7 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
     for (uint32_t& g : k.grid) g = uint32_t(r.u64());
     for (uint32_t& b : k.block) b = uint32_t(r.u64());
     k.shared_bytes = uint32_t(r.u64());
+    k.params = read_ints(r);
     k.tensor_maps.resize(r.count(48));
     for (TensorMapDesc& m : k.tensor_maps) {
       m.buffer = r.i32();
@@ -254,6 +272,13 @@ absl::Status check_consistent(const CompiledProgram& c) {
         if (b < 0 || size_t(b) >= c.buffers.size())
           return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": kernel ", k.name,
                                                          " uses buffer ", b, " of ", c.buffers.size()));
+  if (c.params.size() > size_t(ir::kMaxParams))
+    return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": ", c.params.size(), " params"));
+  for (const CompiledKernel& k : c.kernels)
+    for (int p : k.params)
+      if (p < 0 || size_t(p) >= c.params.size())
+        return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": kernel ", k.name,
+                                                       " reads param ", p, " of ", c.params.size()));
   for (const CompiledKernel& k : c.kernels)
     for (const TensorMapDesc& m : k.tensor_maps)
       if (absl::Status s = check_tensor_map(m, c.buffers); !s.ok())

@@ -6,10 +6,12 @@
 // Where the binaries live, per backend:
 //   cpu     `module` is one relocatable object file (ELF) holding every kernel as
 //           void <name>(char** buffers, int64_t tile_begin, int64_t tile_end);
+//           buffers[i] is buffer i's address for i < buffers.size(), then param slot s's 64-bit
+//           pattern (ir::encode_param) at buffers.size() + s;
 //           a kernel runs tiles [0, tiles) and is spread over threads when `work` is large.
 //   cuda    `module` is one cubin holding every kernel as extern "C" <name>(T* b0, T* b1, ...),
-//           one pointer per entry of `buffers`, then one 128-byte CUtensorMap per entry of
-//           `tensor_maps`; launched grid x block with shared_bytes. target_key "sm_<cc>", or
+//           one pointer per entry of `buffers`, one u64 per entry of `params`, then one
+//           128-byte CUtensorMap per entry of `tensor_maps`; launched grid x block with shared_bytes. target_key "sm_<cc>", or
 //           "sm_<cc>a" when the module holds arch-specific code (sm_90a: wgmma).
 //   vulkan  each kernel's `binary` is a SPIR-V module (entry "main") that reaches memory through
 //           the buffer address table (codegen/c_family/gpu_program.h); dispatched `grid`.
@@ -54,7 +56,10 @@ struct CompiledKernel {
       if (grid[size_t(d)] == 0 || block[size_t(d)] == 0) return true;
     return false;
   }
-  std::vector<TensorMapDesc> tensor_maps;  // cuda: by-value parameters after `buffers`
+  // Param slots the kernel reads, ascending (cuda: by-value u64 arguments after `buffers`, before
+  // the tensor maps).
+  std::vector<int> params;
+  std::vector<TensorMapDesc> tensor_maps;  // cuda: by-value parameters after `buffers` and `params`
   int64_t tiles = 0;          // cpu: tiles to run
   int64_t work = 0;           // cpu: element operations in all tiles (decides threading)
   std::string binary;         // vulkan: SPIR-V of this kernel; empty where `module` holds it
@@ -76,6 +81,8 @@ struct CompiledProgram {
   int64_t arena_bytes = 0;
   int num_inputs = 0, num_outputs = 0;
   std::vector<int> outputs;  // buffer of each graph output (ir::Program::outputs)
+  // The params a run passes, by slot (ir::Program::params; Executable::run takes their values).
+  std::vector<ir::ParamDesc> params;
   std::string module;         // one binary for every kernel (cpu, cuda); empty for vulkan
   std::string module_source;  // the module's source and assembly (dumps; empty unless kept)
   // cuda: the module as PTX, for GPUs newer than target_key that have no cubin of their own (the

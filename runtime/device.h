@@ -67,12 +67,18 @@ class Buffer {
   int64_t bytes_;
 };
 
-// A loaded CompiledProgram, replayable with new bindings.
+// The values of a run's params (CompiledProgram::params), by slot: each the 64-bit pattern
+// ir::encode_param makes of it.
+using ParamValues = std::vector<uint64_t>;
+
+// A loaded CompiledProgram, replayable with new bindings and new param values.
 class Executable {
  public:
   virtual ~Executable() = default;
-  // inputs[i] binds input position i, outputs[i] output position i (CompiledProgram::buffers).
-  virtual absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) = 0;
+  // inputs[i] binds input position i, outputs[i] output position i (CompiledProgram::buffers),
+  // params[s] is param slot s (CompiledProgram::params).
+  virtual absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                           const ParamValues& params) = 0;
   // Kernels launched by one run().
   virtual int kernels_per_run() const = 0;
 };

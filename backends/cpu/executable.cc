@@ -2,6 +2,7 @@
 #include "backends/cpu/executable.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -34,18 +35,20 @@ absl::StatusOr<std::unique_ptr<Executable>> CpuExecutable::load(const CompiledPr
 
 CpuExecutable::CpuExecutable(const CompiledProgram& c, std::unique_ptr<LinkedObject> code, std::vector<Kernel> kernels,
                              Device* device, ThreadPool* pool)
-    : buffers_(c.buffers), steps_(c.steps), num_inputs_(c.num_inputs), num_outputs_(c.num_outputs),
+    : buffers_(c.buffers), steps_(c.steps), num_inputs_(c.num_inputs), num_outputs_(c.num_outputs), num_params_(c.params.size()),
       arena_bytes_(c.arena_bytes), code_(std::move(code)), kernels_(std::move(kernels)), device_(device), pool_(pool) {}
 
 CpuExecutable::~CpuExecutable() {
   for (void* a : arenas_) std::free(a);
 }
 
-absl::Status CpuExecutable::bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, char* arena,
-                                 std::vector<char*>* ptrs) const {
-  if (absl::Status s = check_bindings("cpu", device_, buffers_, num_inputs_, num_outputs_, inputs, outputs); !s.ok())
+absl::Status CpuExecutable::bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                                 const ParamValues& params, char* arena, std::vector<char*>* ptrs) const {
+  if (absl::Status s = check_bindings("cpu", device_, buffers_, num_inputs_, num_outputs_, inputs, outputs, num_params_, params);
+      !s.ok())
     return s;
-  ptrs->assign(buffers_.size(), nullptr);
+  ptrs->assign(buffers_.size() + params.size(), nullptr);
+  for (size_t i = 0; i < params.size(); ++i) (*ptrs)[buffers_.size() + i] = reinterpret_cast<char*>(uintptr_t(params[i]));
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const ir::BufferDesc& b = buffers_[i];
     switch (b.kind) {
@@ -57,11 +60,12 @@ absl::Status CpuExecutable::bind(const std::vector<Buffer*>& inputs, const std::
   return absl::OkStatus();
 }
 
-absl::Status CpuExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) {
+absl::Status CpuExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                                const ParamValues& params) {
   void* arena = take_arena();
   if (!arena) return absl::ResourceExhaustedError(absl::StrCat("cpu: cannot allocate a ", arena_bytes_, "-byte arena"));
   std::vector<char*> ptrs;
-  if (absl::Status s = bind(inputs, outputs, static_cast<char*>(arena), &ptrs); !s.ok()) {
+  if (absl::Status s = bind(inputs, outputs, params, static_cast<char*>(arena), &ptrs); !s.ok()) {
     give_arena(arena);
     return s;
   }

@@ -21,7 +21,8 @@ class CpuExecutable : public Executable {
   static absl::StatusOr<std::unique_ptr<Executable>> load(const CompiledProgram& c, Device* device, ThreadPool* pool);
   ~CpuExecutable() override;
 
-  absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) override;
+  absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                   const ParamValues& params) override;
   int kernels_per_run() const override { return int(steps_.size()); }
 
  private:
@@ -34,15 +35,17 @@ class CpuExecutable : public Executable {
   };
   CpuExecutable(const CompiledProgram& c, std::unique_ptr<LinkedObject> code, std::vector<Kernel> kernels,
                 Device* device, ThreadPool* pool);
-  // The host pointer of every buffer of the program for one run; InvalidArgument on a wrong binding.
-  absl::Status bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, char* arena,
-                    std::vector<char*>* ptrs) const;
+  // The kernels' argument array for one run: the host pointer of every buffer of the program, then
+  // each param's 64-bit pattern; InvalidArgument on a wrong binding.
+  absl::Status bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, const ParamValues& params,
+                    char* arena, std::vector<char*>* ptrs) const;
   void* take_arena();
   void give_arena(void* a);
 
   std::vector<ir::BufferDesc> buffers_;
   std::vector<ir::Step> steps_;
   int num_inputs_, num_outputs_;
+  size_t num_params_;
   int64_t arena_bytes_;
   std::unique_ptr<LinkedObject> code_;
   std::vector<Kernel> kernels_;  // parallel to CompiledProgram::kernels

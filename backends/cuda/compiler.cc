@@ -91,6 +91,7 @@ absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) cons
     CompiledKernel& out = c.kernels[i];
     out.name = std::move(k.name);
     out.buffers = std::move(k.buffers);
+    out.params = std::move(k.params);  // the argument order of its signature
     for (int i = 0; i < 3; ++i) out.grid[size_t(i)] = k.grid[i], out.block[size_t(i)] = k.block[i];
     out.shared_bytes = k.shared_bytes;
     for (const codegen::gpu::TensorMapSpec& m : k.tensor_maps)

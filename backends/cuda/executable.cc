@@ -137,6 +137,7 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
   buffers_ = c.buffers;
   num_inputs_ = c.num_inputs;
   num_outputs_ = c.num_outputs;
+  params_.assign(c.params.size(), 0);
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
 
   // The arena holds every intermediate at its planned offset; its pointers never change.
@@ -188,6 +189,8 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
       n.args.push_back(bound_[size_t(b)]);
       n.bound_io |= buffers_[size_t(b)].kind != ir::BufferKind::kIntermediate;
     }
+    n.slots = k.params;
+    n.values.assign(k.params.size(), 0);
     n.map_desc = k.tensor_maps;
     n.maps.resize(k.tensor_maps.size());
     for (size_t m = 0; m < n.maps.size(); ++m) {
@@ -200,6 +203,7 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
         return absl::Status(s.code(), absl::StrCat(k.name, ": ", s.message()));
     }
     for (CUdeviceptr& a : n.args) n.arg_ptrs.push_back(&a);
+    for (uint64_t& v : n.values) n.arg_ptrs.push_back(&v);
     for (CUtensorMap& m : n.maps) n.arg_ptrs.push_back(&m);
     n.params.func = functions[size_t(step.kernel)];
     n.params.gridDimX = grid_x[size_t(step.kernel)];
@@ -241,8 +245,10 @@ CudaExecutable::~CudaExecutable() {
 }
 
 absl::Status CudaExecutable::bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
-                                  bool* changed) {
-  if (absl::Status s = check_bindings("cuda", device_, buffers_, num_inputs_, num_outputs_, inputs, outputs); !s.ok())
+                                  const ParamValues& params, bool* changed) {
+  if (absl::Status s = check_bindings("cuda", device_, buffers_, num_inputs_, num_outputs_, inputs, outputs,
+                                      params_.size(), params);
+      !s.ok())
     return s;
   *changed = false;
   for (size_t i = 0; i < buffers_.size(); ++i) {
@@ -257,27 +263,37 @@ absl::Status CudaExecutable::bind(const std::vector<Buffer*>& inputs, const std:
   return absl::OkStatus();
 }
 
-absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) {
+absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                                 const ParamValues& params) {
   std::lock_guard<std::mutex> lock(mu_);
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
   bool changed = false;
-  if (absl::Status s = bind(inputs, outputs, &changed); !s.ok()) return s;
-  if (changed) {
-    // Only nodes whose pointers moved get new parameters; launches already queued keep theirs.
+  if (absl::Status s = bind(inputs, outputs, params, &changed); !s.ok()) return s;
+  const bool new_values = values_unknown_ || params != params_;
+  if (changed || new_values) {
+    // Only nodes whose pointers moved or whose param values changed get new parameters; launches
+    // already queued keep theirs.
     for (Node& n : nodes_) {
-      if (!n.bound_io) continue;
       bool dirty = false;
-      for (size_t a = 0; a < n.buffers.size(); ++a) {
-        CUdeviceptr p = next_[size_t(n.buffers[a])];
-        dirty |= n.args[a] != p;
-        n.args[a] = p;
+      if (new_values)
+        for (size_t v = 0; v < n.slots.size(); ++v) {
+          dirty |= values_unknown_ || n.values[v] != params[size_t(n.slots[v])];
+          n.values[v] = params[size_t(n.slots[v])];
+        }
+      if (changed && n.bound_io) {
+        for (size_t a = 0; a < n.buffers.size(); ++a) {
+          CUdeviceptr p = next_[size_t(n.buffers[a])];
+          dirty |= n.args[a] != p;
+          n.args[a] = p;
+        }
+        for (const TensorMapDesc& m : n.map_desc) dirty |= next_[size_t(m.buffer)] != bound_[size_t(m.buffer)];
       }
-      for (const TensorMapDesc& m : n.map_desc) dirty |= next_[size_t(m.buffer)] != bound_[size_t(m.buffer)];
       if (!dirty) continue;
       for (size_t m = 0; m < n.maps.size(); ++m) {
         if (absl::Status s = encode_map(n.map_desc[m], next_[size_t(n.map_desc[m].buffer)], &n.maps[m]); !s.ok()) {
           std::fill(n.args.begin(), n.args.end(), CUdeviceptr(0));
           std::fill(bound_.begin(), bound_.end(), CUdeviceptr(0));
+          values_unknown_ = true;
           return s;
         }
       }
@@ -285,10 +301,13 @@ absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::
       if (r != CUDA_SUCCESS) {
         std::fill(n.args.begin(), n.args.end(), CUdeviceptr(0));  // unknown now: rebind next time
         std::fill(bound_.begin(), bound_.end(), CUdeviceptr(0));
+        values_unknown_ = true;
         return cu_error(r, "rebinding a kernel of the CUDA graph (cuGraphExecKernelNodeSetParams)");
       }
     }
     bound_ = next_;  // same size: no allocation
+    params_ = params;
+    values_unknown_ = false;
   }
   if (exec_ && support::tracing()) {
     if (absl::Status s = launch_profiled(); !s.ok()) return s;

@@ -47,7 +47,8 @@ class CudaExecutable : public Executable {
                                                                 std::shared_ptr<Module> module);
   ~CudaExecutable() override;
 
-  absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) override;
+  absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                   const ParamValues& params) override;
   int kernels_per_run() const override { return int(nodes_.size()); }
 
  private:
@@ -56,9 +57,11 @@ class CudaExecutable : public Executable {
     CUgraphNode node = nullptr;
     CUDA_KERNEL_NODE_PARAMS params{};
     std::vector<CUdeviceptr> args;  // one per pointer parameter
-    std::vector<CUtensorMap> maps;  // one per tensor map parameter (after the pointers)
+    std::vector<uint64_t> values;   // one per param slot it reads (after the pointers)
+    std::vector<int> slots;         // the param slot of each of `values`
+    std::vector<CUtensorMap> maps;  // one per tensor map parameter (after the values)
     std::vector<TensorMapDesc> map_desc;
-    std::vector<void*> arg_ptrs;    // &args[i] then &maps[j], what kernelParams points at
+    std::vector<void*> arg_ptrs;    // &args[i], &values[j], &maps[k]: what kernelParams points at
     std::vector<int> buffers;       // buffer id of each pointer parameter
     bool bound_io = false;          // some parameter is an input or an output
   };
@@ -67,7 +70,8 @@ class CudaExecutable : public Executable {
   absl::Status build(const CompiledProgram& c, const std::vector<CUfunction>& functions);
   absl::StatusOr<uint32_t> resident_grid(const CompiledKernel& k, CUfunction f);
   // Points every input/output buffer id at its binding for this run; false when nothing changed.
-  absl::Status bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, bool* changed);
+  absl::Status bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, const ParamValues& params,
+                    bool* changed);
   // While a profile is on: the graph's kernels launched one at a time between timing events, each
   // traced as a span on the device's track (support/trace.h).
   absl::Status launch_profiled();
@@ -77,6 +81,8 @@ class CudaExecutable : public Executable {
   std::shared_ptr<Module> module_;
   std::vector<ir::BufferDesc> buffers_;
   int num_inputs_ = 0, num_outputs_ = 0;
+  ParamValues params_;  // the values the instantiated graph's nodes hold (zeros until a run)
+  bool values_unknown_ = false;  // a failed update left nodes' values unknown: rewrite all next run
   CUdeviceptr arena_ = 0;
   int64_t arena_size_ = 0;
   CUgraph graph_ = nullptr;

@@ -20,6 +20,7 @@ absl::Status HipExecutable::build(const CompiledProgram& c) {
   buffers_ = c.buffers;
   num_inputs_ = c.num_inputs;
   num_outputs_ = c.num_outputs;
+  num_params_ = c.params.size();
   if (!c.kernels.empty())
     if (absl::Status s = hip_check(api_, api_.hipModuleLoadData(&module_, c.module.data()), "loading the code object (hipModuleLoadData)");
         !s.ok())
@@ -42,7 +43,10 @@ absl::Status HipExecutable::build(const CompiledProgram& c) {
       return s;
     n.buffers = k.buffers;
     for (int b : k.buffers) n.args.push_back(bound_[size_t(b)]);
+    n.slots = k.params;
+    n.values.assign(k.params.size(), 0);
     for (void*& a : n.args) n.arg_ptrs.push_back(&a);
+    for (uint64_t& v : n.values) n.arg_ptrs.push_back(&v);
     n.params.func = reinterpret_cast<void*>(n.fn);
     n.params.gridDim = dim3(k.grid[0], k.grid[1], k.grid[2]);
     n.params.blockDim = dim3(k.block[0], k.block[1], k.block[2]);
@@ -96,8 +100,10 @@ HipExecutable::~HipExecutable() {
   if (module_) (void)api_.hipModuleUnload(module_);
 }
 
-absl::Status HipExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) {
-  if (absl::Status s = check_bindings("hip", device_, buffers_, num_inputs_, num_outputs_, inputs, outputs); !s.ok())
+absl::Status HipExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                                const ParamValues& params) {
+  if (absl::Status s = check_bindings("hip", device_, buffers_, num_inputs_, num_outputs_, inputs, outputs, num_params_, params);
+      !s.ok())
     return s;
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < buffers_.size(); ++i) {
@@ -113,11 +119,16 @@ absl::Status HipExecutable::run(const std::vector<Buffer*>& inputs, const std::v
       dirty |= n.args[a] != p;
       n.args[a] = p;
     }
+    for (size_t v = 0; v < n.slots.size(); ++v) {
+      dirty |= n.values[v] != params[size_t(n.slots[v])];
+      n.values[v] = params[size_t(n.slots[v])];
+    }
     if (dirty && exec_)
       if (absl::Status s = hip_check(api_, api_.hipGraphExecKernelNodeSetParams(exec_, n.node, &n.params),
                                      "rebinding a kernel of the HIP graph (hipGraphExecKernelNodeSetParams)");
           !s.ok()) {
         std::fill(n.args.begin(), n.args.end(), nullptr);  // unknown now: rebind next time
+        std::fill(n.values.begin(), n.values.end(), ~uint64_t(0));
         return s;
       }
   }

@@ -25,7 +25,8 @@ class HipExecutable : public Executable {
   static absl::StatusOr<std::unique_ptr<HipExecutable>> create(Device* device, const HipApi& api, hipStream_t stream,
                                                                const CompiledProgram& c);
   ~HipExecutable() override;
-  absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) override;
+  absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                   const ParamValues& params) override;
   int kernels_per_run() const override { return int(nodes_.size()); }
   // Whether runs launch a HIP graph (false: kernel by kernel, see above).
   bool uses_graph() const { return exec_ != nullptr; }
@@ -41,7 +42,9 @@ class HipExecutable : public Executable {
     hipKernelNodeParams params{};
     std::vector<int> buffers;        // program buffer of each pointer parameter
     std::vector<void*> args;         // the pointers
-    std::vector<void*> arg_ptrs;     // what kernelParams points to: &args[i]
+    std::vector<uint64_t> values;    // the param slots it reads (after the pointers)
+    std::vector<int> slots;          // the slot of each of `values`
+    std::vector<void*> arg_ptrs;     // what kernelParams points to: &args[i], &values[j]
   };
   Device* device_;
   const HipApi& api_;
@@ -50,6 +53,7 @@ class HipExecutable : public Executable {
   void* arena_ = nullptr;
   std::vector<ir::BufferDesc> buffers_;
   int num_inputs_ = 0, num_outputs_ = 0;
+  size_t num_params_ = 0;
   std::vector<void*> bound_;  // per program buffer: its pointer at the last run
   std::vector<Node> nodes_;   // in step order
   hipGraph_t graph_ = nullptr;

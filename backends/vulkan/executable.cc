@@ -30,6 +30,7 @@ absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Devic
   e->steps_ = c.steps;
   e->num_inputs_ = c.num_inputs;
   e->num_outputs_ = c.num_outputs;
+  e->num_params_ = c.params.size();
   if (absl::Status s = e->build_pipelines(c); !s.ok()) return s;
   if (e->ctx_->caps.validation) {
     auto shadow = ShadowPipelines::create(*e->ctx_, c.kernels, c.steps);
@@ -109,7 +110,7 @@ absl::StatusOr<VulkanExecutable::Slot*> VulkanExecutable::acquire_slot() {
     if (!tables_.buffer) {
       // Every slot's address table in one host-visible allocation (one VkDeviceMemory per
       // executable, however many runs are in flight).
-      table_stride_ = (std::max<VkDeviceSize>(buffers_.size(), 1) * sizeof(uint64_t) + 63) / 64 * 64;
+      table_stride_ = (std::max<VkDeviceSize>(buffers_.size() + num_params_, 1) * sizeof(uint64_t) + 63) / 64 * 64;
       auto tables = ctx_->allocate(table_stride_ * max_slots, MemoryUse::kTable);
       if (!tables.ok()) return tables.status();
       tables_ = *tables;
@@ -194,8 +195,10 @@ absl::Status VulkanExecutable::record(Slot* s) {
   return check(vkEndCommandBuffer(s->cb), "vkEndCommandBuffer (executable)");
 }
 
-absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) {
-  if (absl::Status s = check_bindings("vulkan", owner_, buffers_, num_inputs_, num_outputs_, inputs, outputs); !s.ok())
+absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                                   const ParamValues& params) {
+  if (absl::Status s = check_bindings("vulkan", owner_, buffers_, num_inputs_, num_outputs_, inputs, outputs, num_params_, params);
+      !s.ok())
     return s;
   // Every binding is a buffer of this device (checked above), so of this backend's type.
   std::vector<VulkanBuffer*> in(inputs.size()), out(outputs.size());
@@ -220,6 +223,7 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
     table[i] = vb->address();
     after = std::max(after, b.kind == ir::BufferKind::kInput ? vb->last_write() : vb->last_use());
   }
+  for (size_t i = 0; i < params.size(); ++i) table[buffers_.size() + i] = params[i];
   if (shadow_) {
     std::vector<VkDescriptorBufferInfo> ranges(buffers_.size());
     for (size_t i = 0; i < buffers_.size(); ++i) {

@@ -43,7 +43,8 @@ class VulkanExecutable : public Executable {
                                                                   const CompiledProgram& c, ExecutableOptions o);
   ~VulkanExecutable() override;
 
-  absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs) override;
+  absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                   const ParamValues& params) override;
   int kernels_per_run() const override { return int(steps_.size()); }
 
  private:
@@ -70,6 +71,7 @@ class VulkanExecutable : public Executable {
   std::vector<ir::BufferDesc> buffers_;
   std::vector<ir::Step> steps_;
   int num_inputs_ = 0, num_outputs_ = 0;
+  size_t num_params_ = 0;  // their values follow the buffer addresses in each table
   std::vector<VkPipeline> pipelines_;  // per kernel
   std::vector<std::array<uint32_t, 3>> grids_;
   std::vector<support::KernelRun> kernels_;  // per kernel: name and costs, for profiles

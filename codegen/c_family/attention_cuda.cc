@@ -338,6 +338,7 @@ std::string Renderer::attention_kernel_open(const std::string& name) const {
   for (const BufferParam& b : w_.params())
     absl::StrAppend(&p, p.empty() ? "" : ", ", b.written ? "" : "const ", d_.storage_type(b.dtype), b.aliased ? "* " : "* __restrict__ ",
                     DialectOps::buffer_name(b.id));
+  for (int slot : w_.scalar_params()) absl::StrAppend(&p, ", ", d_.param_arg(slot));
   return absl::StrCat(attn_helpers_, "extern \"C\" __global__ void __launch_bounds__(", attn_threads_, ") ", name, "(", p,
                       ") {\n  extern __shared__ __align__(128) unsigned char kiln_dsmem[];\n");
 }

@@ -330,6 +330,7 @@ std::string Renderer::sm90_kernel_open(const std::string& name) const {
   for (const BufferParam& b : w_.params())
     params.push_back(absl::StrCat(b.written ? "" : "const ", d_.storage_type(b.dtype), b.aliased ? "* " : "* __restrict__ ",
                                   DialectOps::buffer_name(b.id)));
+  for (int slot : w_.scalar_params()) params.push_back(d_.param_arg(slot));
   for (int i = 0; i < sm90_maps_; ++i) params.push_back(absl::StrCat("const __grid_constant__ KilnTensorMap tm", i));
   std::string p;
   for (size_t i = 0; i < params.size(); ++i) absl::StrAppend(&p, i ? ", " : "", params[i]);

@@ -77,8 +77,14 @@ class DialectOps {
   // Helper functions every kernel may call (conversions, erf, safe tanh, saturating casts).
   virtual std::string preamble(const Features& f) const = 0;
   // Text before and after a kernel body. `block` is the workgroup size (baked into GLSL/MSL).
-  virtual std::string kernel_open(const std::string& name, const std::vector<BufferParam>& bufs, int block,
-                                  const std::string& shared_decls) const = 0;
+  // `params` are the param slots the kernel reads (ir/params.h), each the variable
+  // param_name(slot) holding its 64-bit pattern: a kernel argument (CUDA/HIP, param_arg), or read
+  // from the address table at param_base + slot (GLSL).
+  virtual std::string kernel_open(const std::string& name, const std::vector<BufferParam>& bufs, const std::vector<int>& params,
+                                  int param_base, int block, const std::string& shared_decls) const = 0;
+  static std::string param_name(int slot) { return "kiln_p" + std::to_string(slot); }
+  // The kernel-argument declaration of a param (CUDA/HIP: `unsigned long long kiln_p<slot>`).
+  virtual std::string param_arg(int slot) const { return "unsigned long long " + param_name(slot); }
   virtual std::string kernel_close() const { return "}\n"; }
   // A shared-memory array declaration (placed by kernel_open).
   virtual std::string shared_decl(const std::string& type, const std::string& name, int64_t n) const = 0;
@@ -118,6 +124,8 @@ class DialectOps {
   // The bits of an f32 as u32() and back.
   virtual std::string float_to_bits(const std::string& e) const = 0;
   virtual std::string bits_to_float(const std::string& e) const = 0;
+  // A 64-bit unsigned expression's bits as an f64.
+  virtual std::string bits_to_double(const std::string& e) const = 0;
   // Bodies of `float kiln_h2f(<half word> x)` and `<half word> kiln_f2h(float f)` (round to
   // nearest even), and, where half_words_optional(), of `float kiln_round_h(float f)`.
   virtual std::string f16_to_f32_body() const = 0;

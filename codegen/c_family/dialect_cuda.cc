@@ -83,12 +83,13 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
     return p;
   }
 
-  std::string kernel_open(const std::string& name, const std::vector<BufferParam>& bufs, int block,
-                          const std::string& shared_decls) const override {
+  std::string kernel_open(const std::string& name, const std::vector<BufferParam>& bufs, const std::vector<int>& scalars, int,
+                          int block, const std::string& shared_decls) const override {
     std::vector<std::string> params;
     for (const BufferParam& b : bufs)
       params.push_back(absl::StrCat(b.written ? "" : "const ", storage_type(b.dtype), b.aliased ? "* " : "* __restrict__ ",
                                     buffer_name(b.id)));
+    for (int slot : scalars) params.push_back(param_arg(slot));
     return absl::StrCat("extern \"C\" __global__ void __launch_bounds__(", block, ") ", name, "(",
                         absl::StrJoin(params, ", "), ") {\n", shared_decls);
   }
@@ -103,6 +104,7 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
   }
   std::string float_to_bits(const std::string& e) const override { return absl::StrCat("__float_as_uint(", e, ")"); }
   std::string bits_to_float(const std::string& e) const override { return absl::StrCat("__uint_as_float(", e, ")"); }
+  std::string bits_to_double(const std::string& e) const override { return absl::StrCat("__longlong_as_double((long long)(", e, "))"); }
   std::string f16_to_f32_body() const override {
     return hip_ ? "return (float)__builtin_bit_cast(_Float16, x);"
                 : "float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(x)); return f;";

@@ -295,10 +295,11 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
     return p;
   }
 
-  std::string kernel_open(const std::string&, const std::vector<BufferParam>& bufs, int block,
-                          const std::string& shared_decls) const override {
+  std::string kernel_open(const std::string&, const std::vector<BufferParam>& bufs, const std::vector<int>& params,
+                          int param_base, int block, const std::string& shared_decls) const override {
     std::string s = absl::StrCat("layout(local_size_x = ", block, ") in;\n", shared_decls, "void main() {\n");
     s += "  Table kiln_tbl = Table(pc.table);\n";
+    for (int slot : params) absl::StrAppend(&s, "  uint64_t ", param_name(slot), " = kiln_tbl.a[", param_base + slot, "];\n");
     for (const BufferParam& b : bufs) {
       const std::string ro = !b.written && !b.aliased ? "R" : "";
       const std::string type = block_name(b.dtype) + ro;
@@ -321,6 +322,8 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
   }
   std::string float_to_bits(const std::string& e) const override { return absl::StrCat("floatBitsToUint(", e, ")"); }
   std::string bits_to_float(const std::string& e) const override { return absl::StrCat("uintBitsToFloat(", e, ")"); }
+  std::string bits_to_double(const std::string& e) const override { return absl::StrCat("uint64BitsToDouble(uint64_t(", e, "))"); }
+  std::string param_arg(int) const override { return ""; }  // params come from the table
   std::string f16_to_f32_body() const override { return "return unpackHalf2x16(uint(x)).x;"; }
   std::string f32_to_f16_body() const override { return "return uint16_t(packHalf2x16(vec2(f, 0.0)) & 0xffffu);"; }
   std::string f16_round_body() const override { return "return unpackHalf2x16(packHalf2x16(vec2(f, 0.0))).x;"; }

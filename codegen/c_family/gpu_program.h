@@ -6,15 +6,18 @@
 //   kCuda / kHip: `module_source` is ONE translation unit holding every kernel as
 //     extern "C" __global__ void <name>(T0* b0, T1* b1, ...)
 //     with one pointer parameter per entry of KernelSource::buffers, in that order, then one
-//     `const __grid_constant__` 128-byte tensor map per entry of KernelSource::tensor_maps.
-//     Nothing else is passed: sizes are compile-time constants. Launch with grid x block, shared_bytes dynamic
+//     `unsigned long long` per entry of KernelSource::params (the 64-bit pattern of that param
+//     slot, ir::encode_param), then one `const __grid_constant__` 128-byte tensor map per entry
+//     of KernelSource::tensor_maps. Nothing else is passed: sizes are compile-time constants. Launch with grid x block, shared_bytes dynamic
 //     shared memory (0 when the kernel uses only static shared memory).
 //   kGlsl: KernelSource::source is a whole GLSL 4.60 compute shader (entry "main") that reaches
 //     memory only through buffer device addresses (GL_EXT_buffer_reference): its push constant
 //     block is `layout(push_constant) uniform PC { uint64_t table; }` and `table` is the device
 //     address of an array of uint64 device addresses indexed by ir::Program buffer id (inputs,
-//     outputs and intermediates alike; intermediates point into the arena). So one recorded
-//     command buffer replays with new bindings by rewriting that table. local_size is baked into
+//     outputs and intermediates alike; intermediates point into the arena), followed by the
+//     64-bit pattern of each param slot s at index buffers.size() + s (ir::encode_param). So one
+//     recorded command buffer replays with new bindings and new param values by rewriting that
+//     table. local_size is baked into
 //     the source and equals `block`; dispatch `grid` workgroups.
 //   kMsl: like kGlsl but Metal: KernelSource::source is a whole MSL kernel taking
 //     `device const ulong* table [[buffer(0)]]`.
@@ -59,6 +62,7 @@ struct KernelSource {
   std::string source;         // GLSL/MSL: the whole shader of this kernel; CUDA/HIP: empty
   std::string strategy;       // how threads map to the iteration space, for dumps
   std::vector<TensorMapSpec> tensor_maps;  // CUDA: by-value parameters after the buffers
+  std::vector<int> params;  // param slots the kernel reads; CUDA/HIP: arguments after the buffers
 };
 
 struct RenderedProgram {

@@ -155,7 +155,14 @@ KernelWriter::Addr KernelWriter::address(const ir::IndexMap& m, ir::KNodeId inde
 }
 
 std::string KernelWriter::rng_bits(const KNode& n, const std::string& counter) {
+  // The keys: baked from the seed, or the two halves of a seed param (ir::encode_param).
   ir::RngKey key = ir::rng_key(uint64_t(n.ints[0]));
+  std::string k0 = d_.u32_literal(key.k0), k1 = d_.u32_literal(key.k1);
+  if (!n.inputs.empty()) {
+    const std::string raw = DialectOps::param_name(int(k_.nodes[size_t(n.inputs[0])].ints[0]));
+    k0 = d_.index_to_u32(raw, 0);
+    k1 = d_.index_to_u32(raw, 32);
+  }
   std::string u = d_.u32();
   std::string lo = d_.index_to_u32(counter, 0);
   std::string hi = wide_ ? d_.index_to_u32(counter, 32) : d_.u32_literal(0);
@@ -166,8 +173,8 @@ std::string KernelWriter::rng_bits(const KNode& n, const std::string& counter) {
                       " >> 15; ", x, " *= ", d_.u32_literal(0x846ca68bu), "; ", x, " ^= ", x, " >> 16;"));
     return x;
   };
-  std::string a = mix(absl::StrCat(lo, " ^ ", d_.u32_literal(key.k0)));
-  return mix(absl::StrCat(a, " + (", hi, " ^ ", d_.u32_literal(key.k1), ")"));
+  std::string a = mix(absl::StrCat(lo, " ^ ", k0));
+  return mix(absl::StrCat(a, " + (", hi, " ^ ", k1, ")"));
 }
 
 std::string KernelWriter::eval(KNodeId id) {
@@ -188,6 +195,12 @@ std::string KernelWriter::eval_uncached(KNodeId id) {
   };
   switch (n.op) {
     case Op::kConst: return d_.literal(n.dtype, ir::const_value(n.dtype, n.scalar));
+    case Op::kParam: {  // the 64-bit pattern of ir::encode_param
+      const std::string raw = DialectOps::param_name(int(n.ints[0]));
+      if (n.dtype == DType::kFloat64) return d_.bits_to_double(raw);
+      if (is_float(n.dtype)) return d_.bits_to_float(d_.index_to_u32(raw, 0));
+      return d_.convert(t, raw);
+    }
     case Op::kLoad: {
       Addr a = ir::is_indexed_load(n) ? address(n.map, n.inputs[0], &n.ints) : address(n.map);
       if (a.valid.empty()) return def(d_.load(n.buffer, n.dtype, a.offset));
@@ -328,6 +341,15 @@ std::string KernelWriter::acc_result(KNodeId id, const Acc& a) const {
                      d_.literal(DType::kInt64, Scalar::from_int(0)), a.index);
   }
   return a.value;
+}
+
+std::vector<int> KernelWriter::scalar_params() const {
+  std::vector<int> slots;
+  for (const KNode& n : k_.nodes)
+    if (n.op == Op::kParam) slots.push_back(int(n.ints[0]));
+  std::sort(slots.begin(), slots.end());
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  return slots;
 }
 
 std::vector<BufferParam> KernelWriter::params() const {

@@ -70,6 +70,9 @@ class KernelWriter {
 
   // Buffers read and written by the kernel.
   std::vector<BufferParam> params() const;
+  // Param slots the kernel reads (ir/params.h), ascending; and where GLSL finds them in the table.
+  std::vector<int> scalar_params() const;
+  int param_base() const { return int(p_.buffers.size()); }
   Features features() const;
 
  private:

@@ -66,11 +66,12 @@ class Renderer {
     }
     out.block[0] = uint32_t(block);
     for (const BufferParam& b : w_.params()) out.buffers.push_back(b.id);
+    out.params = w_.scalar_params();
     std::string shared;
     for (auto& [type, nm, n] : shared_) shared += d_.shared_decl(type, nm, n);
     std::string open = sm90_                     ? sm90_kernel_open(name)
                        : !attn_helpers_.empty() ? attention_kernel_open(name)
-                                                : d_.kernel_open(name, w_.params(), block, shared);
+                                                : d_.kernel_open(name, w_.params(), out.params, w_.param_base(), block, shared);
     out.source = open + w_.body() + d_.kernel_close();
     return out;
   }

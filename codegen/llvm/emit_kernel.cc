@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -44,6 +45,13 @@ class Emitter {
     for (size_t i = 0; i < p_.buffers.size(); ++i) {
       Value* slot = b_.CreateGEP(ptr, bufs, b_.getInt64(int64_t(i)));
       buf_.push_back(b_.CreateLoad(ptr, slot, absl::StrCat("buf", i)));
+    }
+    // Params follow the buffer pointers in the argument array, each its 64-bit pattern
+    // (ir::encode_param), read once here.
+    for (const KNode& n : k_.nodes) {
+      if (n.op != Op::kParam || param_.count(n.ints[0])) continue;
+      Value* slot = b_.CreateGEP(ptr, bufs, b_.getInt64(int64_t(p_.buffers.size()) + n.ints[0]));
+      param_[n.ints[0]] = b_.CreatePtrToInt(b_.CreateLoad(ptr, slot), i64, absl::StrCat("param", n.ints[0]));
     }
     // Buffers of one kernel do not overlap (plan_memory keeps live intermediates apart) except
     // an in-place pair (ir::share_bytes): one alias scope per buffer, each declared not to alias
@@ -354,6 +362,14 @@ class Emitter {
 
   Value* rng_bits(Value* lin, const KNode& n, Value* counter) {
     ir::RngKey key = ir::rng_key(uint64_t(n.ints[0]));
+    // The keys: baked from the seed, or the two halves of a seed param (ir::encode_param).
+    Value* k0 = b_.getInt32(key.k0);
+    Value* k1 = b_.getInt32(key.k1);
+    if (!n.inputs.empty()) {
+      Value* raw = param_.at(k_.nodes[size_t(n.inputs[0])].ints[0]);
+      k0 = b_.CreateTrunc(raw, b_.getInt32Ty());
+      k1 = b_.CreateTrunc(b_.CreateLShr(raw, 32), b_.getInt32Ty());
+    }
     auto mix = [&](Value* x) {
       x = b_.CreateXor(x, b_.CreateLShr(x, 16));
       x = b_.CreateMul(x, b_.getInt32(0x7feb352d));
@@ -365,7 +381,7 @@ class Emitter {
     Value* c = counter ? counter : lin;
     Value* lo = b_.CreateTrunc(c, b_.getInt32Ty());
     Value* hi = b_.CreateTrunc(b_.CreateLShr(c, 32), b_.getInt32Ty());
-    return mix(b_.CreateAdd(mix(b_.CreateXor(lo, b_.getInt32(key.k0))), b_.CreateXor(hi, b_.getInt32(key.k1))));
+    return mix(b_.CreateAdd(mix(b_.CreateXor(lo, k0)), b_.CreateXor(hi, k1)));
   }
   Value* uniform(Value* bits, llvm::Type* t) {
     Value* u = b_.CreateUIToFP(b_.CreateLShr(bits, 8), t);
@@ -459,6 +475,12 @@ class Emitter {
         return a.valid ? a.valid : b_.getTrue();
       }
       case Op::kConst: return constant(n.dtype, ir::const_value(n.dtype, n.scalar));
+      case Op::kParam: {
+        Value* raw = param_.at(n.ints[0]);
+        if (n.dtype == DType::kFloat64) return b_.CreateBitCast(raw, b_.getDoubleTy());
+        if (is_float(n.dtype)) return b_.CreateBitCast(b_.CreateTrunc(raw, b_.getInt32Ty()), b_.getFloatTy());
+        return b_.CreateTrunc(raw, compute_type(n.dtype));
+      }
       case Op::kIota: {
         Value* lin = address(n.map).offset;
         return is_float(n.dtype) ? b_.CreateSIToFP(lin, compute_type(n.dtype)) : cast(lin, DType::kInt64, n.dtype);
@@ -923,6 +945,7 @@ class Emitter {
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   std::vector<Value*> buf_;
+  std::map<int64_t, Value*> param_;  // slot -> its 64-bit pattern
   std::vector<llvm::MDNode*> scope_, noalias_;
   std::vector<Value*> idx_;
   std::vector<int> outer_axes_, reduce_axes_;

@@ -75,7 +75,7 @@ std::vector<std::vector<float>> run_on_cpu(const runtime::CompiledProgram& c, co
   for (const ir::BufferDesc& b : c.buffers)
     if (b.kind == ir::BufferKind::kOutput) outs[size_t(b.index)] = *(*dev)->alloc(b.bytes());
   for (auto& b : outs) out_raw.push_back(b.get());
-  absl::Status s = (*exe)->run({in->get()}, out_raw);
+  absl::Status s = (*exe)->run({in->get()}, out_raw, {});
   EXPECT_TRUE(s.ok()) << s;
   std::vector<std::vector<float>> result;
   for (int b : c.outputs) {
@@ -176,10 +176,10 @@ TEST(CpuCompileLoad, WrongBindingsAreInvalidArgument) {
   ASSERT_TRUE(exe.ok()) << exe.status();
   auto small = (*dev)->alloc(16);
   ASSERT_TRUE(small.ok());
-  absl::Status s = (*exe)->run({small->get()}, {});
+  absl::Status s = (*exe)->run({small->get()}, {}, {});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   std::vector<runtime::Buffer*> outs(size_t(c->num_outputs), small->get());
-  s = (*exe)->run({small->get()}, outs);
+  s = (*exe)->run({small->get()}, outs, {});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_NE(s.message().find("holds 16 bytes"), std::string::npos) << s;
 }

@@ -231,7 +231,7 @@ TEST(CudaCompiler, TheDeviceLoadsWhatTheCompilerMade) {
     outs[size_t(b.index)] = *o;
     out_raw[size_t(b.index)] = o->get();
   }
-  ASSERT_TRUE((*exe)->run({in->get()}, out_raw).ok());
+  ASSERT_TRUE((*exe)->run({in->get()}, out_raw, {}).ok());
 
   std::vector<double> soft, sums;
   reference(x, &soft, &sums);

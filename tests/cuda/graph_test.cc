@@ -144,7 +144,7 @@ TEST_F(CudaGraphTest, RunsADependentChain) {
   EXPECT_EQ(e->kernels_per_run(), 2);
   auto in = upload(iota(1.0f));
   auto out = fresh();
-  ASSERT_TRUE(e->run({in.get()}, {out.get()}).ok());
+  ASSERT_TRUE(e->run({in.get()}, {out.get()}, {}).ok());
   std::vector<float> got = download(out), x = iota(1.0f);
   for (int i = 0; i < kN; i += 997) EXPECT_EQ(got[size_t(i)], 2 * x[size_t(i)] + 1) << i;
 }
@@ -154,9 +154,9 @@ TEST_F(CudaGraphTest, ResultHeldFromRunOneIsIntactAfterRunTwo) {
   ASSERT_NE(e, nullptr);
   auto in1 = upload(iota(1.0f)), in2 = upload(iota(-7.0f));
   auto out1 = fresh(), out2 = fresh();
-  ASSERT_TRUE(e->run({in1.get()}, {out1.get()}).ok());
-  ASSERT_TRUE(e->run({in2.get()}, {out2.get()}).ok());  // new bindings: node parameters updated
-  ASSERT_TRUE(e->run({in2.get()}, {out2.get()}).ok());  // same bindings: nothing to update
+  ASSERT_TRUE(e->run({in1.get()}, {out1.get()}, {}).ok());
+  ASSERT_TRUE(e->run({in2.get()}, {out2.get()}, {}).ok());  // new bindings: node parameters updated
+  ASSERT_TRUE(e->run({in2.get()}, {out2.get()}, {}).ok());  // same bindings: nothing to update
   std::vector<float> r1 = download(out1), r2 = download(out2), x1 = iota(1.0f), x2 = iota(-7.0f);
   for (int i = 0; i < kN; i += 131) {
     ASSERT_EQ(r1[size_t(i)], 2 * x1[size_t(i)] + 1) << "run 1's result was overwritten at " << i;
@@ -173,7 +173,7 @@ TEST_F(CudaGraphTest, IndependentKernelsBothRun) {
   ASSERT_TRUE(e.ok()) << e.status();
   auto in = upload(iota(3.0f));
   auto a = fresh(), b = fresh();
-  ASSERT_TRUE((*e)->run({in.get()}, {a.get(), b.get()}).ok());
+  ASSERT_TRUE((*e)->run({in.get()}, {a.get(), b.get()}, {}).ok());
   std::vector<float> ra = download(a), rb = download(b), x = iota(3.0f);
   for (int i = 0; i < kN; i += 499) {
     EXPECT_EQ(ra[size_t(i)], 2 * x[size_t(i)]);
@@ -193,7 +193,7 @@ TEST_F(CudaGraphTest, EmptyKernelPassesItsDependenciesOn) {
   EXPECT_EQ((*e)->kernels_per_run(), 2);
   auto in = upload(iota(0.25f));
   auto out = fresh();
-  ASSERT_TRUE((*e)->run({in.get()}, {out.get()}).ok());
+  ASSERT_TRUE((*e)->run({in.get()}, {out.get()}, {}).ok());
   std::vector<float> r = download(out), x = iota(0.25f);
   for (int i = 0; i < kN; i += 333) EXPECT_EQ(r[size_t(i)], x[size_t(i)] * x[size_t(i)] + 1) << i;
 }
@@ -205,7 +205,7 @@ TEST_F(CudaGraphTest, DownloadWaitsForTheRunThatWroteTheBuffer) {
   ASSERT_TRUE(e.ok()) << e.status();
   auto in = upload(iota(2.0f));
   auto out = fresh();
-  ASSERT_TRUE((*e)->run({in.get()}, {out.get()}).ok());
+  ASSERT_TRUE((*e)->run({in.get()}, {out.get()}, {}).ok());
   std::vector<float> r = download(out), x = iota(2.0f);  // no synchronize() in between
   for (int i = 0; i < kN; i += 97) EXPECT_EQ(r[size_t(i)], x[size_t(i)] * x[size_t(i)]) << i;
 }
@@ -221,7 +221,7 @@ TEST_F(CudaGraphTest, ConcurrentRunsOfOneExecutable) {
         std::vector<float> x = iota(float(t * 100 + r));
         auto in = upload(x);
         auto out = fresh();
-        if (!e->run({in.get()}, {out.get()}).ok()) {
+        if (!e->run({in.get()}, {out.get()}, {}).ok()) {
           ++bad;
           continue;
         }
@@ -243,7 +243,7 @@ TEST_F(CudaGraphTest, DynamicSharedMemoryOver48KiB) {
   ASSERT_TRUE(e.ok()) << e.status();
   auto in = upload(iota(0.0f));
   auto out = fresh();
-  ASSERT_TRUE((*e)->run({in.get()}, {out.get()}).ok());
+  ASSERT_TRUE((*e)->run({in.get()}, {out.get()}, {}).ok());
   std::vector<float> r = download(out), x = iota(0.0f);
   for (int i = 0; i < kN; i += 101) {
     int blk = i / 16384, j = i % 16384;
@@ -273,7 +273,7 @@ TEST_F(CudaGraphTest, OutOfMemoryIsAnErrorAndTheProcessContinues) {
   ASSERT_NE(e, nullptr);
   auto in = upload(iota(5.0f));
   auto out = fresh();
-  ASSERT_TRUE(e->run({in.get()}, {out.get()}).ok());
+  ASSERT_TRUE(e->run({in.get()}, {out.get()}, {}).ok());
   EXPECT_EQ(download(out)[10], 2 * iota(5.0f)[10] + 1);
 }
 

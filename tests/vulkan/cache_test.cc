@@ -27,7 +27,7 @@ void expect_runs(runtime::Device* d, runtime::Executable* e) {
   auto in = upload(d, iota_floats(100, 1));
   auto o = d->alloc(400), o2 = d->alloc(400);
   ASSERT_TRUE(o.ok() && o2.ok());
-  ASSERT_TRUE(e->run({in.get()}, {o->get(), o2->get()}).ok());
+  ASSERT_TRUE(e->run({in.get()}, {o->get(), o2->get()}, {}).ok());
   std::vector<float> r = download(d, o->get(), 100), r2 = download(d, o2->get(), 100);
   for (int i = 0; i < 100; ++i) {
     ASSERT_EQ(r[i], float((i + 1) * (i + 1)));

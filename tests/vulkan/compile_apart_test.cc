@@ -124,7 +124,7 @@ std::vector<ir::HostTensor> run(runtime::Device* d, runtime::Executable* exe, co
     out_raw[size_t(b.index)] = buf->get();
     out[size_t(b.index)] = *std::move(buf);
   }
-  absl::Status s = exe->run(in_raw, out_raw);
+  absl::Status s = exe->run(in_raw, out_raw, {});
   EXPECT_TRUE(s.ok()) << s;
   std::vector<ir::HostTensor> results;
   for (int o : c.outputs) {

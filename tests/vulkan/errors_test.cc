@@ -18,7 +18,7 @@ void expect_working(runtime::Device* d) {
   auto x = upload(d, iota_floats(64, 0));
   auto o = d->alloc(256);
   ASSERT_TRUE(o.ok());
-  ASSERT_TRUE((*exe)->run({x.get()}, {o->get()}).ok());
+  ASSERT_TRUE((*exe)->run({x.get()}, {o->get()}, {}).ok());
   std::vector<float> r = download(d, o->get(), 64);
   for (int i = 0; i < 64; ++i) ASSERT_EQ(r[i], float(i + 7));
 }

@@ -39,7 +39,7 @@ TEST_F(ReplayTest, ChainOfKernelsComputesValuesAndReplays) {
     auto in = upload(dev_.get(), x);
     auto o0 = dev_->alloc(n * 4), o1 = dev_->alloc(n * 4);
     ASSERT_TRUE(o0.ok() && o1.ok());
-    ASSERT_TRUE((*exe)->run({in.get()}, {o0->get(), o1->get()}).ok());
+    ASSERT_TRUE((*exe)->run({in.get()}, {o0->get(), o1->get()}, {}).ok());
     std::vector<float> r0 = download(dev_.get(), o0->get(), n), r1 = download(dev_.get(), o1->get(), n);
     for (int64_t i = 0; i < n; ++i) {
       ASSERT_EQ(r0[i], (x[i] + 1) * 2) << "rep " << rep << " i " << i;
@@ -58,7 +58,7 @@ TEST_F(ReplayTest, MissingBarrierIsReportedBySynchronizationValidation) {
   auto in = upload(dev_.get(), iota_floats(n, 0));
   auto o0 = dev_->alloc(n * 4), o1 = dev_->alloc(n * 4);
   ASSERT_TRUE(o0.ok() && o1.ok());
-  ASSERT_TRUE((*exe)->run({in.get()}, {o0->get(), o1->get()}).ok());
+  ASSERT_TRUE((*exe)->run({in.get()}, {o0->get(), o1->get()}, {}).ok());
   // In validation mode a validation message fails the next synchronize (or download).
   absl::Status sync = dev_->synchronize();
   EXPECT_EQ(sync.code(), absl::StatusCode::kInternal);
@@ -86,7 +86,7 @@ TEST_F(ReplayTest, ConcurrentRunsFromSeveralThreads) {
         std::vector<float> x = iota_floats(n, float(t * 1000 + rep));
         auto in = d->alloc(n * 4), o0 = d->alloc(n * 4), o1 = d->alloc(n * 4);
         if (!in.ok() || !o0.ok() || !o1.ok() || !d->upload(in->get(), x.data(), n * 4).ok() ||
-            !e->run({in->get()}, {o0->get(), o1->get()}).ok()) {
+            !e->run({in->get()}, {o0->get(), o1->get()}, {}).ok()) {
           failures[t]++;
           continue;
         }
@@ -120,7 +120,7 @@ TEST_F(ReplayTest, ManyRunsWithoutReadingThenReadAll) {
     auto in = upload(dev_.get(), iota_floats(n, float(rep)));
     auto o0 = dev_->alloc(n * 4), o1 = dev_->alloc(n * 4);
     ASSERT_TRUE(o0.ok() && o1.ok());
-    ASSERT_TRUE((*exe)->run({in.get()}, {o0->get(), o1->get()}).ok());
+    ASSERT_TRUE((*exe)->run({in.get()}, {o0->get(), o1->get()}, {}).ok());
     keep.push_back(*o0);  // `in` and o1 are dropped while the GPU may still use them
   }
   for (int rep = 0; rep < reps; ++rep) {
@@ -135,10 +135,10 @@ TEST_F(ReplayTest, WrongBindingsAreErrors) {
   ASSERT_TRUE(exe.ok()) << exe.status();
   auto small = dev_->alloc(16), out = dev_->alloc(256);
   ASSERT_TRUE(small.ok() && out.ok());
-  absl::Status s = (*exe)->run({small->get()}, {out->get()});
+  absl::Status s = (*exe)->run({small->get()}, {out->get()}, {});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("the program takes 1 inputs and 2 outputs; the run binds 1 and 1"), std::string::npos) << s;
-  s = (*exe)->run({small->get()}, {out->get(), out->get()});
+  s = (*exe)->run({small->get()}, {out->get(), out->get()}, {});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("input 0 holds 16 bytes; the program needs 256"), std::string::npos) << s;
 }
@@ -153,7 +153,7 @@ TEST_F(ReplayTest, DebugLevelOnePrintsPerKernelGpuTimes) {
   auto o0 = dev_->alloc(1024), o1 = dev_->alloc(1024);
   ASSERT_TRUE(o0.ok() && o1.ok());
   ::testing::internal::CaptureStderr();
-  absl::Status s = (*exe)->run({in.get()}, {o0->get(), o1->get()});
+  absl::Status s = (*exe)->run({in.get()}, {o0->get(), o1->get()}, {});
   std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_NE(err.find("kernel 'add_one'"), std::string::npos) << err;

@@ -230,7 +230,8 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
     double e = 0;
     switch (node.op) {
       case ir::Op::kInput:
-      case ir::Op::kConst: e = 0; break;
+      case ir::Op::kConst:
+      case ir::Op::kParam: e = 0; break;
       case ir::Op::kIota: e = is_float(node.dtype) && M > exact_int_limit(node.dtype) ? round : 0; break;
       case ir::Op::kRand: e = 2 * ur * std::max(1.0, M); break;
       case ir::Op::kRandn: e = tr * M + std::sqrt(tr) + round; break;
