@@ -5,7 +5,8 @@
 // matches no shortcut); BM_RealizeW6 and BM_JitW6 are whole calls on the default device (on the
 // CPU they include the fused kernel's own time; BM_KernelW6 is that kernel alone, replayed
 // through its executable), on 4096 elements and on 16 (where the kernel's time all but
-// vanishes); BM_TraceHooksWhenOff is what the profiler's hooks cost a replay when no profile is on.
+// vanishes); BM_RealizeW6NewScalarEachCall is BM_RealizeW6 times a scalar that changes every
+// call (a param: no compile); BM_TraceHooksWhenOff is what the profiler's hooks cost a replay when no profile is on.
 #include <benchmark/benchmark.h>
 
 #include "bench/workloads.h"
@@ -57,6 +58,21 @@ void BM_RealizeW6(benchmark::State& s) {
   default_device().synchronize();
 }
 
+// W6 scaled by a value that changes every call (a learning-rate schedule): the value is a param
+// (ir/params.h), so each call replays the one executable like BM_RealizeW6 instead of compiling.
+void BM_RealizeW6NewScalarEachCall(benchmark::State& s) {
+  Tensor x = randn({s.range(0)}, 7).realize();
+  double lr = 0.001;
+  (w6(x) * lr).realize();
+  reset_stats();
+  for (auto _ : s) {
+    lr += 1e-7;
+    benchmark::DoNotOptimize((w6(x) * lr).realize());
+  }
+  default_device().synchronize();
+  s.counters["executables_built"] = double(stats().executables_built);
+}
+
 void BM_JitW6(benchmark::State& s) {
   Tensor x = randn({s.range(0)}, 5).realize();
   auto f = jit([](const std::vector<Tensor>& in) { return std::vector<Tensor>{w6(in[0])}; });
@@ -97,6 +113,7 @@ BENCHMARK(BM_RecordElementwiseOp);
 BENCHMARK(BM_RecordW6)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CachedLookupW6)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RealizeW6)->Arg(4096)->Arg(16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RealizeW6NewScalarEachCall)->Arg(4096)->Arg(16)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_JitW6)->Arg(4096)->Arg(16)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_KernelW6)->Arg(4096)->Arg(16)->Unit(benchmark::kMicrosecond);
 }  // namespace

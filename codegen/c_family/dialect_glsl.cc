@@ -325,8 +325,20 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
   std::string bits_to_double(const std::string& e) const override { return absl::StrCat("uint64BitsToDouble(uint64_t(", e, "))"); }
   std::string param_arg(int) const override { return ""; }  // params come from the table
   std::string f16_to_f32_body() const override { return "return unpackHalf2x16(uint(x)).x;"; }
-  std::string f32_to_f16_body() const override { return "return uint16_t(packHalf2x16(vec2(f, 0.0)) & 0xffffu);"; }
-  std::string f16_round_body() const override { return "return unpackHalf2x16(packHalf2x16(vec2(f, 0.0))).x;"; }
+  // f32 -> f16 rounds in integer arithmetic (to nearest, ties to even; overflow to inf, NaN stays
+  // NaN, results below 2^-14 to multiples of 2^-24): NVIDIA's driver was seen (H100, 580) to drop
+  // an unpackHalf2x16(packHalf2x16(f)) round trip in some kernels, and GLSL leaves
+  // packHalf2x16's rounding open, so a stored f16 is packed from an already rounded value, whose
+  // conversion is exact under any rounding mode.
+  std::string f32_to_f16_body() const override { return "return uint16_t(packHalf2x16(vec2(kiln_round_h(f), 0.0)) & 0xffffu);"; }
+  std::string f16_round_body() const override {
+    return "uint u = floatBitsToUint(f); uint a = u & 0x7fffffffu; uint s = u & 0x80000000u;\n"
+           "  if (a >= 0x7f800000u) return f;\n"
+           "  if (a >= 0x477ff000u) return uintBitsToFloat(s | 0x7f800000u);\n"
+           "  if (a < 0x38800000u) return uintBitsToFloat(s | floatBitsToUint(roundEven(uintBitsToFloat(a) * 16777216.0) * 5.9604644775390625e-08));\n"
+           "  a += 0xfffu + ((a >> 13) & 1u);\n"
+           "  return uintBitsToFloat(s | (a & 0xffffe000u));";
+  }
   bool half_words_optional() const override { return true; }
   // GLSL indexes arrays with 32-bit integers: element indices go through uint (buffers of up
   // to 2^32 elements; 64-bit loop indices stay 64-bit until here).

@@ -70,9 +70,21 @@ TEST(Params, HalfAndDoubleValuesHoldTheirTypes) {
   // A bf16 param is the value rounded to bf16 (as a bf16 constant is), an f64 one keeps every bit.
   Tensor xb = testing::random_tensor({16}, bfloat16, 4);
   for (double v : {0.1, 0.3}) EXPECT_MATCHES_REFERENCE({xb > v, xb * v});
-  if (default_device().name() == "cpu") {
-    Tensor xd = testing::random_tensor({16}, float64, 5);
-    for (double v : {0.1, 1.0 / 3.0}) EXPECT_MATCHES_REFERENCE({xd * v + 1e-17});
+  Tensor xd = testing::random_tensor({16}, float64, 5);
+  for (double v : {0.1, 1.0 / 3.0}) EXPECT_MATCHES_REFERENCE({xd * v + 1e-17});
+}
+
+// A half param holds its type's value, as a half constant does (Elementwise.
+// HalfConstantsHoldTheirTypesValue): each comparison and product checked on its own.
+TEST(Params, HalfParamsCompareAsTheirTypesValue) {
+  Tensor x = from_vector<float>({0.10009765625f, 0.1f, 0.0999f, 0.2f}, {4});
+  for (DType t : {bfloat16, float16}) {
+    Tensor h = x.cast(t);
+    EXPECT_MATCHES_REFERENCE({(h > 0.1).cast(int32)}) << dtype_name(t);
+    EXPECT_MATCHES_REFERENCE({(h < 0.1).cast(int32)}) << dtype_name(t);
+    EXPECT_MATCHES_REFERENCE({(h == 0.1).cast(int32)}) << dtype_name(t);
+    EXPECT_MATCHES_REFERENCE({h * 0.1}) << dtype_name(t);
+    EXPECT_MATCHES_REFERENCE({(h - 0.1).cast(float32)}) << dtype_name(t);
   }
 }
 

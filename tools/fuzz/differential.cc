@@ -15,6 +15,7 @@
 #include "frontend/capture.h"
 #include "frontend/lazy.h"
 #include "ir/half.h"
+#include "ir/params.h"
 #include "runtime/device.h"
 #include "replay/compile_or_replay.h"
 #include "fuzz/compare.h"
@@ -392,7 +393,9 @@ Runner device_runner(runtime::Device* device) {
       if (!b.ok()) return b.status();
       bufs.push_back(*std::move(b));
     }
-    auto outs = replay::run_graph(device, c.graph, bufs);
+    // As a realize does: float scalars and seeds become params (ir/params.h), so every case
+    // also checks that the kernels read them right.
+    auto outs = replay::run_graph(device, ir::lift_params(c.graph), bufs);
     if (!outs.ok()) return outs.status();
     std::vector<ir::HostTensor> r;
     for (size_t k = 0; k < c.graph.outputs().size(); ++k) {
