@@ -308,6 +308,41 @@ TEST(Checker, InfTimesAValueThatMayRoundToZeroIsUnbounded) {
   }
 }
 
+// Tolerances scale with each element's own magnitude: exp over [-7, 7] spans six orders of
+// magnitude, and a 0.1% error on the smallest element (below the allowed error of the largest)
+// is caught; the same error on the largest passes, and so does the CPU.
+TEST(Checker, ToleranceScalesWithEachElementsMagnitude) {
+  Case c = parse_case(R"(graph {
+  %0 = input 0 : f32[4]
+  %1 = exp %0 : f32[4]
+  %2 = const 0.5 : f32[4]
+  %3 = mul %1, %2 : f32[4]
+  output %3
+}
+)",
+                      {floats({4}, {-7, -1, 1, 7})});
+  DevicePrecision cpu = DevicePrecision::for_device("cpu");
+  CheckResult ok = check_case(c, device_runner(*runtime::get_device("cpu")), cpu);
+  EXPECT_EQ(ok.outcome, Outcome::kPass) << ok.detail;
+  auto off_small = altered_runner([](double want, double got) { return want < 0.01 ? want * 1.001 : got; });
+  CheckResult bad = check_case(c, off_small, cpu);
+  ASSERT_EQ(bad.outcome, Outcome::kMismatch);
+  EXPECT_NE(bad.detail.find("1 of 4 elements differ"), std::string::npos) << bad.detail;
+  EXPECT_NE(bad.detail.find("* |want|"), std::string::npos) << bad.detail;
+  // An error of the same absolute size on the largest element is within its rounding.
+  const double small_err = std::exp(-7.0) * 0.5 * 0.001;
+  auto off_large = altered_runner([small_err](double want, double got) { return want > 100 ? want + small_err : got; });
+  EXPECT_EQ(check_case(c, off_large, cpu).outcome, Outcome::kPass);
+  // The bound's parts: exp's and mul's own terms scale with the element.
+  auto values = interpret_all(c);
+  ASSERT_TRUE(values.ok());
+  std::vector<double> relative;
+  std::vector<double> E = error_bounds(c.graph, *values, cpu, nullptr, &relative);
+  EXPECT_GT(relative[1], 0);
+  EXPECT_GT(relative[3], 0);
+  EXPECT_LE(relative[3] * std::exp(7.0) * 0.5, E[3] * (1 + 1e-12));
+}
+
 TEST(Checker, InfTimesAnExactValueIsStillChecked) {
   DevicePrecision cpu = DevicePrecision::for_device("cpu");
   // x - 0.005*sum(x) = +-0.5 is far from zero: the products with +-inf are determined, and a

@@ -200,10 +200,11 @@ Magnitudes magnitudes(const ir::HostTensor& t) {
 }  // namespace
 
 std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostTensor>& values,
-                                 const DevicePrecision& prec, std::vector<char>* unmodeled) {
+                                 const DevicePrecision& prec, std::vector<char>* unmodeled, std::vector<double>* relative) {
   size_t n = g.size();
   std::vector<double> E(n, 0);
   if (unmodeled) unmodeled->assign(n, 0);
+  if (relative) relative->assign(n, 0);
   std::vector<Magnitudes> mag(n);
   for (size_t i = 0; i < n; ++i) mag[i] = magnitudes(values[i]);
   for (size_t id = 0; id < n; ++id) {
@@ -229,6 +230,7 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
     const double tr = prec.transcendental_ulps * uc;  // transcendental function error
     const double round = ur * M;
     double e = 0;
+    double rel = 0;  // the coefficient of M among e's terms (see `relative` in differential.h)
     switch (node.op) {
       case ir::Op::kInput:
       case ir::Op::kConst:
@@ -276,55 +278,62 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
       case ir::Op::kCast: {
         DType from = g.node(in[0]).dtype, to = node.dtype;
         if (!is_float(to)) e = is_float(from) && Ein(0) > 0 ? INFINITY : 0;
-        else if (!is_float(from)) e = Min(0) > exact_int_limit(to) ? round : 0;
-        else e = Ein(0) + (unit(to) > unit(from) ? round : 0);
+        else if (!is_float(from)) rel = Min(0) > exact_int_limit(to) ? ur : 0, e = rel * M;
+        else rel = unit(to) > unit(from) ? ur : 0, e = Ein(0) + rel * M;
         break;
       }
       case ir::Op::kAdd:
-      case ir::Op::kSub: e = Ein(0) + Ein(1) + round; break;
-      case ir::Op::kMul: e = Min(0) * Ein(1) + Min(1) * Ein(0) + Ein(0) * Ein(1) + round; break;
+      case ir::Op::kSub: e = Ein(0) + Ein(1) + round, rel = ur; break;
+      case ir::Op::kMul: e = Min(0) * Ein(1) + Min(1) * Ein(0) + Ein(0) * Ein(1) + round, rel = ur; break;
       case ir::Op::kDiv: {
         double ea = Ein(0), eb = Ein(1), d = mag[in[1]].min_abs - eb;
         double prop = ea == 0 && eb == 0 ? 0 : (d <= 0 ? INFINITY : (ea + M * eb) / d);
         e = prop + prec.divide_ulps * uc * M + round;
+        rel = prec.divide_ulps * uc + ur;
         break;
       }
       case ir::Op::kRecip: {
         double ea = Ein(0), ma = mag[in[0]].min_abs, d = ma - ea;
         double prop = ea == 0 ? 0 : (d <= 0 ? INFINITY : ea / (ma * d));
         e = prop + prec.divide_ulps * uc * M + round;
+        rel = prec.divide_ulps * uc + ur;
         break;
       }
       case ir::Op::kSqrt: {
         double ea = Ein(0), ma = mag[in[0]].min_abs;
         double prop = ea == 0 ? 0 : std::min(ea / (2 * std::sqrt(std::max(ma - ea, 0.0))), std::sqrt(ea));
         e = prop + prec.divide_ulps * uc * M + round;
+        rel = prec.divide_ulps * uc + ur;
         break;
       }
       case ir::Op::kRsqrt: {
         double ea = Ein(0), d = mag[in[0]].min_abs - ea;
         double prop = ea == 0 ? 0 : (d <= 0 ? INFINITY : ea / (2 * std::pow(d, 1.5)));
         e = prop + tr * M + round;
+        rel = tr + ur;
         break;
       }
-      case ir::Op::kExp: e = M * std::expm1(Ein(0)) + tr * M + round; break;
+      // exp(x + d) = exp(x) exp(d): the propagated error is relative too.
+      case ir::Op::kExp: e = M * std::expm1(Ein(0)) + tr * M + round, rel = std::expm1(Ein(0)) + tr + ur; break;
       case ir::Op::kLog: {
         double ea = Ein(0), d = mag[in[0]].min_abs - ea;
         double prop = ea == 0 ? 0 : (d <= 0 ? INFINITY : ea / d);
         e = prop + tr * std::max(1.0, M) + round;
+        rel = ur;
         break;
       }
       case ir::Op::kSin:
-      case ir::Op::kCos: e = Ein(0) + tr * std::max(1.0, Min(0)) + prec.sincos_abs + round; break;
-      case ir::Op::kTanh: e = Ein(0) + tr + round; break;
-      case ir::Op::kSigmoid: e = 0.25 * Ein(0) + tr + round; break;
-      case ir::Op::kErf: e = 1.13 * Ein(0) + tr + round; break;
+      case ir::Op::kCos: e = Ein(0) + tr * std::max(1.0, Min(0)) + prec.sincos_abs + round, rel = ur; break;
+      case ir::Op::kTanh: e = Ein(0) + tr + round, rel = ur; break;
+      case ir::Op::kSigmoid: e = 0.25 * Ein(0) + tr + round, rel = ur; break;
+      case ir::Op::kErf: e = 1.13 * Ein(0) + tr + round, rel = ur; break;
       case ir::Op::kPow: {
         // d/da a^b = b a^(b-1), d/db a^b = ln(a) a^b: relative error b*ea/a + ln(a)*eb.
         double ea = Ein(0), eb = Ein(1), d = mag[in[0]].min_abs - ea;
         double y = Min(1) * mag[in[0]].max_log;  // |b ln a|: exp(y) amplifies the log's error
-        double rel = ea == 0 && eb == 0 ? 0 : (d <= 0 ? INFINITY : Min(1) * ea / d + mag[in[0]].max_log * eb);
-        e = M * std::expm1(rel) + tr * M * (1 + y) + round;
+        double rin = ea == 0 && eb == 0 ? 0 : (d <= 0 ? INFINITY : Min(1) * ea / d + mag[in[0]].max_log * eb);
+        e = M * std::expm1(rin) + tr * M * (1 + y) + round;
+        rel = std::expm1(rin) + tr * (1 + y) + ur;
         break;
       }
       case ir::Op::kReduceSum:
@@ -335,8 +344,10 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
         if (node.op == ir::Op::kReduceSum) {
           // Any summation order: (N - 1) u sum|x| <= (N - 1) u N max|x|.
           e = N * Ein(0) + std::max(0.0, N - 1) * uacc * N * Min(0) + round;
+          rel = ur;
         } else {
           e = N * std::pow(std::max(1.0, Min(0)), std::max(0.0, N - 1)) * Ein(0) + 2 * N * uacc * M + round;
+          rel = 2 * N * uacc + ur;
         }
         break;
       }
@@ -344,6 +355,7 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
         double K = double(g.node(in[0]).shape.back());
         double uacc = compute_unit(node.dtype);
         e = K * (Min(0) * Ein(1) + Min(1) * Ein(0) + Ein(0) * Ein(1)) + K * uacc * K * Min(0) * Min(1) + round;
+        rel = ur;
         break;
       }
       case ir::Op::kAttention: {
@@ -357,6 +369,7 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
         const double es = s * D * (Min(0) * Ein(1) + Min(1) * Ein(0) + Ein(0) * Ein(1)) +
                           s * D * D * u32 * Min(0) * Min(1) + (in.size() > 3 ? Ein(3) + u32 * Min(3) : 0.0);
         e = Ein(2) + Min(2) * (std::expm1(2 * es) + 2 * unit(node.dtype) + Sk * u32 + tr) + round;
+        rel = ur;
         break;
       }
       default:
@@ -374,6 +387,7 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
     if (is_float(node.dtype) && std::isfinite(e) && e > 0 && M + prec.safety * e >= max_finite(node.dtype))
       e = INFINITY;
     E[id] = std::isnan(e) ? INFINITY : e;
+    if (relative && std::isfinite(E[id])) (*relative)[id] = rel;
   }
   return E;
 }
@@ -422,7 +436,8 @@ CheckResult check_case(const Case& c, const Runner& run, const DevicePrecision& 
     return r;
   }
   std::vector<char> unmodeled;
-  std::vector<double> E = error_bounds(c.graph, *values, prec, &unmodeled);
+  std::vector<double> relative;
+  std::vector<double> E = error_bounds(c.graph, *values, prec, &unmodeled, &relative);
   auto got = run(c);
   if (!got.ok()) {
     r.outcome = Outcome::kDeviceError;
@@ -439,8 +454,12 @@ CheckResult check_case(const Case& c, const Runner& run, const DevicePrecision& 
                       dtype_name(want.dtype), shape_str(want.shape), "\n");
       continue;
     }
+    // Each element's tolerance: the bound's part that scales with magnitude taken at the
+    // element's own (relative), the rest as it is.
     testing::ElementTolerance tol;
-    tol.abs_tol = prec.safety * E[id] + (prec.flushes_denormals ? min_normal(want.dtype) : 0);
+    const double scaled = std::isfinite(E[id]) ? relative[size_t(id)] * magnitudes(want).max_abs : 0;
+    tol.abs_tol = prec.safety * std::max(0.0, E[id] - scaled) + (prec.flushes_denormals ? min_normal(want.dtype) : 0);
+    tol.rel_tol = std::isfinite(E[id]) ? prec.safety * relative[size_t(id)] : 0;
     ++r.outputs_checked;
     if (std::isinf(tol.abs_tol)) ++r.outputs_unbounded;
     if (std::isinf(tol.abs_tol) && unmodeled[size_t(id)]) {
@@ -461,7 +480,11 @@ CheckResult check_case(const Case& c, const Runner& run, const DevicePrecision& 
       r.outcome = Outcome::kMismatch;
       absl::StrAppend(&r.detail, "output ", k, " (%", id, ", ", dtype_name(want.dtype), shape_str(want.shape), "): ",
                       cmp.bad, " of ", want.numel(), " elements differ");
-      if (is_float(want.dtype)) absl::StrAppend(&r.detail, " (allowed |error| <= ", tol.abs_tol, ")");
+      if (is_float(want.dtype)) {
+        absl::StrAppend(&r.detail, " (allowed |error| <= ", tol.abs_tol);
+        if (tol.rel_tol > 0) absl::StrAppend(&r.detail, " + ", tol.rel_tol, " * |want|");
+        absl::StrAppend(&r.detail, ")");
+      }
       absl::StrAppend(&r.detail, "\n", cmp.report);
     }
   }

@@ -70,8 +70,16 @@ absl::StatusOr<std::vector<ir::HostTensor>> interpret_all(const Case& c);
 // whose allowed error reaches the dtype's largest value. Any other infinite bound is a hole in
 // the error model: `unmodeled` (when given) marks the nodes that depend on an op the model does
 // not know, and check_case fails such an output instead of skipping it.
+//
+// `relative` (when given) receives, per node, the part of its bound that scales with the node's
+// own magnitude: bound = rest + relative * max|value|, where the terms in `relative` (the
+// rounding of the stored result, a function's own error, exp's and pow's propagation) hold for
+// each element with that element's magnitude. check_case allows element k
+// rest + relative * |value_k| (times the safety factor), so a small element of an output with a
+// large one is checked at its own scale.
 std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostTensor>& values,
-                                 const DevicePrecision& prec, std::vector<char>* unmodeled = nullptr);
+                                 const DevicePrecision& prec, std::vector<char>* unmodeled = nullptr,
+                                 std::vector<double>* relative = nullptr);
 
 CheckResult check_case(const Case& c, const Runner& run, const DevicePrecision& prec);
 
