@@ -122,6 +122,8 @@ Options options() {
   }
   read_int(o, "KILN_CUDA_ATTENTION_ROWS", &o.cuda_attention_rows);
   read_switch("KILN_CUDA_COPY_STREAM", &o.cuda_copy_stream);
+  read_int(o, "KILN_COMPILE_THREADS", &o.compile_threads);
+  if (o.compile_threads < 0) o.compile_threads = 0;
   read_int(o, "KILN_VULKAN_DEVICE", &o.vulkan_device, /*strict=*/true);
   read_switch("KILN_VULKAN_VALIDATION", &o.vulkan_validation);
   read_switch("KILN_VULKAN_SPIRV_OPT", &o.vulkan_spirv_opt);

@@ -98,6 +98,10 @@ absl::StatusOr<CudaBinary> nvrtc_compile(const std::string& source, int cc, bool
     return nvrtc_error(r, "nvrtcCreateProgram");
   ProgramPtr prog(raw);
   std::vector<std::string> opts = nvrtc_options(cc, arch_specific);
+  // NVRTC runs its optimizer on several threads (--split-compile; 0 = every hardware thread): a
+  // module of a hundred kernels compiles several times faster on a many-core host. The cubin
+  // does not depend on it, so it is not among nvrtc_options (the cache key).
+  if (int t = support::options().compile_threads; t != 1) opts.push_back(absl::StrCat("--split-compile=", t));
   std::vector<const char*> argv;
   for (const std::string& o : opts) argv.push_back(o.c_str());
   nvrtcResult r = nvrtcCompileProgram(raw, int(argv.size()), argv.data());

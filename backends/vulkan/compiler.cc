@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/vulkan/target.h"
 #include "runtime/compile_cache.h"
+#include "runtime/parallel.h"
 #include "support/options.h"
 
 namespace kiln::runtime::vk {
@@ -76,20 +77,27 @@ absl::StatusOr<CompiledProgram> VulkanCompiler::compile_rendered(const ir::Progr
   CompiledProgram c = plan_of(p);
   c.backend = "vulkan";
   c.target_key = key_;
-  for (size_t i = 0; i < r.kernels.size(); ++i) {
-    const codegen::gpu::KernelSource& k = r.kernels[i];
-    CompiledKernel& ck = c.kernels[i];
-    ck.name = k.name.empty() ? absl::StrCat("kernel", i) : k.name;
-    auto spirv = cache.get_or_compile(
-        cache_key(k.source), 1,
+  for (size_t i = 0; i < r.kernels.size(); ++i)
+    c.kernels[i].name = r.kernels[i].name.empty() ? absl::StrCat("kernel", i) : r.kernels[i].name;
+  // Each kernel is its own SPIR-V module: they compile side by side (KILN_COMPILE_THREADS).
+  std::vector<absl::StatusOr<std::string>> spirv(r.kernels.size(), absl::UnknownError("not compiled"));
+  parallel_for(r.kernels.size(), support::options().compile_threads, [&](size_t i) {
+    const std::string& name = c.kernels[i].name;
+    const std::string& glsl = r.kernels[i].source;
+    spirv[i] = cache.get_or_compile(
+        cache_key(glsl), 1,
         [&]() -> absl::StatusOr<std::string> {
-          auto words = compile_glsl(ck.name, k.source, spirv_);
+          auto words = compile_glsl(name, glsl, spirv_);
           if (!words.ok()) return words.status();
           return std::string(reinterpret_cast<const char*>(words->data()), words->size() * sizeof(uint32_t));
         },
         is_spirv);
-    if (!spirv.ok()) return spirv.status();
-    ck.binary = *std::move(spirv);
+  });
+  for (size_t i = 0; i < r.kernels.size(); ++i) {
+    const codegen::gpu::KernelSource& k = r.kernels[i];
+    CompiledKernel& ck = c.kernels[i];
+    if (!spirv[i].ok()) return spirv[i].status();  // the first failing kernel's error
+    ck.binary = *std::move(spirv[i]);
     for (int d = 0; d < 3; ++d) {
       ck.grid[d] = k.grid[d];
       ck.block[d] = k.block[d];
