@@ -79,15 +79,20 @@ def main():
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--out", help="write the models here (default: a temporary directory)")
     ap.add_argument("--results", help="append one JSON line per model and runtime here")
+    ap.add_argument("--models", help="comma-separated names: only these (default: all)")
     args = ap.parse_args()
     out = args.out or tempfile.mkdtemp(prefix="kiln_onnx_speed_")
     os.makedirs(out, exist_ok=True)
     paths = write_models(out, args.layers)
+    if args.models:
+        paths = {k: v for k, v in paths.items() if k in args.models.split(",")}
     kiln_json = os.path.join(out, "kiln.jsonl")
     if os.path.exists(kiln_json):
         os.remove(kiln_json)
+    # A first call that compiles (no kernels from an earlier run's disk cache).
+    env = dict(os.environ, KILN_DISK_CACHE="0")
     r = subprocess.run([args.onnx_bench, "--device", args.device, "--iters", str(args.iters), "--results", kiln_json]
-                       + list(paths.values()), capture_output=True, text=True)
+                       + list(paths.values()), capture_output=True, text=True, env=env)
     if r.returncode != 0:
         print(r.stdout + r.stderr)
         sys.exit(1)
