@@ -26,6 +26,7 @@ constexpr int kContractMB = 4;
 constexpr int kContractNB = 16;
 constexpr int64_t kContractGroup = 16;        // m blocks sharing one packed rhs panel
 constexpr int64_t kPanelBytes = int64_t(128) << 10;  // largest packed panel (a stack array)
+constexpr size_t kVectorizeNodeLimit = 160;           // larger kernels' loops are not vectorized
 
 class Emitter {
  public:
@@ -145,11 +146,16 @@ class Emitter {
     Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(lo->getType(), 1), "", true, true);
     i->addIncoming(next, b_.GetInsertBlock());
     llvm::BranchInst* back = b_.CreateBr(header);
-    if (interleave > 1) {
-      llvm::Metadata* count[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
-                                 llvm::ConstantAsMetadata::get(b_.getInt32(interleave))};
+    // A kernel of very many expression nodes (an unrolled recurrent layer) is not vectorized:
+    // LLVM 16's loop vectorizer takes time superlinear in the loop body there (sinkScalarOperands;
+    // minutes for one ONNX model), and such kernels are latency-bound chains anyway.
+    const bool vectorize = k_.nodes.size() <= kVectorizeNodeLimit;
+    if (interleave > 1 || !vectorize) {
+      llvm::Metadata* hint[] = {llvm::MDString::get(ctx_, vectorize ? "llvm.loop.interleave.count" : "llvm.loop.vectorize.enable"),
+                                vectorize ? llvm::ConstantAsMetadata::get(b_.getInt32(interleave))
+                                          : llvm::ConstantAsMetadata::get(b_.getFalse())};
       llvm::TempMDTuple self = llvm::MDNode::getTemporary(ctx_, {});
-      llvm::MDNode* md = llvm::MDNode::get(ctx_, {self.get(), llvm::MDNode::get(ctx_, count)});
+      llvm::MDNode* md = llvm::MDNode::get(ctx_, {self.get(), llvm::MDNode::get(ctx_, hint)});
       md->replaceOperandWith(0, md);
       back->setMetadata(llvm::LLVMContext::MD_loop, md);
     }
