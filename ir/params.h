@@ -52,7 +52,7 @@ std::vector<Scalar> param_values(const Graph& g);
 Graph lift_params(const Graph& g, std::vector<NodeId>* map = nullptr);
 
 // `g` with every param turned back into the constant it holds (a random op's seed into its
-// attribute): what export and the interpreter's users see when they want values, not slots.
+// attribute): the graph lift_params started from, up to node order (tests compare the two).
 Graph bake_params(const Graph& g);
 
 }  // namespace kiln::ir
