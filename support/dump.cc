@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "support/options.h"
+
 namespace kiln::support {
 
 void write_dump(const std::string& path, const std::string& text) {
@@ -30,7 +32,7 @@ bool write_graph(const std::string& dot_path, const std::string& dot, size_t nod
     if (verbose) std::fprintf(stderr, "kiln: %s: %zu nodes, not rendered to SVG (run dot -Tsvg on it)\n", dot_path.c_str(), nodes);
     return false;
   }
-  if (std::system("command -v dot >/dev/null 2>&1") != 0) return false;
+  if (!options().dump_svg || std::system("command -v dot >/dev/null 2>&1") != 0) return false;
   const std::string svg = dot_path.size() > 4 && dot_path.substr(dot_path.size() - 4) == ".dot"
                               ? dot_path.substr(0, dot_path.size() - 4) + ".svg"
                               : dot_path + ".svg";

@@ -95,6 +95,7 @@ Options options() {
     }
   }
   if (const char* d = env("KILN_DUMP_DIR")) o.dump_dir = d;
+  read_switch("KILN_DUMP_SVG", &o.dump_svg);
   read_switch("KILN_FUSION", &o.fusion);
   if (const char* d = env("KILN_DEVICE")) o.device = d;
   o.cache_dir = cache_location();

@@ -21,6 +21,7 @@ struct Options {
   // --- debugging (README: Debugging)
   int debug = 0;                 // KILN_DEBUG: 1 kernels and times, 2 fusion, 3 IR per pass, 4 sources
   std::string dump_dir;          // KILN_DUMP_DIR: every stage to files ("" = off)
+  bool dump_svg = true;          // KILN_DUMP_SVG=0: Graphviz .dot files without running dot on them
   bool fusion = true;            // KILN_FUSION=0: one kernel per primitive
   std::string device;            // KILN_DEVICE: the default device's name ("" = best available)
 
