@@ -12,7 +12,8 @@
 namespace kiln::runtime {
 namespace {
 
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '6'};  // 03: cuda tensor maps; 04: PTX; 05: costs; 06: params
+// 03: cuda tensor maps; 04: PTX; 05: costs; 06: params; 07: kernel twins (and the cpu calling convention)
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '7'};
 
 using support::ByteReader;
 using support::ByteWriter;
@@ -115,6 +116,9 @@ std::vector<std::string> CompiledProgram::listings() const {
                                     k.block[1], k.block[2], k.shared_bytes);
     if (k.tiles > 0) absl::StrAppend(&s, ", ", k.tiles, " tiles");
     if (!k.strategy.empty()) absl::StrAppend(&s, "; ", k.strategy);
+    if (k.twin >= 0)
+      absl::StrAppend(&s, "\n// calls ", kernels[size_t(k.twin)].name, ", the function of kernel ", k.twin,
+                      ", with its own buffers and params (a twin: ir/kernel_twins.h)");
     absl::StrAppend(&s, "\n", k.source);
     if (i == 0 && !module_source.empty()) absl::StrAppend(&s, "\n// ---- module (all kernels) ----\n", module_source);
     else if (!module_source.empty()) absl::StrAppend(&s, "// (module source: see kernel 0)\n");
@@ -152,6 +156,7 @@ std::string serialize(const CompiledProgram& c) {
   w.str(c.portable_module);
   w.list(c.kernels, [&](const CompiledKernel& k) {
     w.str(k.name);
+    w.i64(k.twin);
     w.list(k.buffers, [&](int b) { w.i64(b); });
     w.list(k.reads, [&](int b) { w.i64(b); });
     w.list(k.writes, [&](int b) { w.i64(b); });
@@ -182,6 +187,9 @@ std::string serialize(const CompiledProgram& c) {
 }
 
 absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
+  if (bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, 6) == 0 && std::memcmp(bytes.data(), kMagic, 8) != 0)
+    return absl::InvalidArgumentError(absl::StrCat("compiled program: format ", absl::string_view(bytes.data() + 6, 2), ", this kiln reads format ",
+                                                   absl::string_view(kMagic + 6, 2), ": compile it again with this kiln"));
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     return absl::InvalidArgumentError("compiled program: not a kiln compiled program (bad magic or version)");
   ByteReader r(bytes.substr(sizeof kMagic), "compiled program");
@@ -222,6 +230,7 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
   c.kernels.resize(r.count(64));
   for (CompiledKernel& k : c.kernels) {
     k.name = r.str();
+    k.twin = r.i32();
     k.buffers = read_ints(r);
     k.reads = read_ints(r);
     k.writes = read_ints(r);
@@ -266,6 +275,12 @@ absl::Status check_consistent(const CompiledProgram& c) {
   absl::Status s = ir::verify_plan(c.buffers, c.steps, int(c.kernels.size()), c.arena_bytes, c.num_inputs,
                                    c.num_outputs, c.outputs);
   if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": ", s.message()));
+  for (size_t i = 0; i < c.kernels.size(); ++i) {
+    const int t = c.kernels[i].twin;
+    if (t != -1 && (t < 0 || size_t(t) >= i || c.kernels[size_t(t)].twin != -1))
+      return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": kernel ", c.kernels[i].name,
+                                                     " is the twin of kernel ", t, ", not an earlier kernel with a function of its own"));
+  }
   for (const CompiledKernel& k : c.kernels)
     for (const std::vector<int>* ids : {&k.buffers, &k.reads, &k.writes})
       for (int b : *ids)

@@ -43,7 +43,11 @@ struct TensorMapDesc {
 
 struct CompiledKernel {
   std::string name;          // entry point (the symbol in `module`, or the SPIR-V module's label)
-  std::vector<int> buffers;  // ir::Program buffer ids, in parameter order (cuda)
+  // An earlier kernel whose entry point this one calls with its own bindings (ir/kernel_twins.h:
+  // cpu, cuda, hip), or -1: its own `name` is in `module`.
+  int twin = -1;
+  // ir::Program buffer ids, in parameter order (cuda, hip; cpu: ir::kernel_buffers order)
+  std::vector<int> buffers;
   // ir::Program buffer ids the kernel loads from and stores into, ascending (every backend;
   // Vulkan's validation mode shows them to the synchronization validator).
   std::vector<int> reads, writes;
@@ -56,8 +60,8 @@ struct CompiledKernel {
       if (grid[size_t(d)] == 0 || block[size_t(d)] == 0) return true;
     return false;
   }
-  // Param slots the kernel reads, ascending (cuda: by-value u64 arguments after `buffers`, before
-  // the tensor maps).
+  // Param slots the kernel reads (cuda, hip: ascending, by-value u64 arguments after `buffers`,
+  // before the tensor maps; cpu: ir::kernel_param_slots order).
   std::vector<int> params;
   std::vector<TensorMapDesc> tensor_maps;  // cuda: by-value parameters after `buffers` and `params`
   int64_t tiles = 0;          // cpu: tiles to run
@@ -93,6 +97,10 @@ struct CompiledProgram {
   // Each kernel's text for dumps: its launch, strategy and source (the module's source and
   // assembly are in kernel 0's entry).
   std::vector<std::string> listings() const;
+  // The entry point in `module` that kernel `i` calls: its own name, or its twin's.
+  const std::string& entry(size_t i) const {
+    return kernels[i].twin >= 0 ? kernels[size_t(kernels[i].twin)].name : kernels[i].name;
+  }
 };
 
 // The plan and schedule of `p` (buffers, steps, arena, outputs) copied into a CompiledProgram,

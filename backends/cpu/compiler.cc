@@ -3,6 +3,7 @@
 #include "backends/cpu/compiler.h"
 
 #include "absl/strings/str_cat.h"
+#include "ir/kernel_twins.h"
 #include "runtime/compile_cache.h"
 #include "support/options.h"
 
@@ -42,7 +43,11 @@ absl::StatusOr<CompiledProgram> CpuCompiler::compile(const ir::Program& p) const
     return absl::InternalError(absl::StrCat("cpu: ", entries.size(), " emitted kernels for a program of ", c.kernels.size()));
   for (size_t i = 0; i < entries.size(); ++i) {
     CompiledKernel& k = c.kernels[i];
-    k.name = entries[i].symbol;
+    // A twin keeps a name of its own (profiles, dumps) and calls its family's function.
+    k.twin = entries[i].twin == int(i) ? -1 : entries[i].twin;
+    k.name = k.twin < 0 ? entries[i].symbol : "kiln_" + p.kernels[i].name;
+    k.buffers = ir::kernel_buffers(p.kernels[i]);
+    k.params = ir::kernel_param_slots(p.kernels[i]);
     k.tiles = entries[i].tiles;
     k.work = entries[i].work;
     if (i < sources.size()) k.source = sources[i];

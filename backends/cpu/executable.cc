@@ -15,20 +15,26 @@
 namespace kiln::runtime::cpu {
 
 absl::StatusOr<std::unique_ptr<Executable>> CpuExecutable::load(const CompiledProgram& c, Device* device, ThreadPool* pool) {
-  std::vector<std::string> symbols;
+  std::vector<std::string> symbols;  // one per kernel with a function of its own
+  std::vector<int> function_of;       // kernel -> its entry in `symbols`
   std::vector<Kernel> kernels;
-  for (const CompiledKernel& k : c.kernels) {
+  for (size_t i = 0; i < c.kernels.size(); ++i) {
+    const CompiledKernel& k = c.kernels[i];
     if (k.name.empty() || k.tiles < 0 || k.work < 0)
       return absl::InvalidArgumentError(absl::StrCat("cpu: kernel '", k.name, "' of the compiled program has no symbol or a negative size"));
-    symbols.push_back(k.name);
-    kernels.push_back(Kernel{nullptr, k.tiles, k.work, k.name, k.bytes, k.flops, k.computes});
+    function_of.push_back(k.twin >= 0 ? function_of[size_t(k.twin)] : int(symbols.size()));
+    if (k.twin < 0) symbols.push_back(k.name);
+    Kernel e{nullptr, {}, k.tiles, k.work, k.name, k.bytes, k.flops, k.computes};
+    for (int b : k.buffers) e.index.push_back(b);
+    for (int p : k.params) e.index.push_back(int32_t(c.buffers.size()) + p);
+    kernels.push_back(std::move(e));
   }
   std::unique_ptr<LinkedObject> code;
   if (!kernels.empty()) {
     auto linked = link_object(c.module, symbols);
     if (!linked.ok()) return linked.status();
     code = *std::move(linked);
-    for (size_t i = 0; i < kernels.size(); ++i) kernels[i].fn = code->functions()[i];
+    for (size_t i = 0; i < kernels.size(); ++i) kernels[i].fn = code->functions()[size_t(function_of[i])];
   }
   return std::unique_ptr<Executable>(new CpuExecutable(c, std::move(code), std::move(kernels), device, pool));
 }
@@ -77,13 +83,14 @@ absl::Status CpuExecutable::run(const std::vector<Buffer*>& inputs, const std::v
     const Kernel& k = kernels_[s.kernel];
     if (k.tiles <= 0) continue;
     KernelFn fn = k.fn;
+    const int32_t* index = k.index.data();
     const bool parallel = k.work >= (1 << 15) && k.tiles > 1;
     const double t0 = traced ? support::trace_now_us_precise() : 0;
     if (!parallel) {
-      fn(bufs, 0, k.tiles);
+      fn(bufs, index, 0, k.tiles);
     } else {
       int64_t chunk = std::max<int64_t>(1, k.tiles / (int64_t(pool_->size()) * 8));
-      pool_->parallel_for(k.tiles, chunk, [&](int64_t b, int64_t e) { fn(bufs, b, e); });
+      pool_->parallel_for(k.tiles, chunk, [&](int64_t b, int64_t e) { fn(bufs, index, b, e); });
     }
     if (traced) {
       support::KernelRun run;

@@ -28,6 +28,9 @@ class CpuExecutable : public Executable {
  private:
   struct Kernel {
     KernelFn fn = nullptr;
+    // Where each of its buffers, then each of its params, is in the run's argument array (its own
+    // bindings, also when `fn` is a twin's: ir/kernel_twins.h).
+    std::vector<int32_t> index;
     int64_t tiles = 0, work = 0;
     std::string name;  // for profiles
     int64_t bytes = 0, flops = 0;  // CompiledKernel's estimates (profiles)

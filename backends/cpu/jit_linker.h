@@ -19,7 +19,8 @@ class JITDylib;
 
 namespace kiln::runtime::cpu {
 
-using KernelFn = void (*)(char** buffers, int64_t tile_begin, int64_t tile_end);
+// codegen/llvm/emit_kernel.h: the kernel's j-th binding is args[index[j]].
+using KernelFn = void (*)(char** args, const int32_t* index, int64_t tile_begin, int64_t tile_end);
 
 class LinkedObject {
  public:

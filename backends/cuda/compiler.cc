@@ -90,6 +90,7 @@ absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) cons
     codegen::gpu::KernelSource& k = rendered->kernels[i];
     CompiledKernel& out = c.kernels[i];
     out.name = std::move(k.name);
+    out.twin = k.twin;
     out.buffers = std::move(k.buffers);
     out.params = std::move(k.params);  // the argument order of its signature
     for (int i = 0; i < 3; ++i) out.grid[size_t(i)] = k.grid[i], out.block[size_t(i)] = k.block[i];

@@ -88,9 +88,10 @@ absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(Device* d
   if (!c.kernels.empty() && !module)
     return absl::InvalidArgumentError(absl::StrCat("cuda: a program of ", c.kernels.size(), " kernels without a module"));
   std::vector<CUfunction> functions;
-  for (const CompiledKernel& k : c.kernels) {
+  for (size_t i = 0; i < c.kernels.size(); ++i) {
+    const CompiledKernel& k = c.kernels[i];
     if (absl::Status s = check_launch(k, *ctx); !s.ok()) return s;
-    auto fn = module->function(k.name);
+    auto fn = module->function(c.entry(i));
     if (!fn.ok()) return fn.status();
     functions.push_back(*fn);
   }

@@ -40,6 +40,7 @@ absl::StatusOr<CompiledProgram> HipCompiler::compile(const ir::Program& p) const
     codegen::gpu::KernelSource& k = rendered->kernels[i];
     CompiledKernel& out = c.kernels[i];
     out.name = std::move(k.name);
+    out.twin = k.twin;
     out.buffers = std::move(k.buffers);
     out.params = std::move(k.params);  // the argument order of its signature
     for (int d = 0; d < 3; ++d) out.grid[size_t(d)] = k.grid[d], out.block[size_t(d)] = k.block[d];

@@ -37,8 +37,8 @@ absl::Status HipExecutable::build(const CompiledProgram& c) {
     const CompiledKernel& k = c.kernels[size_t(step.kernel)];
     if (k.launches_nothing()) continue;
     Node n;
-    if (absl::Status s = hip_check(api_, api_.hipModuleGetFunction(&n.fn, module_, k.name.c_str()),
-                                   absl::StrCat("finding kernel ", k.name, " in the code object"));
+    if (absl::Status s = hip_check(api_, api_.hipModuleGetFunction(&n.fn, module_, c.entry(size_t(step.kernel)).c_str()),
+                                   absl::StrCat("finding kernel ", c.entry(size_t(step.kernel)), " in the code object"));
         !s.ok())
       return s;
     n.buffers = k.buffers;

@@ -60,6 +60,11 @@ struct KernelSource {
   uint32_t block[3] = {1, 1, 1};
   uint32_t shared_bytes = 0;  // dynamic shared memory (CUDA/HIP)
   std::string source;         // GLSL/MSL: the whole shader of this kernel; CUDA/HIP: empty
+  size_t offset = 0;          // CUDA/HIP: where this kernel's text starts in module_source
+  // CUDA/HIP: an earlier kernel whose function this one calls with its own buffers and params
+  // (its text, canonical_text, is the same: ir/kernel_twins.h); its own text is not in
+  // module_source and `name` is not an entry point of it. -1: a function of its own.
+  int twin = -1;
   std::string strategy;       // how threads map to the iteration space, for dumps
   std::vector<TensorMapSpec> tensor_maps;  // CUDA: by-value parameters after the buffers
   std::vector<int> params;  // param slots the kernel reads; CUDA/HIP: arguments after the buffers
@@ -72,6 +77,11 @@ struct RenderedProgram {
   // so the module compiles for sm_<cc>a and runs only on exactly that compute capability.
   bool arch_specific = false;
 };
+
+// A CUDA/HIP kernel's text with its own name and its buffer and param arguments replaced by their
+// positions in k.buffers and k.params: two kernels with equal canonical texts are one function
+// called with different arguments.
+std::string canonical_text(const std::string& text, const KernelSource& k);
 
 absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir::TargetInfo& t);
 

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -147,8 +148,18 @@ absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir
   }
   if (d == Dialect::kCuda || d == Dialect::kHip) {
     out.module_source = ops->preamble(all);
-    for (KernelSource& k : out.kernels) {
-      out.module_source += "\n" + k.source;
+    // A kernel whose text is an earlier one's but for its name and bindings calls that function.
+    std::unordered_map<std::string, int> families;
+    for (size_t i = 0; i < out.kernels.size(); ++i) {
+      KernelSource& k = out.kernels[i];
+      if (auto [at, fresh] = families.emplace(canonical_text(k.source, k), int(i)); !fresh) {
+        k.twin = at->second;
+        k.source.clear();
+        continue;
+      }
+      out.module_source += "\n";
+      k.offset = out.module_source.size();
+      out.module_source += k.source;
       k.source.clear();
     }
   }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/llvm/emit_kernel.h"
+#include "ir/kernel_twins.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Config/llvm-config.h"
@@ -145,13 +146,22 @@ absl::StatusOr<ProgramModule> ProgramModule::emit(const ir::Program& p, const Cp
   s->mod = std::make_unique<llvm::Module>("kiln_program", *s->ctx);
   s->mod->setDataLayout(s->tm->createDataLayout());
   s->mod->setTargetTriple(target.triple);
-  for (const ir::Kernel& k : p.kernels) {
+  // One function per family of twins: a kernel that is an earlier one's twin calls its function.
+  const std::vector<int> twins = ir::kernel_twins(p);
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const ir::Kernel& k = p.kernels[i];
+    if (twins[i] != int(i)) {
+      KernelEntry e = s->kernels[size_t(twins[i])];
+      e.twin = twins[i];
+      s->kernels.push_back(e);
+      continue;
+    }
     std::string symbol = "kiln_" + k.name;
     if (s->mod->getFunction(symbol))
       return absl::InternalError(absl::StrCat("cpu codegen: two kernels of one program are named ", k.name));
     auto launch = emit_kernel(*s->mod, p, k, symbol);
     if (!launch.ok()) return launch.status();
-    s->kernels.push_back(KernelEntry{symbol, launch->tiles, launch->work});
+    s->kernels.push_back(KernelEntry{symbol, int(i), launch->tiles, launch->work});
   }
   std::string verr;
   llvm::raw_string_ostream vos(verr);
@@ -172,9 +182,10 @@ void ProgramModule::optimize() {
 std::vector<std::string> ProgramModule::optimized_ir() {
   optimize();
   std::vector<std::string> out;
-  for (const KernelEntry& k : s_->kernels) {
+  for (size_t i = 0; i < s_->kernels.size(); ++i) {
+    const KernelEntry& k = s_->kernels[i];
     const llvm::Function* f = s_->mod->getFunction(k.symbol);
-    out.push_back(f ? print(*f) : "");
+    out.push_back(f && k.twin == int(i) ? print(*f) : "");  // a twin's function is its family's first kernel's
   }
   return out;
 }

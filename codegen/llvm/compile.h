@@ -37,7 +37,10 @@ absl::StatusOr<CpuTarget> resolve_cpu(const ir::TargetInfo& t);
 std::string compiler_identity();
 
 struct KernelEntry {
-  std::string symbol;  // void symbol(char** buffers, int64_t tile_begin, int64_t tile_end)
+  // void symbol(char** args, const int32_t* index, int64_t tile_begin, int64_t tile_end)
+  // (emit_kernel.h); a twin's entry is its family's first kernel's symbol.
+  std::string symbol;
+  int twin = -1;       // the kernel whose function this one calls (ir::kernel_twins); its own index if none
   int64_t tiles = 0;   // parallel work units
   int64_t work = 0;    // approximate element visits, to decide whether threading pays
 };

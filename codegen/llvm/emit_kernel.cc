@@ -9,6 +9,7 @@
 #include "codegen/llvm/math.h"
 #include "ir/graph.h"
 #include "ir/half.h"
+#include "ir/kernel_twins.h"
 #include "ir/random.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
@@ -36,37 +37,41 @@ class Emitter {
   absl::StatusOr<KernelLaunch> run(const std::string& symbol) {
     llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
     llvm::Type* i64 = b_.getInt64Ty();
-    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64}, false);
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64, i64}, false);
     fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, symbol, m_);
     fn_->addFnAttr(llvm::Attribute::NoUnwind);
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry);
     entry_ = entry;
-    Value* bufs = fn_->getArg(0);
-    for (size_t i = 0; i < p_.buffers.size(); ++i) {
-      Value* slot = b_.CreateGEP(ptr, bufs, b_.getInt64(int64_t(i)));
-      buf_.push_back(b_.CreateLoad(ptr, slot, absl::StrCat("buf", i)));
-    }
-    // Params follow the buffer pointers in the argument array, each its 64-bit pattern
-    // (ir::encode_param), read once here.
-    for (const KNode& n : k_.nodes) {
-      if (n.op != Op::kParam || param_.count(n.ints[0])) continue;
-      Value* slot = b_.CreateGEP(ptr, bufs, b_.getInt64(int64_t(p_.buffers.size()) + n.ints[0]));
-      param_[n.ints[0]] = b_.CreatePtrToInt(b_.CreateLoad(ptr, slot), i64, absl::StrCat("param", n.ints[0]));
-    }
+    // The kernel's own bindings (ir/kernel_twins.h): local buffer j is args[index[j]], local param
+    // j the 64-bit pattern (ir::encode_param) in args[index[buffers + j]], so twins of this kernel
+    // call the same function with their own index arrays.
+    Value* args = fn_->getArg(0);
+    Value* index = fn_->getArg(1);
+    const std::vector<int> bufs = ir::kernel_buffers(k_), slots = ir::kernel_param_slots(k_);
+    auto arg = [&](size_t position, const std::string& name) {
+      Value* at = b_.CreateLoad(b_.getInt32Ty(), b_.CreateGEP(b_.getInt32Ty(), index, b_.getInt64(int64_t(position))));
+      return b_.CreateLoad(ptr, b_.CreateGEP(ptr, args, b_.CreateSExt(at, i64)), name);
+    };
+    buf_.assign(p_.buffers.size(), nullptr);
+    for (size_t j = 0; j < bufs.size(); ++j) buf_[size_t(bufs[j])] = arg(j, absl::StrCat("buf", bufs[j]));
+    for (size_t j = 0; j < slots.size(); ++j)
+      param_[slots[j]] = b_.CreatePtrToInt(arg(bufs.size() + j, ""), i64, absl::StrCat("param", slots[j]));
     // Buffers of one kernel do not overlap (plan_memory keeps live intermediates apart) except
     // an in-place pair (ir::share_bytes): one alias scope per buffer, each declared not to alias
     // the others but its in-place partner, lets LLVM vectorize without runtime overlap checks.
     llvm::MDBuilder mdb(ctx_);
     llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain("kiln");
     std::vector<llvm::Metadata*> scopes;
-    for (size_t i = 0; i < p_.buffers.size(); ++i) scopes.push_back(mdb.createAnonymousAliasScope(domain));
-    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+    for (size_t j = 0; j < bufs.size(); ++j) scopes.push_back(mdb.createAnonymousAliasScope(domain));
+    scope_.assign(p_.buffers.size(), nullptr);
+    noalias_.assign(p_.buffers.size(), nullptr);
+    for (size_t i = 0; i < bufs.size(); ++i) {
       std::vector<llvm::Metadata*> others;
-      for (size_t j = 0; j < scopes.size(); ++j)
-        if (j != i && !ir::share_bytes(p_, int(i), int(j))) others.push_back(scopes[j]);
-      scope_.push_back(llvm::MDNode::get(ctx_, {scopes[i]}));
-      noalias_.push_back(llvm::MDNode::get(ctx_, others));
+      for (size_t j = 0; j < bufs.size(); ++j)
+        if (j != i && !ir::share_bytes(p_, bufs[i], bufs[j])) others.push_back(scopes[j]);
+      scope_[size_t(bufs[i])] = llvm::MDNode::get(ctx_, {scopes[i]});
+      noalias_[size_t(bufs[i])] = llvm::MDNode::get(ctx_, others);
     }
     scopes_.emplace_back();
     KernelLaunch launch;
@@ -702,8 +707,8 @@ class Emitter {
     std::vector<llvm::AllocaInst*> reduce_slots;
     for (KNodeId ph : phases_) reduce_slots.push_back(entry_alloca(compute_type(k_.nodes[ph].dtype), B, "red"));
 
-    Value* begin = fn_->getArg(1);
-    Value* end = fn_->getArg(2);
+    Value* begin = fn_->getArg(2);
+    Value* end = fn_->getArg(3);
     loop(begin, end, [&](Value* t) {
       Value* row = t;
       Value* jb = b_.getInt64(0);
@@ -809,7 +814,7 @@ class Emitter {
     auto clamp = [&](Value* v, int64_t hi) {
       return b_.CreateSelect(b_.CreateICmpSLT(v, b_.getInt64(hi)), v, b_.getInt64(hi - 1));
     };
-    loop(fn_->getArg(1), fn_->getArg(2), [&](Value* t) {
+    loop(fn_->getArg(2), fn_->getArg(3), [&](Value* t) {
       // Tile order: batch, n block, m group (consecutive tiles share the rhs panel's inputs).
       Value* mg = b_.CreateURem(t, b_.getInt64(mgroups));
       Value* rest = b_.CreateUDiv(t, b_.getInt64(mgroups));

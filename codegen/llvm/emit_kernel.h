@@ -1,6 +1,9 @@
 // The LLVM IR emitter for one kernel of a Program (the CPU backend's codegen).
 //
-// Each kernel becomes `void name(i8** buffers, i64 tile_begin, i64 tile_end)`. A tile is a slice
+// Each kernel becomes `void name(i8** args, const i32* index, i64 tile_begin, i64 tile_end)`: its
+// j-th buffer (ir::kernel_buffers order) is args[index[j]] and its j-th param slot
+// (ir::kernel_param_slots order) holds its 64-bit pattern in args[index[buffers + j]], so a
+// kernel's twins (ir/kernel_twins.h) call the same function with their own index. A tile is a slice
 // of the outer iteration space: one outer index (row mode, when the last axis is reduced), a
 // block of the last axis (column mode: reductions accumulate a vector of outputs at once, so the
 // innermost loop walks memory contiguously and vectorizes), or an MxN block of a contraction.

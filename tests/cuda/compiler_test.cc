@@ -4,10 +4,12 @@
 // and computes the right values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "backends/cuda/target.h"
 #include "codegen/c_family/gpu_program.h"
 #include "ir/graph.h"
@@ -154,6 +156,62 @@ TEST(CudaCompiler, PtxRunsOnItsArchitectureAndLaterOnes) {
   auto back = deserialize(serialize(*sm80));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->portable_module, sm80->portable_module);
+}
+
+// A stack of identical layers (ir/kernel_twins.h): one function per family in the module, each
+// twin launching it with its own buffers (and, on the sm_90a path, its own tensor maps).
+std::string layer_stack(const char* dtype, int layers) {
+  std::string t = absl::StrCat("graph {\n  %0 = input 0 : ", dtype, "[128,256]\n");
+  int id = 0;
+  for (int l = 0; l < layers; ++l) {
+    absl::StrAppend(&t, "  %", id + 1, " = input ", l + 1, " : ", dtype, "[256,256]\n");
+    absl::StrAppend(&t, "  %", id + 2, " = dot %", id, ", %", id + 1, " : ", dtype, "[128,256]\n");
+    absl::StrAppend(&t, "  %", id + 3, " = tanh %", id + 2, " : ", dtype, "[128,256]\n");
+    id += 3;
+  }
+  return absl::StrCat(t, "  output %", id, "\n}\n");
+}
+
+TEST(CudaCompiler, RepeatedLayersCompileOneFunctionPerFamily) {
+  const ir::TargetInfo h100 = cuda::cuda_target_info(132, 232448, 90);
+  auto compiler = make_compiler("cuda", h100);
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  for (const char* dtype : {"f32", "bf16"}) {
+    auto g = ir::parse(layer_stack(dtype, 5));
+    ASSERT_TRUE(g.ok()) << g.status();
+    auto planned = passes::compile_graph(*g, h100, passes::Options{});
+    ASSERT_TRUE(planned.ok()) << planned.status();
+    auto c = (*compiler)->compile(planned->program);
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_EQ(c->kernels.size(), 5u) << dtype;
+    // The first layer reads the graph input; the others read the previous layer's result, and
+    // the last writes the output: the middle layers at least are one function.
+    int twins = 0;
+    for (size_t i = 0; i < c->kernels.size(); ++i) {
+      const CompiledKernel& k = c->kernels[i];
+      if (k.twin < 0) continue;
+      ++twins;
+      const CompiledKernel& first = c->kernels[size_t(k.twin)];
+      EXPECT_EQ(c->entry(i), first.name) << dtype;
+      EXPECT_NE(k.name, first.name) << dtype << ": a twin keeps its own name for profiles";
+      EXPECT_NE(k.buffers, first.buffers) << dtype;
+      ASSERT_EQ(k.tensor_maps.size(), first.tensor_maps.size()) << dtype;
+      for (size_t m = 0; m < k.tensor_maps.size(); ++m)
+        EXPECT_TRUE(std::find(k.buffers.begin(), k.buffers.end(), k.tensor_maps[m].buffer) != k.buffers.end())
+            << dtype << ": a twin's tensor map addresses its own buffer";
+    }
+    EXPECT_GE(twins, 2) << dtype;
+    auto back = deserialize(serialize(*c));
+    ASSERT_TRUE(back.ok()) << back.status();
+    for (size_t i = 0; i < c->kernels.size(); ++i) EXPECT_EQ(back->kernels[i].twin, c->kernels[i].twin);
+    // A twin that names a later kernel, or a twin, is refused when read back.
+    CompiledProgram bad = *c;
+    bad.kernels[0].twin = 1;
+    auto refused = deserialize(serialize(bad));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(std::string(refused.status().message()).find("not an earlier kernel with a function of its own"),
+              std::string::npos) << refused.status();
+  }
 }
 
 TEST(CudaCompiler, NeedsACudaTarget) {

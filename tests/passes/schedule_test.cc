@@ -99,10 +99,14 @@ TEST(PlanMemory, InPlacePairsAreNotDeclaredNonAliasing) {
   ASSERT_GE(pairs, 1);
   auto r = codegen::gpu::render(p, codegen::gpu::Dialect::kCuda, testing::gpu_target());
   ASSERT_TRUE(r.ok()) << r.status();
-  for (const ir::Kernel& k : p.kernels)
+  int checked = 0;
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const ir::Kernel& k = p.kernels[i];
+    if (r->kernels[i].twin >= 0) continue;  // its text is its family's first kernel's (kernel_twins.h)
     for (const ir::KNode& n : k.nodes)
       for (const ir::Store& s : k.stores)
         if (n.op == ir::Op::kLoad && ir::share_bytes(p, n.buffer, s.buffer)) {
+          ++checked;
           const size_t at = r->module_source.find(" kiln_" + k.name + "(");
           ASSERT_NE(at, std::string::npos);
           const std::string params = r->module_source.substr(at, r->module_source.find(')', at) - at);
@@ -111,6 +115,8 @@ TEST(PlanMemory, InPlacePairsAreNotDeclaredNonAliasing) {
             EXPECT_EQ(params.find("__restrict__ b" + std::to_string(b)), std::string::npos) << params;
           }
         }
+  }
+  EXPECT_GE(checked, 1);
   EXPECT_TRUE(ir::verify(p).ok());
   // Shift the written buffer by 4 bytes: a partial overlap.
   for (const ir::Kernel& k : p.kernels)

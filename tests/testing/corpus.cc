@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "runtime/disk_cache.h"
 
 namespace kiln::testing {
 
@@ -33,6 +34,25 @@ std::vector<CorpusGraph> corpus_graphs(const std::string& dirs, std::vector<std:
     }
   }
   return out;
+}
+
+std::string unseen_kernels(const codegen::gpu::RenderedProgram& r, std::set<uint64_t>* seen) {
+  // Kernels with text of their own (not twins), in module order: each runs to the next one's start.
+  std::vector<const codegen::gpu::KernelSource*> own;
+  for (const codegen::gpu::KernelSource& k : r.kernels)
+    if (k.twin < 0) own.push_back(&k);
+  if (own.empty()) return "";
+  const std::string& m = r.module_source;
+  std::string out = m.substr(0, own[0]->offset);
+  bool any = false;
+  for (size_t i = 0; i < own.size(); ++i) {
+    const size_t begin = own[i]->offset, end = i + 1 < own.size() ? own[i + 1]->offset : m.size();
+    const std::string text = m.substr(begin, end - begin);
+    if (!seen->insert(runtime::stable_hash64(codegen::gpu::canonical_text(text, *own[i]))).second) continue;
+    out += text;
+    any = true;
+  }
+  return any ? out : "";
 }
 
 }  // namespace kiln::testing

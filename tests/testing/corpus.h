@@ -4,9 +4,12 @@
 // device here (CUDA, HIP) go through all of them.
 #pragma once
 
+#include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "codegen/c_family/gpu_program.h"
 #include "ir/graph.h"
 
 namespace kiln::testing {
@@ -18,5 +21,12 @@ struct CorpusGraph {
 
 // The parsed graphs under `dirs`; a file that does not parse is added to `failures`.
 std::vector<CorpusGraph> corpus_graphs(const std::string& dirs, std::vector<std::string>* failures);
+
+// What of a rendered CUDA/HIP module is worth compiling: its preamble followed by the kernels whose
+// text (codegen::gpu::canonical_text) is not in `seen`, which receives them; empty when
+// every kernel was seen. The suites render the same kernel in many graphs, and a long chain
+// unfused renders one kernel per op: compiling each distinct kernel once covers the corpus in a
+// fraction of the compiler's time.
+std::string unseen_kernels(const codegen::gpu::RenderedProgram& r, std::set<uint64_t>* seen);
 
 }  // namespace kiln::testing
