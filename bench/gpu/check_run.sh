@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repo root, with a bundle carried (bench/gpu/bundle.sh; KILN_BUNDLE
-# names it, default bundle-att): params (ir/params.h: float scalars and seeds passed at run time)
-# checked on cuda and on NVIDIA's Vulkan driver in one call. Sections (default: cuda sanit fuzz vulkan):
-#   cuda    ops_test, passes_test and cuda_test on cuda (Params.* and Cache.* among them)
-#   sanit   compute-sanitizer memcheck over Params.* and Cache.* on cuda
-#   fuzz    kiln_fuzz on cuda: every case runs with its float constants and seeds lifted into params
-#   vulkan  vulkan_test, ops_test and passes_test on vulkan (run_on_gpu.sh's section, with its loader
-#           setup; the binaries it also runs that this bundle lacks just fail to start)
+# names it, default bundle-att): a change checked on cuda and on NVIDIA's Vulkan driver in one call
+# (first written for params, ir/params.h). Sections (default: cuda sanit fuzz vulkan):
+#   cuda     ops_test, passes_test and cuda_test on cuda
+#   sanit    compute-sanitizer memcheck on cuda over $SANIT_FILTER of $SANIT_BIN
+#            (default: ops_test's Params.* and Cache.*)
+#   fuzz     kiln_fuzz on cuda: every case runs with its float constants and seeds lifted into params
+#   compile  onnx_bench on cuda with the kernel cache off: each model's compile time and replay
+#            (needs onnx_bench in the bundle and the models in <bundle>/onnx_models)
+#   vulkan   vulkan_test, ops_test and passes_test on vulkan (run_on_gpu.sh's section, with its loader
+#            setup; the binaries it also runs that this bundle lacks just fail to start)
 # Output under $OUT (default <bundle>/out).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -14,7 +17,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 B=$ROOT/${KILN_BUNDLE:-bundle-att}
 . "$HERE/gpu_env.sh" "$B"
 T0=$(date +%s)
-stamp() { echo "[params_run] $1 at +$(( $(date +%s) - T0 )) s"; }
+stamp() { echo "[check_run] $1 at +$(( $(date +%s) - T0 )) s"; }
 for s in ${*:-cuda sanit fuzz vulkan}; do
   stamp "$s"
   case $s in
@@ -27,8 +30,8 @@ for s in ${*:-cuda sanit fuzz vulkan}; do
       done
       ;;
     sanit)
-      KILN_DEVICE=cuda timeout 200 compute-sanitizer --tool memcheck "$BIN/ops_test" --gtest_filter='Params.*:Cache.*' \
-        --gtest_brief=1 > "$OUT/sanitizer_memcheck.log" 2>&1
+      KILN_DEVICE=cuda timeout 200 compute-sanitizer --tool memcheck "$BIN/${SANIT_BIN:-ops_test}" \
+        --gtest_filter="${SANIT_FILTER:-Params.*:Cache.*}" --gtest_brief=1 > "$OUT/sanitizer_memcheck.log" 2>&1
       echo "memcheck exit $?: $(grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer_memcheck.log" | tr '\n' ' ')"
       ;;
     fuzz)
@@ -36,6 +39,10 @@ for s in ${*:-cuda sanit fuzz vulkan}; do
       timeout 240 "$BIN/kiln_fuzz" --device cuda --seed "$seed" --count 300 > "$OUT/fuzz_cuda.log" 2>&1
       echo "kiln_fuzz --device cuda --seed $seed --count 300: exit $?"
       tail -4 "$OUT/fuzz_cuda.log"
+      ;;
+    compile)
+      KILN_DISK_CACHE=0 timeout 240 "$BIN/onnx_bench" --device cuda --iters 50 --results "$OUT/onnx_compile_cuda.jsonl" \
+        "$B"/onnx_models/*.onnx 2>&1 | grep -v "^kiln:"
       ;;
     vulkan)
       bash "$B/run_on_gpu.sh" env > "$OUT/vk_env.log" 2>&1 || true
