@@ -11,7 +11,14 @@ namespace kiln::runtime::cpu {
 namespace {
 
 // What the cache accepts from disk: an ELF object (anything else was written by something else).
-bool is_object(std::string_view blob) { return blob.size() > 4 && blob.substr(0, 4) == "\x7f" "ELF"; }
+// A cached module: one ELF object, or the objects of several parts (codegen::cpu::pack_objects).
+bool is_object(std::string_view blob) {
+  auto objects = codegen::cpu::unpack_objects(blob);
+  if (!objects.ok()) return false;
+  for (std::string_view o : *objects)
+    if (o.size() <= 4 || o.substr(0, 4) != "\x7f" "ELF") return false;
+  return true;
+}
 
 }  // namespace
 

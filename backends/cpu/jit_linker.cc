@@ -1,9 +1,11 @@
-// The process-wide LLJIT behind jit_linker.h: one JITDylib per object, serialized linking.
+// The process-wide LLJIT behind jit_linker.h: one JITDylib per program (its objects, one per part),
+// serialized linking.
 #include "backends/cpu/jit_linker.h"
 
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/llvm/compile.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -66,10 +68,13 @@ LinkedObject::~LinkedObject() {
 absl::StatusOr<std::unique_ptr<LinkedObject>> link_object(std::string_view object, const std::vector<std::string>& symbols) {
   Jit& j = jit();
   if (!j.jit) return absl::UnavailableError("cpu: LLVM's JIT linker cannot start: " + j.error);
-  llvm::StringRef bytes(object.data(), object.size());
-  if (auto parsed = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(bytes, "kiln_program")); !parsed)
-    return absl::InvalidArgumentError("cpu: the compiled program's module is not an object file: " +
-                                      llvm::toString(parsed.takeError()));
+  auto objects = codegen::cpu::unpack_objects(object);
+  if (!objects.ok()) return objects.status();
+  for (std::string_view o : *objects)
+    if (auto parsed = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(llvm::StringRef(o.data(), o.size()), "kiln_program"));
+        !parsed)
+      return absl::InvalidArgumentError("cpu: the compiled program's module is not an object file: " +
+                                        llvm::toString(parsed.takeError()));
   std::lock_guard<std::mutex> lock(j.mu);
   auto& es = j.jit->getExecutionSession();
   auto lib = es.createJITDylib(absl::StrCat("kiln_lib", j.libraries++));
@@ -79,8 +84,12 @@ absl::StatusOr<std::unique_ptr<LinkedObject>> link_object(std::string_view objec
     if (llvm::Error err = es.removeJITDylib(*lib)) llvm::consumeError(std::move(err));  // already failing
     return absl::InvalidArgumentError("cpu: cannot link the compiled program: " + why);
   };
-  if (llvm::Error err = j.jit->addObjectFile(*lib, llvm::MemoryBuffer::getMemBufferCopy(bytes, "kiln_program")))
-    return fail(llvm::toString(std::move(err)));
+  for (size_t i = 0; i < objects->size(); ++i) {
+    const std::string_view o = (*objects)[i];
+    if (llvm::Error err = j.jit->addObjectFile(
+            *lib, llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(o.data(), o.size()), absl::StrCat("kiln_program_part", i))))
+      return fail(llvm::toString(std::move(err)));
+  }
   std::vector<KernelFn> fns;
   for (const std::string& s : symbols) {
     auto addr = j.jit->lookup(*lib, s);

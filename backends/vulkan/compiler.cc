@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/vulkan/target.h"
 #include "runtime/compile_cache.h"
-#include "runtime/parallel.h"
+#include "support/parallel.h"
 #include "support/options.h"
 
 namespace kiln::runtime::vk {
@@ -81,7 +81,7 @@ absl::StatusOr<CompiledProgram> VulkanCompiler::compile_rendered(const ir::Progr
     c.kernels[i].name = r.kernels[i].name.empty() ? absl::StrCat("kernel", i) : r.kernels[i].name;
   // Each kernel is its own SPIR-V module: they compile side by side (KILN_COMPILE_THREADS).
   std::vector<absl::StatusOr<std::string>> spirv(r.kernels.size(), absl::UnknownError("not compiled"));
-  parallel_for(r.kernels.size(), support::options().compile_threads, [&](size_t i) {
+  support::parallel_for(r.kernels.size(), support::options().compile_threads, [&](size_t i) {
     const std::string& name = c.kernels[i].name;
     const std::string& glsl = r.kernels[i].source;
     spirv[i] = cache.get_or_compile(

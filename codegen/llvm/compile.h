@@ -1,7 +1,8 @@
-// The CPU compiler's LLVM half: every kernel of a Program as LLVM IR in one module, optimized at
-// O3 for the CPU an ir::TargetInfo names, emitted as one relocatable object file in memory.
+// The CPU compiler's LLVM half: every kernel of a Program as LLVM IR, optimized at O3 for the CPU
+// an ir::TargetInfo names, emitted as relocatable object files in memory. The functions are split
+// over up to kMaxParts modules, compiled side by side on KILN_COMPILE_THREADS threads.
 //
-// Device-free and JIT-free: nothing here runs code. The object is loaded by the CPU backend
+// Device-free and JIT-free: nothing here runs code. The objects are loaded by the CPU backend
 // (backends/cpu/jit_linker.h), in this process or in another one, later. Symbol names depend
 // only on the Program ("kiln_" + the kernel's name), never on a per-process counter, so an object
 // can be cached on disk and loaded anywhere its target_key matches. Emitting the IR is cheap;
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -45,8 +47,20 @@ struct KernelEntry {
   int64_t work = 0;    // approximate element visits, to decide whether threading pays
 };
 
-// One Program's kernels in one LLVM module for one CPU. Not thread-safe; separate instances are
-// independent (each has its own LLVMContext and TargetMachine), so compiles run concurrently.
+// A program's functions are split over at most this many parts (modules of their own), which are
+// optimized and compiled on threads of their own; the split depends only on the Program.
+constexpr int kMaxParts = 8;
+
+// The module of a program of several parts: "KILNOBJS", the count and each object's size (u64
+// little-endian), then the ELF objects. A program of one part is its ELF object alone.
+constexpr char kObjectsMagic[8] = {'K', 'I', 'L', 'N', 'O', 'B', 'J', 'S'};
+std::string pack_objects(const std::vector<std::string>& objects);
+// The objects of a module (one for a plain ELF object); InvalidArgument on a malformed list.
+absl::StatusOr<std::vector<std::string_view>> unpack_objects(std::string_view blob);
+
+// One Program's kernels in LLVM modules (its parts) for one CPU. Not thread-safe; separate
+// instances are independent (each part has its own LLVMContext and TargetMachine), so compiles
+// run concurrently, and one compile's parts are optimized and compiled side by side.
 class ProgramModule {
  public:
   // Emits (and verifies) the IR of every kernel of `p`: cheap, no optimization yet.
@@ -56,12 +70,14 @@ class ProgramModule {
   ~ProgramModule();
 
   const std::vector<KernelEntry>& kernels() const;
+  int parts() const;
   // The module as emitted: with the target, everything that decides the object.
   const std::string& unoptimized_ir() const { return unoptimized_ir_; }
   // Each kernel's optimized IR (for dumps); optimizes first if needed. Call it before
   // emit_object, whose code generation passes rewrite the IR further.
   std::vector<std::string> optimized_ir();
-  // The relocatable object file holding every kernel; optimizes first if needed.
+  // The module holding every kernel: one relocatable object per part (pack_objects), each part
+  // optimized first if needed, the parts on up to KILN_COMPILE_THREADS threads.
   absl::StatusOr<std::string> emit_object();
 
  private:

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "backends/cpu/target.h"
+#include "codegen/llvm/compile.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "passes/pipeline.h"
@@ -111,7 +112,12 @@ TEST(CpuCompileLoad, CompiledWithoutADeviceSerializedThenLoadedAndRun) {
     EXPECT_EQ(k.name.rfind("kiln_", 0), 0u) << k.name;
     EXPECT_GT(k.tiles, 0) << k.name;
   }
-  EXPECT_EQ(c->module.substr(0, 4), "\x7f" "ELF");
+  // One object per part (codegen/llvm/compile.h): here one per kernel, each function on its own.
+  auto objects = codegen::cpu::unpack_objects(c->module);
+  ASSERT_TRUE(objects.ok()) << objects.status();
+  EXPECT_EQ(objects->size(), c->kernels.size());
+  EXPECT_EQ(c->module.substr(0, 8), "KILNOBJS");
+  for (std::string_view o : *objects) EXPECT_EQ(o.substr(0, 4), "\x7f" "ELF");
   auto back = runtime::deserialize(runtime::serialize(*c));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->module, c->module);
@@ -160,6 +166,18 @@ TEST(CpuCompileLoad, ProgramOfAnotherBackendOrWithoutAnObjectIsRefused) {
   garbage.module = "not an object file";
   auto exe = (*dev)->load(garbage);
   EXPECT_EQ(exe.status().code(), absl::StatusCode::kInvalidArgument) << exe.status();
+  // A list of objects that is cut short, or claims more objects than a program has parts.
+  for (size_t cut : {size_t(12), size_t(20), c->module.size() - 1}) {
+    runtime::CompiledProgram shortened = *c;
+    shortened.module = c->module.substr(0, cut);
+    exe = (*dev)->load(shortened);
+    EXPECT_EQ(exe.status().code(), absl::StatusCode::kInvalidArgument) << exe.status();
+  }
+  runtime::CompiledProgram many = *c;
+  many.module[8] = char(100);
+  exe = (*dev)->load(many);
+  EXPECT_EQ(exe.status().code(), absl::StatusCode::kInvalidArgument) << exe.status();
+  EXPECT_NE(exe.status().message().find("100 object files"), std::string::npos) << exe.status();
   runtime::CompiledProgram renamed = *c;
   renamed.kernels[0].name = "kiln_no_such_kernel";
   exe = (*dev)->load(renamed);

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace kiln::runtime {
+namespace kiln::support {
 
 inline void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn) {
   size_t t = threads > 0 ? size_t(threads) : std::max<size_t>(1, std::thread::hardware_concurrency());
@@ -29,4 +29,4 @@ inline void parallel_for(size_t n, int threads, const std::function<void(size_t)
   for (std::thread& th : pool) th.join();
 }
 
-}  // namespace kiln::runtime
+}  // namespace kiln::support
