@@ -60,7 +60,8 @@ struct Options {
   int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block
   bool cuda_copy_stream = true;  // KILN_CUDA_COPY_STREAM=0: uploads on the compute stream (for comparisons)
   // KILN_COMPILE_THREADS: threads one program's compile may use (NVRTC's --split-compile, Vulkan's
-  // kernels compiled side by side); 0 (default): every hardware thread, 1: one.
+  // kernels and the CPU's LLVM modules compiled side by side); 0 (default): every hardware
+  // thread, 1: one.
   int compile_threads = 0;
 
   // --- Vulkan (backends/vulkan)
