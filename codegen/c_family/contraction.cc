@@ -9,7 +9,6 @@ using ir::Op;
 
 int Renderer::contraction(KernelSource* out) {
   const ir::Contraction& c = k_.contraction;
-  constexpr int BM = 64, BN = 64, BK = 16, TM = 4, TN = 4, block = 256;
   int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
   std::vector<int> batch_axes;
   int64_t batch = 1;
@@ -18,9 +17,18 @@ int Renderer::contraction(KernelSource* out) {
       batch_axes.push_back(a);
       batch *= k_.shape[a];
     }
+  // 256 threads as 16 x 16, each computing TM x TN outputs at rows ty + 16 i and columns tx + 16 j
+  // (neighbouring threads on neighbouring columns: conflict-free shared reads, coalesced stores).
+  // Large products take 128x128 tiles with 8x8 per thread (four times the multiply-adds per shared
+  // load of 64x64 with 4x4) when that still leaves two tiles per multiprocessor.
+  const bool big = M >= 128 && N >= 128 && batch * ceil_div(M, 128) * ceil_div(N, 128) >= 2 * int64_t(t_.parallelism);
+  const int BM = big ? 128 : 64, BN = BM, BK = big ? 8 : 16, TM = BM / 16, TN = BN / 16, block = 256;
+  // The lhs slice is staged with k fastest across threads (coalesced for a k-contiguous lhs), so
+  // its rows are padded by one element: a warp's stores then fall in distinct banks.
+  const int AS = BM + 1;
   int64_t mt = ceil_div(M, BM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
   DType at = w_.acc_type(c.reduce);
-  std::string as = shared_array(at, BK * BM), bs = shared_array(at, BK * BN);
+  std::string as = shared_array(at, BK * AS), bs = shared_array(at, BK * BN);
   std::string lid = w_.fresh("lid");
   w_.line(absl::StrCat("int ", lid, " = ", d_.local_id(), ";"));
   w_.line(absl::StrCat("int tx = ", lid, " % 16;"));
@@ -50,7 +58,7 @@ int Renderer::contraction(KernelSource* out) {
   w_.clear_axis(c.n_axis);
   w_.line(absl::StrCat("av = ", w_.eval(c.lhs), ";"));
   w_.close();
-  w_.line(absl::StrCat(as, "[kk * ", BM, " + mm] = av;"));
+  w_.line(absl::StrCat(as, "[kk * ", AS, " + mm] = av;"));
   w_.close();
   // Stage the rhs slice: BK x BN, n fastest.
   w_.open(absl::StrCat("for (int e = ", lid, "; e < ", BK * BN, "; e += ", block, ")"));
@@ -72,18 +80,18 @@ int Renderer::contraction(KernelSource* out) {
   w_.open(absl::StrCat("for (int kk = 0; kk < ", BK, "; ++kk)"));
   w_.line(absl::StrCat(d_.type(at), " a[", TM, "];"));
   w_.line(absl::StrCat(d_.type(at), " b[", TN, "];"));
-  w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) a[i] = ", as, "[kk * ", BM, " + ty * ", TM, " + i];"));
-  w_.line(absl::StrCat("for (int j = 0; j < ", TN, "; ++j) b[j] = ", bs, "[kk * ", BN, " + tx * ", TN, " + j];"));
+  w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) a[i] = ", as, "[kk * ", AS, " + ty + 16 * i];"));
+  w_.line(absl::StrCat("for (int j = 0; j < ", TN, "; ++j) b[j] = ", bs, "[kk * ", BN, " + tx + 16 * j];"));
   w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) for (int j = 0; j < ", TN, "; ++j) acc[i * ", TN,
                        " + j] = ", d_.op(Op::kAdd, at, {absl::StrCat("acc[i * ", TN, " + j]"), d_.op(Op::kMul, at, {"a[i]", "b[j]"})}), ";"));
   w_.close();
   w_.line(d_.barrier());
   w_.close();
-  // Epilogue per output of the thread's 4x4 block.
+  // Epilogue per output of the thread's TM x TN outputs.
   w_.open(absl::StrCat("for (int i = 0; i < ", TM, "; ++i)"));
   w_.open(absl::StrCat("for (int j = 0; j < ", TN, "; ++j)"));
-  w_.line(absl::StrCat(w_.idx_t(), " om = m0 + ", idx_cast(absl::StrCat("ty * ", TM, " + i")), ";"));
-  w_.line(absl::StrCat(w_.idx_t(), " on = n0 + ", idx_cast(absl::StrCat("tx * ", TN, " + j")), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " om = m0 + ", idx_cast("ty + 16 * i"), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " on = n0 + ", idx_cast("tx + 16 * j"), ";"));
   w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
   w_.set_axis(c.m_axis, "om");
   w_.set_axis(c.n_axis, "on");
@@ -94,7 +102,8 @@ int Renderer::contraction(KernelSource* out) {
   w_.close();
   w_.close();
   out->grid[0] = groups_for(tiles, 1);
-  out->strategy = "contraction: 64x64 tiles, 16-deep shared-memory k slices, 4x4 per thread";
+  out->strategy = absl::StrCat("contraction: ", BM, "x", BN, " tiles, ", BK, "-deep shared-memory k slices, ", TM, "x", TN,
+                               " per thread");
   return block;
 }
 
