@@ -91,6 +91,7 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
     split.min_column_outputs = int64_t(target.parallelism) * 2048;  // threads per multiprocessor
     split.min_reduce = 8192;
     split.min_chunk = 256;
+    split.min_dot_tiles = int64_t(target.parallelism);  // split-K below one tile per multiprocessor
   } else {
     split.min_row_outputs = split.min_column_outputs = int64_t(target.parallelism) * 4;
   }

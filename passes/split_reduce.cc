@@ -30,6 +30,52 @@ Scalar identity_of(Op op, DType t) {
 }
 
 
+// Split-K (SplitPolicy::min_dot_tiles): returns the node that replaces dot `n` (inputs already
+// mapped into `r`), or -1 to keep it.
+NodeId split_dot(Graph* r, const Node& n, const SplitPolicy& policy) {
+  if (policy.min_dot_tiles <= 0 || (n.dtype != DType::kFloat32 && n.dtype != DType::kFloat64)) return -1;
+  const Shape& a = r->node(n.inputs[0]).shape;
+  const Shape& b = r->node(n.inputs[1]).shape;
+  const size_t rank = a.size();
+  if (rank < 2) return -1;
+  const int64_t M = a[rank - 2], K = a[rank - 1], N = b[rank - 1];
+  int64_t batch = 1;
+  for (size_t d = 0; d + 2 < rank; ++d) batch *= a[d];
+  const int64_t tiles = batch * ((M + 63) / 64) * ((N + 63) / 64);
+  if (tiles == 0 || tiles >= policy.min_dot_tiles) return -1;
+  int64_t S = 1;
+  while (tiles * S * 2 <= 4 * policy.min_dot_tiles && K / (S * 2) >= policy.min_dot_chunk) S *= 2;  // up to 4 per multiprocessor
+  if (S == 1) return -1;
+  const int64_t chunk = (K + S - 1) / S;
+  const Shape batch_dims(a.begin(), a.end() - 2);
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Shape s = batch_dims;
+    s.insert(s.end(), tail);
+    return s;
+  };
+  // lhs [B..., M, K] -> pad k -> [B..., M, S, chunk] -> [B..., S, M, chunk].
+  NodeId x = n.inputs[0], y = n.inputs[1];
+  const Scalar zero = Scalar::from_double(0);
+  if (S * chunk != K) {
+    std::vector<int64_t> pad(2 * rank, 0);
+    pad[2 * rank - 1] = S * chunk - K;
+    x = add_node(r, Op::kPad, n.dtype, with({M, S * chunk}), {x}, pad, zero);
+    pad.assign(2 * rank, 0);
+    pad[2 * rank - 3] = S * chunk - K;
+    y = add_node(r, Op::kPad, n.dtype, with({S * chunk, N}), {y}, pad, zero);
+  }
+  x = add_node(r, Op::kReshape, n.dtype, with({M, S, chunk}), {x});
+  std::vector<int64_t> perm;
+  for (size_t d = 0; d + 2 < rank; ++d) perm.push_back(int64_t(d));
+  perm.insert(perm.end(), {int64_t(rank - 1), int64_t(rank - 2), int64_t(rank)});
+  x = add_node(r, Op::kPermute, n.dtype, with({S, M, chunk}), {x}, perm);
+  // rhs [B..., K, N] -> [B..., S, chunk, N]; S partial products [B..., S, M, N], summed over S.
+  y = add_node(r, Op::kReshape, n.dtype, with({S, chunk, N}), {y});
+  NodeId partial = add_node(r, Op::kDot, n.dtype, with({S, M, N}), {x, y}, n.ints, n.scalar);
+  NodeId sum = add_node(r, Op::kReduceSum, n.dtype, with({1, M, N}), {partial}, {int64_t(rank - 2)});
+  return add_node(r, Op::kReshape, n.dtype, n.shape, {sum});
+}
+
 }  // namespace
 
 ir::Graph split_reduce(const ir::Graph& g, const SplitPolicy& policy) {
@@ -38,6 +84,11 @@ ir::Graph split_reduce(const ir::Graph& g, const SplitPolicy& policy) {
   for (size_t id = 0; id < g.size(); ++id) {
     Node n = g.node(NodeId(id));
     for (NodeId& x : n.inputs) x = map[x];
+    if (n.op == Op::kDot) {
+      const NodeId split = split_dot(&r, n, policy);
+      map[id] = split >= 0 ? split : r.add(std::move(n));
+      continue;
+    }
     bool plain = n.op == Op::kReduceSum || n.op == Op::kReduceProd || n.op == Op::kReduceMax || n.op == Op::kReduceMin;
     if (!plain) {
       map[id] = r.add(std::move(n));

@@ -1,5 +1,7 @@
 // split_reduce: a large reduction with too few outputs to keep the device busy becomes two
-// reductions: partial results over P chunks, then a reduction of the partials.
+// reductions: partial results over P chunks, then a reduction of the partials. A matmul with few
+// output tiles and a long k is split the same way (split-K): partial products over k chunks as a
+// batched dot, then their sum.
 #pragma once
 
 #include "ir/graph.h"
@@ -16,6 +18,12 @@ struct SplitPolicy {
   int64_t min_column_outputs = 8;
   int64_t min_reduce = 65536;  // never split reductions smaller than this
   int64_t min_chunk = 4096;    // elements each partial reduction keeps at least
+  // Split-K: a float32/float64 dot with fewer 64x64 output tiles than this (0: never) and a long
+  // k becomes S dots over k chunks of at least `min_dot_chunk` (a batch axis of S partial
+  // products, up to four tiles per unit of min_dot_tiles) and a sum over them, so that S times
+  // the workgroups share the work.
+  int64_t min_dot_tiles = 0;
+  int64_t min_dot_chunk = 512;
 };
 
 ir::Graph split_reduce(const ir::Graph& g, const SplitPolicy& policy);

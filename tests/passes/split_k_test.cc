@@ -1,0 +1,97 @@
+// Split-K (passes/split_reduce.h, SplitPolicy::min_dot_tiles): on a GPU target a float32/float64
+// matmul with fewer 64x64 output tiles than multiprocessors and a long k becomes a batched dot of
+// partial products over k chunks (zero-padded when k does not divide) and their sum. Pinned: when
+// it applies, the kernels it makes, and that the split graph computes the original's values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "ir/interpreter.h"
+#include "ir/graph.h"
+#include "passes/helpers.h"
+#include "testing/reference.h"
+
+namespace kiln {
+namespace {
+
+ir::Graph dot_graph(const std::string& batch, int64_t M, int64_t K, int64_t N, const char* dtype) {
+  const std::string text =
+      absl::StrCat("graph {\n  %0 = input 0 : ", dtype, "[", batch, M, ",", K, "]\n  %1 = input 1 : ", dtype, "[", batch, K, ",",
+                   N, "]\n  %2 = dot %0, %1 : ", dtype, "[", batch, M, ",", N, "]\n  %3 = relu %2 : ", dtype, "[", batch, M,
+                   ",", N, "]\n  output %3\n}\n");
+  auto g = ir::parse(text);
+  EXPECT_TRUE(g.ok()) << g.status() << "\n" << text;
+  return g.ok() ? *g : ir::Graph{};
+}
+
+ir::HostTensor random_input(const ir::Graph& g, int input, uint32_t seed) {
+  const ir::Node* n = nullptr;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (g.node(ir::NodeId(i)).op == ir::Op::kInput && g.node(ir::NodeId(i)).ints[0] == input) n = &g.node(ir::NodeId(i));
+  ir::HostTensor t = ir::HostTensor::make(n->dtype, n->shape);
+  std::vector<float> v = testing::random_floats(size_t(t.numel()), seed);
+  t.f.assign(v.begin(), v.end());
+  return t;
+}
+
+// The dots of the graph the passes produced: their shapes.
+std::vector<Shape> dots_of(const ir::Graph& g) {
+  std::vector<Shape> out;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (g.node(ir::NodeId(i)).op == ir::Op::kDot) out.push_back(g.node(ir::NodeId(i)).shape);
+  return out;
+}
+
+void expect_same_values(const ir::Graph& original, const ir::Graph& split) {
+  std::vector<ir::HostTensor> in = {random_input(original, 0, 1), random_input(original, 1, 2)};
+  auto want = ir::interpret(original, in);
+  auto got = ir::interpret(split, in);
+  ASSERT_TRUE(want.ok() && got.ok());
+  ASSERT_EQ((*want)[0].f.size(), (*got)[0].f.size());
+  for (size_t i = 0; i < (*want)[0].f.size(); ++i)
+    ASSERT_NEAR((*got)[0].f[i], (*want)[0].f[i], 1e-9 * std::abs((*want)[0].f[i]) + 1e-9) << i;
+}
+
+TEST(SplitK, AMatmulWithFewTilesAndLongKIsSplit) {
+  // 16x512 outputs: 8 tiles for 132 multiprocessors. k = 4096: 4 chunks of 1024 (up to four
+  // tiles per multiprocessor, chunks of 512 at least); k = 3001 is padded to 4 x 751.
+  for (int64_t K : {4096, 3001}) {
+    ir::Graph g = dot_graph("", 16, K, 512, "f32");
+    auto c = passes::compile_graph(g, testing::gpu_target(), passes::Options{});
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(dots_of(c->graph), (std::vector<Shape>{{4, 16, 512}})) << ir::print(c->graph);
+    // The partial products, then their sum with the relu.
+    EXPECT_EQ(c->program.kernels.size(), 2u) << c->program.to_string();
+    expect_same_values(g, c->graph);
+  }
+  // Batched: each of 2 batches with 4 tiles, k = 2048 -> 4 chunks of 512.
+  ir::Graph g = dot_graph("2,", 64, 2048, 256, "f64");
+  auto c = passes::compile_graph(g, testing::gpu_target(), passes::Options{});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(dots_of(c->graph), (std::vector<Shape>{{2, 4, 64, 256}})) << ir::print(c->graph);
+  expect_same_values(g, c->graph);
+}
+
+TEST(SplitK, OtherMatmulsStayOneDot) {
+  struct Case {
+    const char* what;
+    ir::Graph g;
+    ir::TargetInfo target;
+  };
+  std::vector<Case> cases = {
+      {"enough tiles (2048x2048)", dot_graph("", 2048, 4096, 2048, "f32"), testing::gpu_target()},
+      {"short k", dot_graph("", 16, 768, 512, "f32"), testing::gpu_target()},
+      {"bf16 (partial sums would round to bf16)", dot_graph("", 16, 4096, 512, "bf16"), testing::gpu_target()},
+      {"a CPU target", dot_graph("", 16, 4096, 512, "f32"), testing::cpu_target()},
+  };
+  for (const Case& k : cases) {
+    auto c = passes::compile_graph(k.g, k.target, passes::Options{});
+    ASSERT_TRUE(c.ok()) << k.what << ": " << c.status();
+    ASSERT_EQ(dots_of(c->graph).size(), 1u) << k.what;
+    EXPECT_EQ(dots_of(c->graph)[0], dots_of(k.g)[0]) << k.what << ":\n" << ir::print(c->graph);
+  }
+}
+
+}  // namespace
+}  // namespace kiln
