@@ -35,6 +35,16 @@ TEST(Matmul, RowBlockGroupsAndLongK) {
   EXPECT_MATCHES_REFERENCE({matmul(a, b), matmul(c, d), matmul(i, j)}, {1e-4, 1e-4});
 }
 
+// Decode-like products (few output rows, long k): on a GPU split along k (passes/split_reduce.h)
+// into partial products and their sum, here with a bias and an activation after it and a batch;
+// ragged k is padded. The same values as the reference on every device.
+TEST(Matmul, FewOutputTilesAndLongK) {
+  Tensor x = random_tensor({8, 4100}, float32, 60), w = random_tensor({4100, 200}, float32, 61);
+  Tensor bias = random_tensor({200}, float32, 62);
+  Tensor xb = random_tensor({3, 4, 2048}, float64, 63), wb = random_tensor({3, 2048, 96}, float64, 64);
+  EXPECT_MATCHES_REFERENCE({gelu(matmul(x, w) + bias), matmul(xb, wb)}, {1e-4, 1e-4});
+}
+
 TEST(Matmul, OneDimensionalOperands) {
   Tensor v = random_tensor({7}, float32, 1);
   Tensor w = random_tensor({7}, float32, 2);
