@@ -21,14 +21,18 @@ int Renderer::contraction(KernelSource* out) {
   // (neighbouring threads on neighbouring columns: conflict-free shared reads, coalesced stores).
   // Large products take 128x128 tiles with 8x8 per thread (four times the multiply-adds per shared
   // load of 64x64 with 4x4) when that still leaves two tiles per multiprocessor.
-  const bool big = M >= 128 && N >= 128 && batch * ceil_div(M, 128) * ceil_div(N, 128) >= 2 * int64_t(t_.parallelism);
-  const int BM = big ? 128 : 64, BN = BM, BK = big ? 8 : 16, TM = BM / 16, TN = BN / 16, block = 256;
+  DType at = w_.acc_type(c.reduce);
+  const bool wide = dtype_size(at) > 4;  // 8-byte accumulators: half the k depth (shared memory)
+  const bool big = !wide && M >= 128 && N >= 128 &&
+                   batch * ceil_div(M, 128) * ceil_div(N, 128) >= 2 * int64_t(t_.parallelism);
+  const int BM = big ? 128 : 64, BN = BM, BK = big || wide ? 8 : 16, TM = BM / 16, TN = BN / 16, block = 256;
   // The lhs slice is staged with k fastest across threads (coalesced for a k-contiguous lhs), so
   // its rows are padded by one element: a warp's stores then fall in distinct banks.
-  const int AS = BM + 1;
+  const int AS = BM + 1, LA = BM * BK / block, LB = BK * BN / block;
   int64_t mt = ceil_div(M, BM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
-  DType at = w_.acc_type(c.reduce);
-  std::string as = shared_array(at, BK * AS), bs = shared_array(at, BK * BN);
+  // Two shared buffers: the next k slice is loaded into registers while this one is multiplied,
+  // then stored into the other buffer, one barrier per slice.
+  std::string as = shared_array(at, 2 * BK * AS), bs = shared_array(at, 2 * BK * BN);
   std::string lid = w_.fresh("lid");
   w_.line(absl::StrCat("int ", lid, " = ", d_.local_id(), ";"));
   w_.line(absl::StrCat("int tx = ", lid, " % 16;"));
@@ -44,48 +48,70 @@ int Renderer::contraction(KernelSource* out) {
   std::string zero = d_.literal(at, Scalar::from_int(0).cast_to(at));
   w_.line(absl::StrCat(d_.type(at), " acc[", TM * TN, "];"));
   w_.line(absl::StrCat("for (int q = 0; q < ", TM * TN, "; ++q) acc[q] = ", zero, ";"));
-  w_.open(absl::StrCat("for (", w_.idx_t(), " k0 = ", w_.ilit(0), "; k0 < ", w_.ilit(K), "; k0 += ", w_.ilit(BK), ")"));
-  // Stage the lhs slice: BM x BK, k fastest across threads.
-  w_.open(absl::StrCat("for (int e = ", lid, "; e < ", BM * BK, "; e += ", block, ")"));
-  w_.line("int mm = e / " + std::to_string(BK) + ";");
-  w_.line("int kk = e % " + std::to_string(BK) + ";");
-  w_.line(absl::StrCat(w_.idx_t(), " am = m0 + ", idx_cast("mm"), ";"));
-  w_.line(absl::StrCat(w_.idx_t(), " ak = k0 + ", idx_cast("kk"), ";"));
-  w_.line(absl::StrCat(d_.type(at), " av = ", zero, ";"));
-  w_.open(absl::StrCat("if (am < ", w_.ilit(M), " && ak < ", w_.ilit(K), ")"));
-  w_.set_axis(c.m_axis, "am");
-  w_.set_axis(c.k_axis, "ak");
-  w_.clear_axis(c.n_axis);
-  w_.line(absl::StrCat("av = ", w_.eval(c.lhs), ";"));
-  w_.close();
-  w_.line(absl::StrCat(as, "[kk * ", AS, " + mm] = av;"));
-  w_.close();
-  // Stage the rhs slice: BK x BN, n fastest.
-  w_.open(absl::StrCat("for (int e = ", lid, "; e < ", BK * BN, "; e += ", block, ")"));
-  w_.line("int kk = e / " + std::to_string(BN) + ";");
-  w_.line("int nn = e % " + std::to_string(BN) + ";");
-  w_.line(absl::StrCat(w_.idx_t(), " bk = k0 + ", idx_cast("kk"), ";"));
-  w_.line(absl::StrCat(w_.idx_t(), " bn = n0 + ", idx_cast("nn"), ";"));
-  w_.line(absl::StrCat(d_.type(at), " bv = ", zero, ";"));
-  w_.open(absl::StrCat("if (bk < ", w_.ilit(K), " && bn < ", w_.ilit(N), ")"));
-  w_.set_axis(c.n_axis, "bn");
-  w_.set_axis(c.k_axis, "bk");
-  w_.clear_axis(c.m_axis);
-  w_.line(absl::StrCat("bv = ", w_.eval(c.rhs), ";"));
-  w_.close();
-  w_.line(absl::StrCat(bs, "[kk * ", BN, " + nn] = bv;"));
-  w_.close();
-  w_.clear_axis(c.k_axis);
+  w_.line(absl::StrCat(d_.type(at), " ra[", LA, "];"));
+  w_.line(absl::StrCat(d_.type(at), " rb[", LB, "];"));
+  // The slice at k `kb` into ra / rb: the lhs BM x BK with k fastest across threads, the rhs
+  // BK x BN with n fastest.
+  auto load = [&](const std::string& kb) {
+    w_.open(absl::StrCat("for (int r = 0; r < ", LA, "; ++r)"));
+    w_.line(absl::StrCat("int e = ", lid, " + r * ", block, ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " am = m0 + ", idx_cast(absl::StrCat("e / ", BK)), ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " ak = ", kb, " + ", idx_cast(absl::StrCat("e % ", BK)), ";"));
+    w_.line(absl::StrCat("ra[r] = ", zero, ";"));
+    w_.open(absl::StrCat("if (am < ", w_.ilit(M), " && ak < ", w_.ilit(K), ")"));
+    w_.set_axis(c.m_axis, "am");
+    w_.set_axis(c.k_axis, "ak");
+    w_.clear_axis(c.n_axis);
+    w_.line(absl::StrCat("ra[r] = ", w_.eval(c.lhs), ";"));
+    w_.close();
+    w_.close();
+    w_.open(absl::StrCat("for (int r = 0; r < ", LB, "; ++r)"));
+    w_.line(absl::StrCat("int e = ", lid, " + r * ", block, ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " bk = ", kb, " + ", idx_cast(absl::StrCat("e / ", BN)), ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " bn = n0 + ", idx_cast(absl::StrCat("e % ", BN)), ";"));
+    w_.line(absl::StrCat("rb[r] = ", zero, ";"));
+    w_.open(absl::StrCat("if (bk < ", w_.ilit(K), " && bn < ", w_.ilit(N), ")"));
+    w_.set_axis(c.n_axis, "bn");
+    w_.set_axis(c.k_axis, "bk");
+    w_.clear_axis(c.m_axis);
+    w_.line(absl::StrCat("rb[r] = ", w_.eval(c.rhs), ";"));
+    w_.close();
+    w_.close();
+    w_.clear_axis(c.k_axis);
+  };
+  // ra / rb into shared buffer `buf` (0 or 1).
+  auto store = [&](const std::string& buf) {
+    w_.open(absl::StrCat("for (int r = 0; r < ", LA, "; ++r)"));
+    w_.line(absl::StrCat("int e = ", lid, " + r * ", block, ";"));
+    w_.line(absl::StrCat(as, "[", buf, " * ", BK * AS, " + (e % ", BK, ") * ", AS, " + e / ", BK, "] = ra[r];"));
+    w_.close();
+    w_.open(absl::StrCat("for (int r = 0; r < ", LB, "; ++r)"));
+    w_.line(absl::StrCat("int e = ", lid, " + r * ", block, ";"));
+    w_.line(absl::StrCat(bs, "[", buf, " * ", BK * BN, " + e] = rb[r];"));
+    w_.close();
+  };
+  load(w_.ilit(0));
+  store("0");
   w_.line(d_.barrier());
+  w_.line("int buf = 0;");
+  w_.open(absl::StrCat("for (", w_.idx_t(), " k0 = ", w_.ilit(0), "; k0 < ", w_.ilit(K), "; k0 += ", w_.ilit(BK), ")"));
+  w_.line(absl::StrCat("bool more = k0 + ", w_.ilit(BK), " < ", w_.ilit(K), ";"));
+  w_.open("if (more)");
+  load(absl::StrCat("(k0 + ", w_.ilit(BK), ")"));
+  w_.close();
   w_.open(absl::StrCat("for (int kk = 0; kk < ", BK, "; ++kk)"));
   w_.line(absl::StrCat(d_.type(at), " a[", TM, "];"));
   w_.line(absl::StrCat(d_.type(at), " b[", TN, "];"));
-  w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) a[i] = ", as, "[kk * ", AS, " + ty + 16 * i];"));
-  w_.line(absl::StrCat("for (int j = 0; j < ", TN, "; ++j) b[j] = ", bs, "[kk * ", BN, " + tx + 16 * j];"));
+  w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) a[i] = ", as, "[buf * ", BK * AS, " + kk * ", AS, " + ty + 16 * i];"));
+  w_.line(absl::StrCat("for (int j = 0; j < ", TN, "; ++j) b[j] = ", bs, "[buf * ", BK * BN, " + kk * ", BN, " + tx + 16 * j];"));
   w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) for (int j = 0; j < ", TN, "; ++j) acc[i * ", TN,
                        " + j] = ", d_.op(Op::kAdd, at, {absl::StrCat("acc[i * ", TN, " + j]"), d_.op(Op::kMul, at, {"a[i]", "b[j]"})}), ";"));
   w_.close();
+  w_.open("if (more)");
+  store("(1 - buf)");
+  w_.close();
   w_.line(d_.barrier());
+  w_.line("buf = 1 - buf;");
   w_.close();
   // Epilogue per output of the thread's TM x TN outputs.
   w_.open(absl::StrCat("for (int i = 0; i < ", TM, "; ++i)"));
