@@ -280,6 +280,14 @@ absl::Status check_consistent(const CompiledProgram& c) {
     if (t != -1 && (t < 0 || size_t(t) >= i || c.kernels[size_t(t)].twin != -1))
       return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": kernel ", c.kernels[i].name,
                                                      " is the twin of kernel ", t, ", not an earlier kernel with a function of its own"));
+    // A twin passes its family's function as many buffers and params as the function reads.
+    if (t >= 0 && (c.kernels[i].buffers.size() != c.kernels[size_t(t)].buffers.size() ||
+                   c.kernels[i].params.size() != c.kernels[size_t(t)].params.size()))
+      return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": kernel ", c.kernels[i].name,
+                                                     " binds ", c.kernels[i].buffers.size(), " buffers and ",
+                                                     c.kernels[i].params.size(), " params, its twin kernel ", t, " ",
+                                                     c.kernels[size_t(t)].buffers.size(), " and ",
+                                                     c.kernels[size_t(t)].params.size()));
   }
   for (const CompiledKernel& k : c.kernels)
     for (const std::vector<int>* ids : {&k.buffers, &k.reads, &k.writes})

@@ -211,6 +211,16 @@ TEST(CudaCompiler, RepeatedLayersCompileOneFunctionPerFamily) {
     ASSERT_FALSE(refused.ok());
     EXPECT_NE(std::string(refused.status().message()).find("not an earlier kernel with a function of its own"),
               std::string::npos) << refused.status();
+    // A twin binding fewer buffers than its family's function reads.
+    size_t twin = 0;
+    for (size_t i = 0; i < c->kernels.size() && twin == 0; ++i)
+      if (c->kernels[i].twin >= 0) twin = i;
+    ASSERT_GT(twin, 0u);
+    bad = *c;
+    bad.kernels[twin].buffers.pop_back();
+    refused = deserialize(serialize(bad));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(std::string(refused.status().message()).find("buffers and"), std::string::npos) << refused.status();
   }
 }
 
