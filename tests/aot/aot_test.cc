@@ -4,7 +4,9 @@
 // fresh kilnc process. Any device will do (the GPU bundle has no CPU backend); with none
 // available the tests skip.
 #include <filesystem>
+#include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "aot/aot_fixture.h"
 #include "frontend/lazy.h"
 #include "runtime/registry.h"
@@ -246,6 +248,25 @@ TEST(Aot, CpuProfileLoadsOnACpuWithItsFeatures) {
   std::vector<float> got = m(e.inputs)[0].to_vector<float>(), want = e.fn(e.inputs)[0].to_vector<float>();
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 + 1e-5 * std::abs(want[i])) << i;
+}
+
+// kilnc inspect tells which kernels are twins (ir/kernel_twins.h) and whose function they call:
+// three identical layers are one CPU function.
+TEST(Aot, InspectShowsTwins) {
+  std::string dir = scratch_dir("twins");
+  std::string ir = "graph {\n  %0 = input 0 : f32[32,64]\n";
+  for (int l = 0; l < 3; ++l)
+    ir += absl::StrCat("  %", 3 * l + 1, " = input ", l + 1, " : f32[64,64]\n  %", 3 * l + 2, " = dot %", 3 * l, ", %",
+                       3 * l + 1, " : f32[32,64]\n  %", 3 * l + 3, " = tanh %", 3 * l + 2, " : f32[32,64]\n");
+  ir += "  output %9\n}\n";
+  std::ofstream(dir + "/stack.ir") << ir;
+  std::string out;
+  ASSERT_EQ(run_kilnc("compile " + dir + "/stack.ir -o " + dir + "/stack.kiln --target cpu:x86-64-v2", &out), 0) << out;
+  ASSERT_EQ(run_kilnc("inspect " + dir + "/stack.kiln", &out), 0) << out;
+  EXPECT_NE(out.find("kernels: 3 (3 steps; 1 function: the others are twins, calling a family's function)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("kiln_k1_dot_tanh: calls kiln_k0_dot_tanh;"), std::string::npos) << out;
+  EXPECT_NE(out.find("kiln_k2_dot_tanh: calls kiln_k0_dot_tanh;"), std::string::npos) << out;
 }
 
 }  // namespace

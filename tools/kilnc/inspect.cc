@@ -33,9 +33,16 @@ int inspect_command(const Args& a) {
                     p.portable_module.empty() ? "" : absl::StrCat(" + ", p.portable_module.size(), " bytes of PTX for newer GPUs"),
                     "\n",
                     "    memory plan: peak ", p.arena_bytes, " bytes of intermediates (one arena), ", io, " bytes of inputs and outputs\n",
-                    "    kernels: ", p.kernels.size(), " (", p.steps.size(), " steps)\n");
-    for (const runtime::CompiledKernel& k : p.kernels) {
+                    "    kernels: ", p.kernels.size(), " (", p.steps.size(), " steps");
+    int functions = 0;
+    for (const runtime::CompiledKernel& k : p.kernels) functions += k.twin < 0;
+    if (functions < int(p.kernels.size()))
+      absl::StrAppend(&out, "; ", functions, functions == 1 ? " function" : " functions", ": the others are twins, calling a family's function");
+    out += ")\n";
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+      const runtime::CompiledKernel& k = p.kernels[i];
       absl::StrAppend(&out, "      ", k.name, ":");
+      if (k.twin >= 0) absl::StrAppend(&out, " calls ", p.entry(i), ";");
       if (t.backend != "cpu")  // the CPU runs tiles, not a grid
         absl::StrAppend(&out, absl::StrFormat(" grid %dx%dx%d block %dx%dx%d", k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2]));
       if (k.shared_bytes) absl::StrAppend(&out, ", ", k.shared_bytes, " bytes shared");
