@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <unordered_map>
 
 namespace kiln::ir {
@@ -10,10 +9,15 @@ namespace {
 
 int position(const std::vector<int>& v, int x) { return int(std::find(v.begin(), v.end(), x) - v.begin()); }
 
-// `k` with buffer ids and param slots replaced by their positions, and nothing that does not
-// reach the code (name, notes, graph sources).
-Kernel renamed(const Kernel& k) {
-  const std::vector<int> bufs = kernel_buffers(k), slots = kernel_param_slots(k);
+// A kernel's bindings: kernel_buffers and kernel_param_slots.
+struct Bindings {
+  std::vector<int> buffers, slots;
+};
+
+// `k` with buffer ids and param slots replaced by their positions in `b`, and nothing that does
+// not reach the code (name, notes, graph sources).
+Kernel renamed(const Kernel& k, const Bindings& b) {
+  const std::vector<int>&bufs = b.buffers, &slots = b.slots;
   Kernel r;
   r.shape = k.shape;
   r.reduce = k.reduce;
@@ -49,8 +53,8 @@ bool same_code(const Kernel& a, const Kernel& b) {
   return same_stores(a.stores, b.stores);
 }
 
-bool same_bindings(const Program& p, const Kernel& a, const Kernel& b) {
-  const std::vector<int> ba = kernel_buffers(a), bb = kernel_buffers(b);
+bool same_bindings(const Program& p, const Bindings& a, const Bindings& b) {
+  const std::vector<int>&ba = a.buffers, &bb = b.buffers;
   if (ba.size() != bb.size()) return false;
   for (size_t i = 0; i < ba.size(); ++i) {
     const BufferDesc &x = p.buffers[size_t(ba[i])], &y = p.buffers[size_t(bb[i])];
@@ -58,7 +62,7 @@ bool same_bindings(const Program& p, const Kernel& a, const Kernel& b) {
     for (size_t j = 0; j < i; ++j)
       if (share_bytes(p, ba[i], ba[j]) != share_bytes(p, bb[i], bb[j])) return false;
   }
-  const std::vector<int> pa = kernel_param_slots(a), pb = kernel_param_slots(b);
+  const std::vector<int>&pa = a.slots, &pb = b.slots;
   if (pa.size() != pb.size()) return false;
   for (size_t i = 0; i < pa.size(); ++i)
     if (!(p.params[size_t(pa[i])] == p.params[size_t(pb[i])])) return false;
@@ -67,7 +71,7 @@ bool same_bindings(const Program& p, const Kernel& a, const Kernel& b) {
 
 // A cheap summary for bucketing: kernels with different summaries are never twins.
 uint64_t summary(const Kernel& k) {
-  uint64_t h = std::hash<size_t>()(k.nodes.size() * 1000003u + k.stores.size());
+  uint64_t h = k.nodes.size() * 1000003u + k.stores.size();
   auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
   for (int64_t d : k.shape) mix(uint64_t(d));
   for (const KNode& n : k.nodes) mix(uint64_t(n.op) * 131u + uint64_t(n.dtype));
@@ -98,13 +102,15 @@ std::vector<int> kernel_twins(const Program& p) {
   std::vector<int> twin(p.kernels.size());
   std::unordered_map<uint64_t, std::vector<int>> families;  // summary -> first kernel of each family
   std::vector<Kernel> canonical(p.kernels.size());
+  std::vector<Bindings> bindings(p.kernels.size());
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const Kernel& k = p.kernels[i];
     twin[i] = int(i);
-    canonical[i] = renamed(k);
+    bindings[i] = {kernel_buffers(k), kernel_param_slots(k)};
+    canonical[i] = renamed(k, bindings[i]);
     std::vector<int>& firsts = families[summary(k)];
     for (int f : firsts)
-      if (same_code(canonical[size_t(f)], canonical[i]) && same_bindings(p, p.kernels[size_t(f)], k)) {
+      if (same_code(canonical[size_t(f)], canonical[i]) && same_bindings(p, bindings[size_t(f)], bindings[i])) {
         twin[i] = f;
         break;
       }

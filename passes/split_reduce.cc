@@ -55,7 +55,7 @@ NodeId split_dot(Graph* r, const Node& n, const SplitPolicy& policy) {
   };
   // lhs [B..., M, K] -> pad k -> [B..., M, S, chunk] -> [B..., S, M, chunk].
   NodeId x = n.inputs[0], y = n.inputs[1];
-  const Scalar zero = Scalar::from_double(0);
+  const Scalar zero = identity_of(Op::kReduceSum, n.dtype);
   if (S * chunk != K) {
     std::vector<int64_t> pad(2 * rank, 0);
     pad[2 * rank - 1] = S * chunk - K;

@@ -15,15 +15,13 @@
 namespace kiln::runtime::cpu {
 
 absl::StatusOr<std::unique_ptr<Executable>> CpuExecutable::load(const CompiledProgram& c, Device* device, ThreadPool* pool) {
-  std::vector<std::string> symbols;  // one per kernel with a function of its own
-  std::vector<int> function_of;       // kernel -> its entry in `symbols`
+  std::vector<std::string> symbols;  // each kernel's entry point: its own, or its twin's
   std::vector<Kernel> kernels;
   for (size_t i = 0; i < c.kernels.size(); ++i) {
     const CompiledKernel& k = c.kernels[i];
     if (k.name.empty() || k.tiles < 0 || k.work < 0)
       return absl::InvalidArgumentError(absl::StrCat("cpu: kernel '", k.name, "' of the compiled program has no symbol or a negative size"));
-    function_of.push_back(k.twin >= 0 ? function_of[size_t(k.twin)] : int(symbols.size()));
-    if (k.twin < 0) symbols.push_back(k.name);
+    symbols.push_back(c.entry(i));
     Kernel e{nullptr, {}, k.tiles, k.work, k.name, k.bytes, k.flops, k.computes};
     for (int b : k.buffers) e.index.push_back(b);
     for (int p : k.params) e.index.push_back(int32_t(c.buffers.size()) + p);
@@ -34,7 +32,7 @@ absl::StatusOr<std::unique_ptr<Executable>> CpuExecutable::load(const CompiledPr
     auto linked = link_object(c.module, symbols);
     if (!linked.ok()) return linked.status();
     code = *std::move(linked);
-    for (size_t i = 0; i < kernels.size(); ++i) kernels[i].fn = code->functions()[size_t(function_of[i])];
+    for (size_t i = 0; i < kernels.size(); ++i) kernels[i].fn = code->functions()[i];
   }
   return std::unique_ptr<Executable>(new CpuExecutable(c, std::move(code), std::move(kernels), device, pool));
 }

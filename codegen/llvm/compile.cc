@@ -134,6 +134,12 @@ struct Part {
   std::unique_ptr<llvm::Module> mod;
   std::unique_ptr<llvm::TargetMachine> tm;
   bool optimized = false;
+
+  void optimize() {
+    if (optimized) return;
+    run_o3(*mod, tm.get());
+    optimized = true;
+  }
 };
 
 struct ProgramModule::State {
@@ -222,14 +228,9 @@ absl::StatusOr<ProgramModule> ProgramModule::emit(const ir::Program& p, const Cp
 
 const std::vector<KernelEntry>& ProgramModule::kernels() const { return s_->kernels; }
 
-int ProgramModule::parts() const { return int(s_->parts.size()); }
-
 void ProgramModule::optimize() {
   support::parallel_for(s_->parts.size(), support::options().compile_threads, [&](size_t i) {
-    Part& part = s_->parts[i];
-    if (part.optimized) return;
-    run_o3(*part.mod, part.tm.get());
-    part.optimized = true;
+    s_->parts[i].optimize();
   });
 }
 
@@ -250,8 +251,7 @@ absl::StatusOr<std::string> ProgramModule::emit_object() {
   std::vector<std::string> errors(s_->parts.size());
   support::parallel_for(s_->parts.size(), support::options().compile_threads, [&](size_t i) {
     Part& part = s_->parts[i];
-    if (!part.optimized) run_o3(*part.mod, part.tm.get());
-    part.optimized = true;
+    part.optimize();
     llvm::SmallVector<char, 0> buffer;
     llvm::raw_svector_ostream os(buffer);
     llvm::legacy::PassManager pm;

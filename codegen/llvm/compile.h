@@ -70,7 +70,6 @@ class ProgramModule {
   ~ProgramModule();
 
   const std::vector<KernelEntry>& kernels() const;
-  int parts() const;
   // The module as emitted: with the target, everything that decides the object.
   const std::string& unoptimized_ir() const { return unoptimized_ir_; }
   // Each kernel's optimized IR (for dumps); optimizes first if needed. Call it before
