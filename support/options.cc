@@ -122,6 +122,16 @@ Options options() {
     }
   }
   read_int(o, "KILN_CUDA_ATTENTION_ROWS", &o.cuda_attention_rows);
+  read_switch("KILN_CUDA_SM90_ATTENTION", &o.cuda_sm90_attention);
+  if (const char* v = env("KILN_CUDA_SM90_ATTENTION_SCHEDULE")) {
+    const std::string s = v;
+    if (s == "plain" || s == "pipelined" || s == "pingpong") {
+      o.cuda_sm90_attention_schedule = s;
+    } else {
+      o.invalid.emplace("KILN_CUDA_SM90_ATTENTION_SCHEDULE", v);
+      std::fprintf(stderr, "kiln: KILN_CUDA_SM90_ATTENTION_SCHEDULE=%s is not plain, pipelined or pingpong; using pipelined\n", v);
+    }
+  }
   read_switch("KILN_CUDA_COPY_STREAM", &o.cuda_copy_stream);
   read_int(o, "KILN_COMPILE_THREADS", &o.compile_threads);
   if (o.compile_threads < 0) o.compile_threads = 0;

@@ -57,7 +57,9 @@ struct Options {
   int cuda_sm90_grid = 0;        // KILN_CUDA_SM90_GRID: at most this many CTAs (tests; 0: one per SM)
   bool cuda_sm90_staged = true;  // KILN_CUDA_SM90_STAGED=0: epilogue stores straight from registers
   int cuda_sm90_group = 8;       // KILN_CUDA_SM90_GROUP: m-tiles per group of the tile order
-  int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block
+  int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block (mma.sync kernel)
+  bool cuda_sm90_attention = true;  // KILN_CUDA_SM90_ATTENTION=0: attention keeps the mma.sync kernel on sm_90
+  std::string cuda_sm90_attention_schedule;  // KILN_CUDA_SM90_ATTENTION_SCHEDULE=plain|pipelined|pingpong
   bool cuda_copy_stream = true;  // KILN_CUDA_COPY_STREAM=0: uploads on the compute stream (for comparisons)
   // KILN_COMPILE_THREADS: threads one program's compile may use (NVRTC's --split-compile, Vulkan's
   // kernels and the CPU's LLVM modules compiled side by side); 0 (default): every hardware

@@ -2,8 +2,10 @@
 # On the GPU machine, from the repo root, with a bundle carried (KILN_BUNDLE, default bundle-att):
 # the fused-attention checks and numbers in one call. Sections (default: tests bench sanit):
 #   tests   the attention suites on cuda (values against the interpreter; which kernel ran, from
-#           KILN_DEBUG=2), a first short run that stops the call if a kernel hangs
-#   bench   anchor_bench W9 and W8, then torch (SDPA, torch.compile) on the same shapes
+#           KILN_DEBUG=2) in each sm_90a schedule and on the mma.sync kernel, a first short run
+#           that stops the call if a kernel hangs
+#   bench   anchor_bench W9 and W8 (each schedule; W9 on the mma.sync kernel too), then torch
+#           (SDPA, torch.compile) on the same shapes
 #   sanit   compute-sanitizer memcheck and racecheck over the attention suite's smaller cases
 #   regress the whole op and fusion suites on cuda, cuda_test, the AOT suites on cuda
 #   aot     aot_load_bench on cuda (load vs JIT cold/warm; an older GPU's section through PTX)
@@ -30,23 +32,30 @@ for s in ${*:-tests bench sanit}; do
         echo "ops_test exit $?"
         KILN_DEVICE=cuda KILN_DEBUG=2 timeout 120 "$BIN/passes_test" --gtest_filter='Attention*'
         echo "passes_test exit $?"
-        KILN_CUDA_ATTENTION_ROWS=64 KILN_DEVICE=cuda KILN_DEBUG=2 timeout 240 "$BIN/ops_test" --gtest_filter='Attention*'
-        echo "ops_test (64-query blocks) exit $?"
+        for sch in plain pingpong; do
+          KILN_CUDA_SM90_ATTENTION_SCHEDULE=$sch KILN_DEVICE=cuda KILN_DEBUG=2 timeout 240 "$BIN/ops_test" --gtest_filter='Attention*'
+          echo "ops_test ($sch schedule) exit $?"
+        done
+        KILN_CUDA_SM90_ATTENTION=0 KILN_DEVICE=cuda KILN_DEBUG=2 timeout 240 "$BIN/ops_test" --gtest_filter='Attention*'
+        echo "ops_test (mma.sync kernel) exit $?"
       } > "$OUT/tests.log" 2>&1
       grep -E "^\[  (FAILED|PASSED|SKIPPED) |exit [0-9]|Failure" "$OUT/tests.log" | head -30
-      grep -oE "attention: flash[^;]*" "$OUT/tests.log" | sort | uniq -c | head -12
+      grep -oE "attention( sm_90a)?: [^;]*" "$OUT/tests.log" | sed 's/[0-9]* blocks/N blocks/' | sort | uniq -c | head -24
       ;;
     bench)
       {
         timeout 240 "$BIN/anchor_bench" --device cuda --only W9,W8 --results "$OUT/results.jsonl"
-        KILN_CUDA_ATTENTION_ROWS=64 timeout 120 "$BIN/anchor_bench" --device cuda --only W9 | sed 's/^W9 /W9-rows64 /' 
+        for sch in plain pingpong; do
+          KILN_CUDA_SM90_ATTENTION_SCHEDULE=$sch timeout 120 "$BIN/anchor_bench" --device cuda --only W9,W8 | sed "s/^W\([89]\) /W\1-$sch /"
+        done
+        KILN_CUDA_SM90_ATTENTION=0 timeout 120 "$BIN/anchor_bench" --device cuda --only W9 | sed 's/^W9 /W9-mma.sync /'
         timeout 240 python3 "$HERE/attention_torch.py" W9 W8
       } 2>&1 | tee "$OUT/bench.log" | grep -E "^(W8|W9|anchor_bench)|TFLOP" | cut -c1-260 | head -40
       ;;
     sanit)
       for tool in memcheck racecheck; do
         KILN_DEVICE=cuda timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/ops_test" \
-          --gtest_filter='Attention.MasksBroadcastAndScale:Attention.EpilogueAfterAttention:Attention.RowWithNothingToAttendToIsNaN' \
+          --gtest_filter='Attention.MasksBroadcastAndScale:Attention.EpilogueAfterAttention:Attention.RowWithNothingToAttendToIsNaN:Attention.LongKeysRaggedQueriesAndPaddedRows' \
           > "$OUT/sanitizer_$tool.log" 2>&1
         echo "compute-sanitizer $tool exit $?"; tail -4 "$OUT/sanitizer_$tool.log"
       done

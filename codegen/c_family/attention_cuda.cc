@@ -43,6 +43,11 @@ __device__ __forceinline__ unsigned kiln_pack_h(float lo, float hi) {
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+__device__ __forceinline__ float kiln_ex2(float x) {  // 2^x, subnormal results flushed to 0
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 __device__ __forceinline__ unsigned kiln_smem_addr(const void* p) {
   return (unsigned)__cvta_generic_to_shared(p);
 }
@@ -70,6 +75,8 @@ __device__ __forceinline__ int kiln_swz(int row, int col, int cols) {
 
 }  // namespace
 
+const char* attention_device_helpers() { return kAttentionHelpers; }
+
 // The attention node of the kernel, or -1.
 KNodeId Renderer::attention_node() const {
   for (size_t i = 0; i < k_.nodes.size(); ++i)
@@ -78,6 +85,8 @@ KNodeId Renderer::attention_node() const {
 }
 
 absl::StatusOr<int> Renderer::attention(KernelSource* out) {
+  std::string sm90_why;
+  if (attention_sm90_applies(&sm90_why)) return attention_sm90(out);
   const KNodeId an = attention_node();
   const ir::KNode& a = k_.nodes[an];
   const int r = int(k_.shape.size());
@@ -329,7 +338,8 @@ absl::StatusOr<int> Renderer::attention(KernelSource* out) {
   out->strategy = absl::StrCat("attention: flash (mma.sync m16n8k16 ", bf ? "bf16" : "f16", "), ", kBR,
                                " queries x ", kBC, "-key tiles, ", kBR / 16, " warps, q/k/v ", fast_q ? "cp.async" : "computed", "/",
                                fast_k ? "cp.async" : "computed", "/", fast_v ? "cp.async" : "computed",
-                               causal ? ", causal tiles skipped" : "", has_bias ? ", bias per score" : "");
+                               causal ? ", causal tiles skipped" : "", has_bias ? ", bias per score" : "",
+                               sm90_why.empty() ? "" : "; not sm_90a: ", sm90_why);
   return kThreads;
 }
 

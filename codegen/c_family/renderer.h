@@ -22,6 +22,12 @@ using ir::KNodeId;
 using ir::Op;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Device helper text shared by kernels of one module (each guarded against a second definition):
+// mbarriers, wgmma descriptors and TMA copies of the sm_90a paths (contraction_sm90.cc); packing,
+// cp.async and ldmatrix of the attention kernels (attention_cuda.cc).
+std::string sm90_device_helpers();
+const char* attention_device_helpers();
 inline int64_t pow2_at_least(int64_t v) {
   int64_t p = 1;
   while (p < v) p *= 2;
@@ -513,6 +519,10 @@ class Renderer {
   KNodeId attention_node() const;
   absl::StatusOr<int> attention(KernelSource* out);
   std::string attention_kernel_open(const std::string& name) const;
+  // Hopper variant (attention_sm90.cc): q, k and v through TMA, S = QK^T and O += PV with wgmma,
+  // a producer warpgroup and two consumer warpgroups; `why` says why it does not apply.
+  bool attention_sm90_applies(std::string* why) const;
+  int attention_sm90(KernelSource* out);
   std::string attn_helpers_;
   int attn_threads_ = 0;
   bool sm90_ = false;

@@ -197,6 +197,53 @@ TEST(CudaKernels, AttentionCompilesForSm80) {
   report(t, "attention", "sm_80");
 }
 
+// On sm_90 attention takes the Hopper kernel (TMA + wgmma) wherever the copy engine can fetch q, k
+// and v, in every consumer schedule; an operand it cannot fetch (rows 65 elements apart, starting
+// at element 1) keeps the mma.sync kernel, which still compiles; sm_80 never sees wgmma.
+TEST(CudaKernels, Sm90AttentionTakesTheWgmmaKernelWhereTheCopyEngineCanFetch) {
+  using testing::random_tensor;
+  try {
+    (void)default_device();
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no default device to hold the inputs: " << e.what();
+  }
+  Tensor q = random_tensor({2, 2, 150, 64}, bfloat16, 50), k = random_tensor({2, 1, 260, 64}, bfloat16, 51),
+         v = random_tensor({2, 1, 260, 64}, bfloat16, 52);
+  AttentionOptions causal;
+  causal.causal = true;
+  const Case fast = capture("plain q/k/v, k and v shared by 2 heads", {scaled_dot_product_attention(q, k, v, causal)});
+  Tensor q_odd = random_tensor({2, 2, 150, 65}, bfloat16, 53).slice(-1, 1, 65);
+  const Case slow = capture("q rows 65 elements apart", {scaled_dot_product_attention(q_odd, k, v)});
+  const char* wgmma = "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16";
+  const char* mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+  for (const char* schedule : {"plain", "pipelined", "pingpong"}) {
+    ::setenv("KILN_CUDA_SM90_ATTENTION_SCHEDULE", schedule, 1);
+    Totals t;
+    std::set<uint64_t> seen;
+    std::vector<std::string> sources;
+    check(fast, &t, &seen, 90, &sources);
+    ASSERT_EQ(sources.size(), 1u);
+    EXPECT_NE(sources[0].find(wgmma), std::string::npos) << schedule;
+    EXPECT_NE(sources[0].find("cp.async.bulk.tensor"), std::string::npos) << schedule;
+    EXPECT_EQ(sources[0].find(mma), std::string::npos) << schedule;
+    EXPECT_EQ(sources[0].find("bar.arrive") != std::string::npos, std::string(schedule) == "pingpong") << schedule;
+    report(t, absl::StrCat("sm_90 attention, ", schedule, " schedule").c_str(), "sm_90a");
+  }
+  ::unsetenv("KILN_CUDA_SM90_ATTENTION_SCHEDULE");
+  for (int cc : {90, 80}) {
+    Totals t;
+    std::set<uint64_t> seen;
+    std::vector<std::string> sources;
+    check(slow, &t, &seen, cc, &sources);
+    if (cc == 80) check(fast, &t, &seen, cc, &sources);
+    for (const std::string& src : sources) {
+      EXPECT_EQ(src.find("wgmma"), std::string::npos) << "sm_" << cc;
+      EXPECT_NE(src.find(mma), std::string::npos) << "sm_" << cc;
+    }
+    report(t, "attention on the mma.sync kernel", cc == 80 ? "sm_80" : "sm_90");
+  }
+}
+
 // Float32 matmuls allowed TF32 (kiln::MatmulPrecision::kTf32): ragged sizes, batched with a
 // transposed operand, an epilogue; each takes the m16n8k8 TF32 tensor-core kernel on sm_80 and
 // sm_90 and compiles and assembles; the same matmul left exact does not.

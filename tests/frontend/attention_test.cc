@@ -35,6 +35,20 @@ TEST(Attention, MatchesReferenceAcrossShapesAndDtypes) {
         }
 }
 
+// More key tiles than the Hopper kernel's ring of stages (so its barriers change phase), queries
+// that end inside a tile, and a row layout with padding between rows (a strided view).
+TEST(Attention, LongKeysRaggedQueriesAndPaddedRows) {
+  for (int64_t D : {64, 128})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "D=" << D << " causal=" << causal);
+      Tensor q = random_tensor({1, 2, 300, D}, bfloat16, 30, -1, 1), k = random_tensor({1, 2, 700, D}, bfloat16, 31, -1, 1);
+      Tensor v = random_tensor({1, 2, 700, D + 8}, bfloat16, 32).slice(-1, 0, D);  // rows D + 8 apart
+      AttentionOptions o;
+      o.causal = causal;
+      EXPECT_MATCHES_REFERENCE({scaled_dot_product_attention(q, k, v, o)});
+    }
+}
+
 TEST(Attention, MasksBroadcastAndScale) {
   const int64_t S = 80, D = 64;
   Tensor q = random_tensor({2, 4, S, D}, bfloat16, 4, -1, 1);

@@ -1,0 +1,477 @@
+// Fused attention on Hopper (sm_90a): softmax(scale * q k^T + bias) v for 128 queries per block,
+// with the tensor copy engine and wgmma instead of cp.async and mma.sync (attention_cuda.cc).
+//
+//   - q, k and v are plain strided views of 16-bit buffers, contiguous along the head dim: one
+//     tensor map each (dims: head dim, rows, the batch axes that have a stride), 64-column boxes
+//     with the 128-byte swizzle wgmma reads; rows past the end arrive as zeros.
+//   - Warpgroup 0 produces: one thread loads the q tile once, then k and v tiles of 128 keys into
+//     a ring of stages (separate full barriers for k and v, so the scores start while v lands).
+//   - Warpgroups 1 and 2 consume, 64 queries each: S = Q K^T with wgmma m64n128k16 (both operands
+//     from shared memory, k-major), online softmax in base 2 on the accumulators, then
+//     O += P V with wgmma m64nDk16 taking P from registers (the accumulator layout of S is the
+//     A-fragment layout, rounded to the input dtype) and V from shared memory, n-major.
+//   - Masks (keys past the end, causal, a bias evaluated per score) are applied only on the key
+//     tiles that need them; a causal block loads no key tile past its last query.
+//   - One block per (batch, 128-query tile), longest causal tiles first; the epilogue binds the
+//     attention value per output element and runs the kernel's stores, as attention_cuda.cc.
+// Whatever this path cannot fetch with the copy engine (a computed or masked operand, a stride
+// that is not a multiple of 16 bytes) runs on the mma.sync kernel, which KILN_DEBUG=2 names.
+#include "codegen/c_family/renderer.h"
+
+namespace kiln::codegen::gpu::render_detail {
+
+namespace {
+
+constexpr int kBR = 128, kBC = 128, kThreads = 384;
+
+struct AttnAxes {
+  int sq, dv, sk, d;
+  std::vector<int> batch;  // leading axes
+};
+
+AttnAxes attn_axes(const ir::Kernel& k) {
+  const int r = int(k.shape.size());
+  AttnAxes a{r - 4, r - 3, r - 2, r - 1, {}};
+  for (int ax = 0; ax < r - 4; ++ax) a.batch.push_back(ax);
+  return a;
+}
+
+// An operand of the attention as the copy engine sees it: `map` (dims: head dim, rows, batch
+// axes with a stride) and which kernel axes those batch dims are.
+struct AttnOperand {
+  TensorMapSpec map;
+  std::vector<int> batch_axes;
+};
+
+// Fills `op` for operand `id`: rows along `row_axis`, contiguous along `col_axis`, constant
+// along `other` axes; false with a reason otherwise.
+bool tma_operand(const ir::Program& p, const ir::Kernel& k, KNodeId id, const char* which, int row_axis, int col_axis,
+                 const std::vector<int>& other, const std::vector<int>& batch_axes, AttnOperand* op, std::string* why) {
+  const ir::KNode& n = k.nodes[id];
+  if (n.op != Op::kLoad || n.map.views.size() != 1 || n.map.has_mask()) {
+    *why = absl::StrCat(which, " is not a plain strided load (computed, masked or a multi-view index)");
+    return false;
+  }
+  if (p.buffers[n.buffer].dtype != n.dtype) {
+    *why = absl::StrCat(which, "'s buffer holds another dtype");
+    return false;
+  }
+  const ir::View& v = n.map.views[0];
+  if (v.strides.size() != k.shape.size()) {
+    *why = absl::StrCat(which, "'s view does not follow the kernel's axes");
+    return false;
+  }
+  for (int a : other)
+    if (v.strides[a] != 0 && k.shape[a] > 1) {
+      *why = absl::StrCat(which, " varies along an axis it should not");
+      return false;
+    }
+  auto ok16 = [](int64_t s) { return s > 0 && s % 8 == 0; };  // a positive multiple of 16 bytes
+  // A single row may have any stride: the engine reads only row 0.
+  const int64_t row_stride = k.shape[row_axis] == 1 ? 8 * ceil_div(k.shape[col_axis], 8) : v.strides[row_axis];
+  if (v.strides[col_axis] != 1 || !ok16(row_stride)) {
+    *why = absl::StrCat(which, " has strides ", v.strides[row_axis], " (rows) and ", v.strides[col_axis],
+                        " (head dim): the copy engine needs the head dim contiguous and rows 16-byte aligned");
+    return false;
+  }
+  if (v.offset < 0 || v.offset % 8 != 0) {
+    *why = absl::StrCat(which, " starts at element ", v.offset, " (the copy engine needs 16-byte alignment)");
+    return false;
+  }
+  TensorMapSpec& m = op->map;
+  m.buffer = n.buffer;
+  m.elem_bytes = 2;
+  m.bf16 = n.dtype == DType::kBFloat16;
+  m.offset = v.offset;
+  m.swizzle = 128;
+  m.dims = {k.shape[col_axis], k.shape[row_axis]};
+  m.strides = {row_stride};
+  m.box = {64u, uint32_t(row_axis == attn_axes(k).sq ? kBR : kBC)};
+  for (int a : batch_axes) {
+    if (k.shape[a] == 1 || v.strides[a] == 0) continue;  // broadcast: not a dim of the map
+    if (!ok16(v.strides[a])) {
+      *why = absl::StrCat(which, " has batch stride ", v.strides[a], " (the copy engine needs a positive multiple of 8)");
+      return false;
+    }
+    m.dims.push_back(k.shape[a]);
+    m.strides.push_back(v.strides[a]);
+    m.box.push_back(1);
+    op->batch_axes.push_back(a);
+  }
+  if (m.dims.size() > 5) {
+    *why = absl::StrCat(which, " needs ", m.dims.size(), " tensor dims (the copy engine takes 5)");
+    return false;
+  }
+  for (int64_t d : m.dims)
+    if (d >= (int64_t(1) << 31)) {
+      *why = absl::StrCat(which, " has a dim of ", d, " (over 2^31)");
+      return false;
+    }
+  return true;
+}
+
+// Bytes of the q tile, of one k (or v) tile, and the stages that fit in `shared` bytes.
+int q_bytes(int64_t D) { return int(kBR * D * 2); }
+int kv_bytes(int64_t D) { return int(kBC * D * 2); }
+int stages_for(int64_t D, int64_t shared) {
+  return int(std::min<int64_t>(4, (shared - q_bytes(D) - 2048) / (2 * kv_bytes(D))));
+}
+
+// How the consumer warpgroups order their work (KILN_CUDA_SM90_ATTENTION_SCHEDULE): "plain" (each
+// key tile's two products waited for in turn), "pipelined" (the default: the next tile's scores
+// issued before the previous tile's P V is waited for), "pingpong" (pipelined, and the two
+// warpgroups take turns issuing their products).
+std::string schedule() {
+  const std::string& s = support::options().cuda_sm90_attention_schedule;
+  return s.empty() ? "pipelined" : s;
+}
+
+}  // namespace
+
+bool Renderer::attention_sm90_applies(std::string* why) const {
+  if (d_.kind() != Dialect::kCuda || t_.compute_capability != 90) return false;
+  if (!support::options().cuda_sm90_attention) {
+    *why = "KILN_CUDA_SM90_ATTENTION=0";
+    return false;
+  }
+  const ir::KNode& a = k_.nodes[attention_node()];
+  const AttnAxes ax = attn_axes(k_);
+  const int64_t D = k_.shape[ax.d];
+  if (k_.shape[ax.sq] < 1 || k_.shape[ax.sk] < 1) {
+    *why = "no queries or no keys";
+    return false;
+  }
+  if ((D != 64 && D != 128) || k_.shape[ax.dv] != D) {
+    *why = absl::StrCat("head dims ", D, " and ", k_.shape[ax.dv]);
+    return false;
+  }
+  if (stages_for(D, t_.shared_memory) < 2) {
+    *why = absl::StrCat("the target's ", t_.shared_memory, " bytes of shared memory hold fewer than 2 stages");
+    return false;
+  }
+  int64_t tiles = ceil_div(k_.shape[ax.sq], kBR);
+  for (int b : ax.batch) tiles *= k_.shape[b];
+  if (tiles >= (int64_t(1) << 31)) {
+    *why = absl::StrCat(tiles, " query tiles (over 2^31 blocks)");
+    return false;
+  }
+  AttnOperand q, k, v;
+  return tma_operand(p_, k_, a.inputs[0], "q", ax.sq, ax.d, {ax.sk, ax.dv}, ax.batch, &q, why) &&
+         tma_operand(p_, k_, a.inputs[1], "k", ax.sk, ax.d, {ax.sq, ax.dv}, ax.batch, &k, why) &&
+         tma_operand(p_, k_, a.inputs[2], "v", ax.sk, ax.dv, {ax.sq, ax.d}, ax.batch, &v, why);
+}
+
+int Renderer::attention_sm90(KernelSource* out) {
+  const KNodeId an = attention_node();
+  const ir::KNode& a = k_.nodes[an];
+  const AttnAxes ax = attn_axes(k_);
+  const int64_t Sq = k_.shape[ax.sq], Sk = k_.shape[ax.sk], D = k_.shape[ax.d];
+  const bool bf = k_.nodes[a.inputs[0]].dtype == DType::kBFloat16;
+  const bool causal = a.ints[0] != 0, has_bias = a.inputs.size() > 3;
+  const double scale = a.scalar.as_double();
+  int64_t batch = 1;
+  for (int b : ax.batch) batch *= k_.shape[b];
+  AttnOperand Q, K, V;
+  std::string unused;
+  tma_operand(p_, k_, a.inputs[0], "q", ax.sq, ax.d, {ax.sk, ax.dv}, ax.batch, &Q, &unused);
+  tma_operand(p_, k_, a.inputs[1], "k", ax.sk, ax.d, {ax.sq, ax.dv}, ax.batch, &K, &unused);
+  tma_operand(p_, k_, a.inputs[2], "v", ax.sk, ax.dv, {ax.sq, ax.d}, ax.batch, &V, &unused);
+  sm90_ = true;
+  sm90_maps_ = 3;
+  sm90_cluster_ = 1;
+  attn_helpers_ = attention_device_helpers();
+  out->tensor_maps = {Q.map, K.map, V.map};
+  const int S = stages_for(D, t_.shared_memory), qb = q_bytes(D), kvb = kv_bytes(D), chunks = int(D / 64);
+  const int64_t MT = ceil_div(Sq, kBR), NT = ceil_div(Sk, kBC), tiles = batch * MT;
+  const std::string it = w_.idx_t();
+  auto N = [](int64_t v) { return std::to_string(v); };
+
+  w_.line("const unsigned smem = (kiln_smem_u32(kiln_dsmem) + 1023u) & ~1023u;");
+  w_.line(absl::StrCat("const unsigned qs = smem, kv0 = smem + ", qb, ", qbar = kv0 + ", int64_t(S) * 2 * kvb, ";"));
+  w_.line(absl::StrCat("const unsigned fullk0 = qbar + 8, fullv0 = fullk0 + ", 8 * S, ", empty0 = fullv0 + ", 8 * S, ";"));
+  w_.line("const int tid = (int)threadIdx.x;");
+  w_.open("if (tid == 0)");
+  w_.line("kiln_mbar_init(qbar, 1);");
+  w_.open("for (int s = 0; s < " + N(S) + "; ++s)");
+  w_.line("kiln_mbar_init(fullk0 + 8 * s, 1), kiln_mbar_init(fullv0 + 8 * s, 1);");
+  w_.line("kiln_mbar_init(empty0 + 8 * s, 8);  // lane 0 of each consumer warp");
+  w_.close();
+  w_.line("asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");");
+  w_.close();
+  w_.line("__syncthreads();");
+  // The block's tile: longest causal query tiles of a batch entry first.
+  w_.line(absl::StrCat("const long long tile = (long long)blockIdx.x, mt = ", MT - 1, "LL - tile % ", MT, "LL;"));
+  w_.line(absl::StrCat(it, " bt = ", idx_cast(absl::StrCat("tile / ", MT, "LL")), ";"));
+  w_.unravel("bt", ax.batch);
+  w_.line(absl::StrCat("const int m0 = (int)mt * ", kBR, ";"));
+  w_.line(causal ? absl::StrCat("const int nkv = min(", NT, ", (m0 + ", kBR + kBC - 1, ") / ", kBC, ");")
+                 : absl::StrCat("const int nkv = ", NT, ";"));
+
+  // ---- producer warpgroup: one thread issues every copy
+  w_.open("if (tid < 128)");
+  w_.line("asm volatile(\"setmaxnreg.dec.sync.aligned.u32 24;\");");
+  w_.open("if (tid == 0)");
+  auto copy = [&](const AttnOperand& op, int map, const std::string& dst, int box_rows, const std::string& row,
+                  const std::string& bar) {
+    for (int c = 0; c < chunks; ++c) {
+      std::string args = absl::StrCat(dst, " + ", c * box_rows * 128, ", &tm", map, ", ", bar, ", ", c * 64, ", ", row);
+      for (int b : op.batch_axes) absl::StrAppend(&args, ", (int)", w_.axis(b));
+      w_.line(absl::StrCat("kiln_tma", op.map.dims.size(), "(", args, ");"));
+    }
+  };
+  w_.line(absl::StrCat("kiln_mbar_expect_tx(qbar, ", qb, ");"));
+  copy(Q, 0, "qs", kBR, "m0", "qbar");
+  w_.open("for (int j = 0; j < nkv; ++j)");
+  w_.line(absl::StrCat("const int s = j % ", S, ";"));
+  w_.line(absl::StrCat("const unsigned ks = kv0 + s * ", 2 * kvb, ", vs = ks + ", kvb, ";"));
+  w_.line(absl::StrCat("kiln_mbar_wait(empty0 + 8 * s, ((j / ", S, ") & 1) ^ 1);"));
+  w_.line(absl::StrCat("kiln_mbar_expect_tx(fullk0 + 8 * s, ", kvb, ");"));
+  copy(K, 1, "ks", kBC, absl::StrCat("j * ", kBC), "fullk0 + 8 * s");
+  w_.line(absl::StrCat("kiln_mbar_expect_tx(fullv0 + 8 * s, ", kvb, ");"));
+  copy(V, 2, "vs", kBC, absl::StrCat("j * ", kBC), "fullv0 + 8 * s");
+  w_.close();
+  w_.close();
+  w_.close();
+
+  // ---- consumer warpgroups: 64 queries each
+  const std::string sched = schedule();
+  const bool pipelined = sched != "plain", turns = sched == "pingpong";
+  w_.open("else");
+  w_.line("asm volatile(\"setmaxnreg.inc.sync.aligned.u32 240;\");");
+  w_.line("const int wg = tid / 128 - 1, cw = (tid / 32) % 4, lane = tid % 32, tq = lane % 4;");
+  w_.line("const int wrow = m0 + wg * 64;  // the warpgroup's first query");
+  w_.line(absl::StrCat(it, " row0 = ", idx_cast("wrow + cw * 16 + lane / 4"), ";"));
+  w_.line(absl::StrCat("float o[", D / 2, "], sc[", kBC / 2, "], corr[2];"));
+  w_.line(absl::StrCat("unsigned pf[", kBC / 16, "][4];"));
+  w_.line("#pragma unroll");
+  w_.line(absl::StrCat("for (int x = 0; x < ", D / 2, "; ++x) o[x] = 0.0f;"));
+  w_.line("float mrow[2] = {KILN_NEG_INF, KILN_NEG_INF}, lrow[2] = {0.0f, 0.0f};");
+  const std::string ty = bf ? ".bf16.bf16" : ".f16.f16";
+  char scale2[64];
+  std::snprintf(scale2, sizeof scale2, "%.9gf", scale * 1.4426950408889634);
+  // Ping-pong: named barrier 1 + w is warpgroup w's turn to issue wgmma; each warpgroup hands the
+  // turn to the other once it has issued, so one's softmax runs while the other's products do.
+  auto turn_begin = [&] {
+    if (turns) w_.line("asm volatile(\"bar.sync %0, 256;\" :: \"r\"(1 + wg) : \"memory\");");
+  };
+  auto turn_end = [&] {
+    if (turns) w_.line("asm volatile(\"bar.arrive %0, 256;\" :: \"r\"(2 - wg) : \"memory\");");
+  };
+  auto wait_group = [&](int n) { w_.line(absl::StrCat("asm volatile(\"wgmma.wait_group.sync.aligned ", n, ";\" ::: \"memory\");")); };
+  auto commit = [&] { w_.line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");"); };
+  auto fence = [&] { w_.line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");"); };
+  // Issues S = Q K^T for the k tile in stage `st` (phase `ph`): k16 steps along the head dim,
+  // 32 bytes into a 128-byte swizzled row.
+  auto issue_scores = [&](const std::string& st, const std::string& ph) {
+    std::string regs, cons;
+    for (int q = 0; q < kBC / 2; ++q) {
+      absl::StrAppend(&regs, q ? ", " : "", "%", q);
+      absl::StrAppend(&cons, q ? ", " : "", "\"+f\"(sc[", q, "])");
+    }
+    w_.line("#pragma unroll");
+    w_.line(absl::StrCat("for (int x = 0; x < ", kBC / 2, "; ++x) sc[x] = 0.0f;"));
+    w_.line(absl::StrCat("kiln_mbar_wait(fullk0 + 8 * ", st, ", ", ph, ");"));
+    fence();
+    w_.line("#pragma unroll");
+    w_.open(absl::StrCat("for (int kk = 0; kk < ", D / 16, "; ++kk)"));
+    w_.line(absl::StrCat("const unsigned long long da = kiln_gmma_desc(qs + (kk / 4) * ", kBR * 128,
+                         " + wg * 8192 + (kk % 4) * 32, 16, 1024, 1);"));
+    w_.line(absl::StrCat("const unsigned long long db = kiln_gmma_desc(kv0 + ", st, " * ", 2 * kvb, " + (kk / 4) * ",
+                         kBC * 128, " + (kk % 4) * 32, 16, 1024, 1);"));
+    w_.line(absl::StrCat("asm volatile(\"wgmma.mma_async.sync.aligned.m64n", kBC, "k16.f32", ty, " {", regs, "}, %",
+                         kBC / 2, ", %", kBC / 2 + 1, ", 1, 1, 1, 0, 0;\" : ", cons, " : \"l\"(da), \"l\"(db));"));
+    w_.close();
+    commit();
+  };
+  // Issues O += P V for the v tile in stage `st`: V n-major (rows are keys, 64-column boxes
+  // 128 * 128 bytes apart), k16 = 16 rows; P from registers.
+  auto issue_pv = [&](const std::string& st, const std::string& ph) {
+    std::string regs, cons;
+    for (int q = 0; q < D / 2; ++q) {
+      absl::StrAppend(&regs, q ? ", " : "", "%", q);
+      absl::StrAppend(&cons, q ? ", " : "", "\"+f\"(o[", q, "])");
+    }
+    const int64_t n = D / 2;
+    w_.line(absl::StrCat("kiln_mbar_wait(fullv0 + 8 * ", st, ", ", ph, ");"));
+    fence();
+    w_.line("#pragma unroll");
+    w_.open(absl::StrCat("for (int kk = 0; kk < ", kBC / 16, "; ++kk)"));
+    w_.line(absl::StrCat("const unsigned long long db = kiln_gmma_desc(kv0 + ", st, " * ", 2 * kvb, " + ", kvb,
+                         " + kk * 2048, ", kBC * 128, ", 1024, 1);"));
+    w_.line(absl::StrCat("asm volatile(\"wgmma.mma_async.sync.aligned.m64n", D, "k16.f32", ty, " {", regs, "}, {%", n,
+                         ", %", n + 1, ", %", n + 2, ", %", n + 3, "}, %", n + 4, ", 1, 1, 1, 1;\" : ", cons,
+                         " : \"r\"(pf[kk][0]), \"r\"(pf[kk][1]), \"r\"(pf[kk][2]), \"r\"(pf[kk][3]), \"l\"(db));"));
+    w_.close();
+    commit();
+  };
+  // Scores of key tile `j` in base 2; masks only where a tile reaches past the keys, the diagonal,
+  // or has a bias. Thread (warp cw, lane) holds rows row0 (+8) and keys 8x + 2tq (+1): sc[4x + c].
+  auto mask_scale = [&](const std::string& j) {
+    std::string edge = absl::StrCat("(", j, " + 1) * ", kBC, " > ", Sk);
+    if (causal) absl::StrAppend(&edge, " || ", j, " * ", kBC, " + ", kBC - 1, " > wrow");
+    if (has_bias) edge = "true";
+    w_.open("if (" + edge + ")");
+    w_.push_scope();
+    w_.line("#pragma unroll");
+    w_.open(absl::StrCat("for (int x = 0; x < ", kBC / 8, "; ++x)"));
+    w_.line("#pragma unroll");
+    w_.open("for (int c = 0; c < 4; ++c)");
+    w_.line(absl::StrCat(it, " qi = row0 + ", idx_cast("(c >> 1) * 8"), ";"));
+    w_.line(absl::StrCat(it, " kj = ", idx_cast(absl::StrCat(j, " * ", kBC, " + x * 8 + tq * 2 + (c & 1)")), ";"));
+    w_.line(std::string("float v = sc[4 * x + c] * ") + scale2 + ";");
+    if (has_bias) {
+      w_.open("if (qi < " + w_.ilit(Sq) + " && kj < " + w_.ilit(Sk) + ")");
+      w_.set_axis(ax.sq, "qi");
+      w_.set_axis(ax.sk, "kj");
+      w_.set_axis(ax.d, "0");
+      w_.set_axis(ax.dv, "0");
+      w_.line("v += (" + d_.cast(k_.nodes[a.inputs[3]].dtype, DType::kFloat32, w_.eval(a.inputs[3])) +
+              ") * 1.44269504f;");
+      w_.close();
+    }
+    w_.line(std::string("if (kj >= ") + w_.ilit(Sk) + (causal ? " || kj > qi" : "") + ") v = KILN_NEG_INF;");
+    w_.line("sc[4 * x + c] = v;");
+    w_.close();
+    w_.close();
+    w_.pop_scope();
+    w_.close();
+    w_.open("else");
+    w_.line("#pragma unroll");
+    w_.line(absl::StrCat("for (int x = 0; x < ", kBC / 2, "; ++x) sc[x] *= ", scale2, ";"));
+    w_.close();
+  };
+  // Online softmax: a row lives in the 4 threads of a quad. corr[h] rescales what O holds.
+  auto softmax = [&] {
+    w_.line("#pragma unroll");
+    w_.open("for (int h = 0; h < 2; ++h)");
+    w_.line("float mx = KILN_NEG_INF;");
+    w_.line("#pragma unroll");
+    w_.line(absl::StrCat("for (int x = 0; x < ", kBC / 8,
+                         "; ++x) mx = fmaxf(mx, fmaxf(sc[4 * x + 2 * h], sc[4 * x + 2 * h + 1]));"));
+    w_.line("mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));");
+    w_.line("mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));");
+    w_.line("const float mnew = fmaxf(mrow[h], mx);");
+    w_.line("const float base = mnew == KILN_NEG_INF ? 0.0f : mnew;");
+    w_.line("corr[h] = kiln_ex2(mrow[h] - base);");
+    w_.line("mrow[h] = mnew;");
+    w_.line("float sum = 0.0f;");
+    w_.line("#pragma unroll");
+    w_.open(absl::StrCat("for (int x = 0; x < ", kBC / 8, "; ++x)"));
+    w_.line("sc[4 * x + 2 * h] = kiln_ex2(sc[4 * x + 2 * h] - base);");
+    w_.line("sc[4 * x + 2 * h + 1] = kiln_ex2(sc[4 * x + 2 * h + 1] - base);");
+    w_.line("sum += sc[4 * x + 2 * h] + sc[4 * x + 2 * h + 1];");
+    w_.close();
+    w_.line("lrow[h] = lrow[h] * corr[h] + sum;");
+    w_.close();
+  };
+  auto rescale = [&] {
+    w_.line("#pragma unroll");
+    w_.line(absl::StrCat("for (int x = 0; x < ", D / 8,
+                         "; ++x) { o[4 * x] *= corr[0]; o[4 * x + 1] *= corr[0]; o[4 * x + 2] *= corr[1]; o[4 * x + 3] *= corr[1]; }"));
+  };
+  // P as A fragments of k16 steps over the keys (the accumulator layout of S, rounded).
+  const std::string pk = bf ? "kiln_pack_bf" : "kiln_pack_h";
+  auto pack = [&] {
+    w_.line("#pragma unroll");
+    w_.open(absl::StrCat("for (int kk = 0; kk < ", kBC / 16, "; ++kk)"));
+    w_.line(absl::StrCat("pf[kk][0] = ", pk, "(sc[8 * kk], sc[8 * kk + 1]), pf[kk][1] = ", pk,
+                         "(sc[8 * kk + 2], sc[8 * kk + 3]);"));
+    w_.line(absl::StrCat("pf[kk][2] = ", pk, "(sc[8 * kk + 4], sc[8 * kk + 5]), pf[kk][3] = ", pk,
+                         "(sc[8 * kk + 6], sc[8 * kk + 7]);"));
+    w_.close();
+  };
+  auto release = [&](const std::string& st) { w_.line(absl::StrCat("if (lane == 0) kiln_mbar_arrive(empty0 + 8 * ", st, ");")); };
+  auto stage_of = [&](const std::string& j, const std::string& st, const std::string& ph) {
+    w_.line(absl::StrCat("const int ", st, " = (", j, ") % ", S, ";"));
+    w_.line(absl::StrCat("const unsigned ", ph, " = (unsigned)(((", j, ") / ", S, ") & 1);"));
+  };
+  if (turns) w_.line("if (wg == 1) asm volatile(\"bar.arrive 1, 256;\" ::: \"memory\");  // warpgroup 0 goes first");
+  w_.line("kiln_mbar_wait(qbar, 0);");
+  if (!pipelined) {
+    w_.open("for (int j = 0; j < nkv; ++j)");
+    stage_of("j", "s", "ph");
+    issue_scores("s", "ph");
+    wait_group(0);
+    mask_scale("j");
+    softmax();
+    rescale();
+    pack();
+    issue_pv("s", "ph");
+    wait_group(0);
+    release("s");
+    w_.close();
+  } else {
+    // S_j is issued with O += P_{j-1} V_{j-1} behind it: the softmax of S_j runs while the
+    // tensor cores compute the previous tile's product; O is rescaled once that has landed.
+    w_.open("");
+    stage_of("0", "s", "ph");
+    turn_begin();
+    issue_scores("s", "ph");
+    turn_end();
+    wait_group(0);
+    mask_scale("0");
+    softmax();
+    w_.close();
+    w_.open("for (int j = 1; j < nkv; ++j)");
+    stage_of("j", "s", "ph");
+    stage_of("j - 1", "ps", "pph");
+    pack();
+    turn_begin();
+    issue_scores("s", "ph");
+    issue_pv("ps", "pph");
+    turn_end();
+    wait_group(1);
+    mask_scale("j");
+    softmax();
+    wait_group(0);
+    release("ps");
+    rescale();
+    w_.close();
+    w_.open("");
+    stage_of("nkv - 1", "s", "ph");
+    pack();
+    turn_begin();
+    issue_pv("s", "ph");
+    turn_end();
+    wait_group(0);
+    release("s");
+    w_.close();
+    if (turns) w_.line("if (wg == 0) asm volatile(\"bar.sync 1, 256;\" ::: \"memory\");  // warpgroup 1's last hand-over");
+  }
+  // Epilogue: the row sums meet across the quad; O / l per element through the kernel's stores.
+  w_.line("#pragma unroll");
+  w_.open("for (int h = 0; h < 2; ++h)");
+  w_.line("lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 1);");
+  w_.line("lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 2);");
+  w_.close();
+  w_.push_scope();
+  w_.line("#pragma unroll");
+  w_.open(absl::StrCat("for (int x = 0; x < ", D / 8, "; ++x)"));
+  w_.line("#pragma unroll");
+  w_.open("for (int c = 0; c < 4; ++c)");
+  w_.line(absl::StrCat(it, " oi = row0 + ", idx_cast("(c >> 1) * 8"), ";"));
+  w_.line(absl::StrCat(it, " od = ", idx_cast("x * 8 + tq * 2 + (c & 1)"), ";"));
+  w_.open("if (oi < " + w_.ilit(Sq) + ")");
+  w_.set_axis(ax.sq, "oi");
+  w_.set_axis(ax.dv, "od");
+  w_.set_axis(ax.sk, "0");
+  w_.set_axis(ax.d, "0");
+  w_.line("const float val = o[4 * x + c] / lrow[c >> 1];");
+  w_.bind(an, "val");
+  for (const ir::Store& st : k_.stores) w_.store(st);
+  w_.close();
+  w_.close();
+  w_.close();
+  w_.pop_scope();
+  w_.close();
+
+  out->grid[0] = uint32_t(std::max<int64_t>(1, tiles));
+  out->shared_bytes = uint32_t(qb + int64_t(S) * 2 * kvb + 8 * (1 + 3 * S) + 1024);
+  out->strategy = absl::StrCat("attention sm_90a: q/k/v through TMA (128B swizzle) into ", S, " stages of ", kBC,
+                               " keys, wgmma m64n", kBC, "k16 (S = QK^T) and m64n", D, "k16 (O += PV, P from registers), ",
+                               bf ? "bf16" : "f16", ", 2 consumer warpgroups x 64 queries + 1 producer warpgroup, ", tiles,
+                               " blocks, ", sched, " schedule", causal ? ", causal tiles skipped" : "", has_bias ? ", bias per score" : "");
+  return kThreads;
+}
+
+}  // namespace kiln::codegen::gpu::render_detail
