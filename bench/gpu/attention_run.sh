@@ -7,6 +7,8 @@
 #   bench   anchor_bench W9 and W8 (each schedule; W9 on the mma.sync kernel too), then torch
 #           (SDPA, torch.compile) on the same shapes
 #   sanit   compute-sanitizer memcheck and racecheck over the attention suite's smaller cases
+#   ncu     Nsight Compute on one W9 attention kernel (speed of light, pipes, warp stalls), clocks
+#           left alone
 #   regress the whole op and fusion suites on cuda, cuda_test, the AOT suites on cuda
 #   aot     aot_load_bench on cuda (load vs JIT cold/warm; an older GPU's section through PTX)
 #   w16     anchor_bench W1-W6 and the host overhead (kiln only: a regression check)
@@ -59,6 +61,14 @@ for s in ${*:-tests bench sanit}; do
           > "$OUT/sanitizer_$tool.log" 2>&1
         echo "compute-sanitizer $tool exit $?"; tail -4 "$OUT/sanitizer_$tool.log"
       done
+      ;;
+    ncu)
+      timeout 300 ncu --clock-control none --kernel-name regex:attention --launch-skip 3 --launch-count 1 \
+        --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+        --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
+        "$BIN/anchor_bench" --device cuda --only W9 > "$OUT/ncu_w9.txt" 2>&1
+      echo "ncu exit $?"
+      grep -E "Duration|Throughput|Pipe|Issue|Stall|Warp Cycles|Eligible|Active Warps|Registers|Occupancy|Executed Ipc|L2 Hit|Mem Busy|Max Bandwidth" "$OUT/ncu_w9.txt" | head -60
       ;;
     regress)
       {

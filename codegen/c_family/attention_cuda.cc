@@ -239,8 +239,7 @@ absl::StatusOr<int> Renderer::attention(KernelSource* out) {
   w_.close();
   w_.close();
   // Scores in base 2, bias, masks.
-  char scale2[64];
-  std::snprintf(scale2, sizeof scale2, "%.9gf", scale * 1.4426950408889634);
+  const std::string scale2 = c_float_literal(double(float(scale * 1.4426950408889634)), false, "f");
   w_.line("#pragma unroll");
   w_.open("for (int x = 0; x < " + S(kBC / 8) + "; ++x)");
   w_.line("#pragma unroll");

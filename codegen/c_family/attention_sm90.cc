@@ -118,12 +118,13 @@ int stages_for(int64_t D, int64_t shared) {
 }
 
 // How the consumer warpgroups order their work (KILN_CUDA_SM90_ATTENTION_SCHEDULE): "plain" (each
-// key tile's two products waited for in turn), "pipelined" (the default: the next tile's scores
-// issued before the previous tile's P V is waited for), "pingpong" (pipelined, and the two
-// warpgroups take turns issuing their products).
+// key tile's two products waited for in turn), "pipelined" (the next tile's scores issued before
+// the previous tile's P V is waited for), "pingpong" (the default: pipelined, and the two
+// warpgroups take turns issuing their products). On an H200, W9: 364, 375 and 387 TFLOP/s
+// (bench/results/h200-2026-11-26-attention-sm90).
 std::string schedule() {
   const std::string& s = support::options().cuda_sm90_attention_schedule;
-  return s.empty() ? "pipelined" : s;
+  return s.empty() ? "pingpong" : s;
 }
 
 }  // namespace
@@ -149,10 +150,10 @@ bool Renderer::attention_sm90_applies(std::string* why) const {
     *why = absl::StrCat("the target's ", t_.shared_memory, " bytes of shared memory hold fewer than 2 stages");
     return false;
   }
-  int64_t tiles = ceil_div(k_.shape[ax.sq], kBR);
-  for (int b : ax.batch) tiles *= k_.shape[b];
-  if (tiles >= (int64_t(1) << 31)) {
-    *why = absl::StrCat(tiles, " query tiles (over 2^31 blocks)");
+  int64_t blocks = ceil_div(ceil_div(k_.shape[ax.sq], kBR), 2);
+  for (int b : ax.batch) blocks *= k_.shape[b];
+  if (blocks >= (int64_t(1) << 31)) {
+    *why = absl::StrCat(blocks, " blocks of query tiles (over 2^31)");
     return false;
   }
   AttnOperand q, k, v;
@@ -182,16 +183,20 @@ int Renderer::attention_sm90(KernelSource* out) {
   attn_helpers_ = attention_device_helpers();
   out->tensor_maps = {Q.map, K.map, V.map};
   const int S = stages_for(D, t_.shared_memory), qb = q_bytes(D), kvb = kv_bytes(D), chunks = int(D / 64);
-  const int64_t MT = ceil_div(Sq, kBR), NT = ceil_div(Sk, kBC), tiles = batch * MT;
+  // Each block computes a pair of query tiles of one batch entry, MT-1-p then p: under a causal
+  // mask every pair holds the same number of key tiles, and the producer loads the second
+  // tile's q, k and v while the consumers finish the first.
+  const int64_t MT = ceil_div(Sq, kBR), NT = ceil_div(Sk, kBC), P = ceil_div(MT, 2), blocks = batch * P;
   const std::string it = w_.idx_t();
   auto N = [](int64_t v) { return std::to_string(v); };
 
   w_.line("const unsigned smem = (kiln_smem_u32(kiln_dsmem) + 1023u) & ~1023u;");
-  w_.line(absl::StrCat("const unsigned qs = smem, kv0 = smem + ", qb, ", qbar = kv0 + ", int64_t(S) * 2 * kvb, ";"));
-  w_.line(absl::StrCat("const unsigned fullk0 = qbar + 8, fullv0 = fullk0 + ", 8 * S, ", empty0 = fullv0 + ", 8 * S, ";"));
+  w_.line(absl::StrCat("const unsigned qs = smem, kv0 = smem + ", qb, ", qbar = kv0 + ", int64_t(S) * 2 * kvb,
+                       ", qfree = qbar + 8;"));
+  w_.line(absl::StrCat("const unsigned fullk0 = qbar + 16, fullv0 = fullk0 + ", 8 * S, ", empty0 = fullv0 + ", 8 * S, ";"));
   w_.line("const int tid = (int)threadIdx.x;");
   w_.open("if (tid == 0)");
-  w_.line("kiln_mbar_init(qbar, 1);");
+  w_.line("kiln_mbar_init(qbar, 1), kiln_mbar_init(qfree, 8);");
   w_.open("for (int s = 0; s < " + N(S) + "; ++s)");
   w_.line("kiln_mbar_init(fullk0 + 8 * s, 1), kiln_mbar_init(fullv0 + 8 * s, 1);");
   w_.line("kiln_mbar_init(empty0 + 8 * s, 8);  // lane 0 of each consumer warp");
@@ -199,13 +204,21 @@ int Renderer::attention_sm90(KernelSource* out) {
   w_.line("asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");");
   w_.close();
   w_.line("__syncthreads();");
-  // The block's tile: longest causal query tiles of a batch entry first.
-  w_.line(absl::StrCat("const long long tile = (long long)blockIdx.x, mt = ", MT - 1, "LL - tile % ", MT, "LL;"));
-  w_.line(absl::StrCat(it, " bt = ", idx_cast(absl::StrCat("tile / ", MT, "LL")), ";"));
-  w_.unravel("bt", ax.batch);
-  w_.line(absl::StrCat("const int m0 = (int)mt * ", kBR, ";"));
-  w_.line(causal ? absl::StrCat("const int nkv = min(", NT, ", (m0 + ", kBR + kBC - 1, ") / ", kBC, ");")
-                 : absl::StrCat("const int nkv = ", NT, ";"));
+  w_.line(absl::StrCat("const long long pair = (long long)blockIdx.x % ", P, "LL;"));
+  w_.line(absl::StrCat("const int ntiles = pair == ", MT - 1, "LL - pair ? 1 : 2;"));
+  // Opens the loop over the block's tiles (u = 0, 1): its batch index, first query m0 and key
+  // tiles nkv; g0 counts the key tiles of earlier tiles (the ring of stages runs on across them).
+  auto open_tiles = [&] {
+    w_.line("int g0 = 0;");
+    w_.open("for (int u = 0; u < ntiles; g0 += nkv_of(u), ++u)");
+    w_.line(absl::StrCat(it, " bt = ", idx_cast(absl::StrCat("(long long)blockIdx.x / ", P, "LL")), ";"));
+    w_.unravel("bt", ax.batch);
+    w_.line(absl::StrCat("const int m0 = (int)(u == 0 ? ", MT - 1, "LL - pair : pair) * ", kBR, ";"));
+    w_.line("const int nkv = nkv_of(u);");
+  };
+  w_.line(causal ? absl::StrCat("auto nkv_of = [&](int u) { return (int)min(", NT, "LL, ((u == 0 ? ", MT - 1,
+                                "LL - pair : pair) * ", kBR, " + ", kBR + kBC - 1, ") / ", kBC, "); };")
+                 : absl::StrCat("auto nkv_of = [&](int) { return ", NT, "; };"));
 
   // ---- producer warpgroup: one thread issues every copy
   w_.open("if (tid < 128)");
@@ -219,16 +232,19 @@ int Renderer::attention_sm90(KernelSource* out) {
       w_.line(absl::StrCat("kiln_tma", op.map.dims.size(), "(", args, ");"));
     }
   };
+  open_tiles();
+  w_.line("kiln_mbar_wait(qfree, (u & 1) ^ 1);  // the consumers are done with the previous q tile");
   w_.line(absl::StrCat("kiln_mbar_expect_tx(qbar, ", qb, ");"));
   copy(Q, 0, "qs", kBR, "m0", "qbar");
   w_.open("for (int j = 0; j < nkv; ++j)");
-  w_.line(absl::StrCat("const int s = j % ", S, ";"));
+  w_.line(absl::StrCat("const int g = g0 + j, s = g % ", S, ";"));
   w_.line(absl::StrCat("const unsigned ks = kv0 + s * ", 2 * kvb, ", vs = ks + ", kvb, ";"));
-  w_.line(absl::StrCat("kiln_mbar_wait(empty0 + 8 * s, ((j / ", S, ") & 1) ^ 1);"));
+  w_.line(absl::StrCat("kiln_mbar_wait(empty0 + 8 * s, ((g / ", S, ") & 1) ^ 1);"));
   w_.line(absl::StrCat("kiln_mbar_expect_tx(fullk0 + 8 * s, ", kvb, ");"));
   copy(K, 1, "ks", kBC, absl::StrCat("j * ", kBC), "fullk0 + 8 * s");
   w_.line(absl::StrCat("kiln_mbar_expect_tx(fullv0 + 8 * s, ", kvb, ");"));
   copy(V, 2, "vs", kBC, absl::StrCat("j * ", kBC), "fullv0 + 8 * s");
+  w_.close();
   w_.close();
   w_.close();
   w_.close();
@@ -239,16 +255,16 @@ int Renderer::attention_sm90(KernelSource* out) {
   w_.open("else");
   w_.line("asm volatile(\"setmaxnreg.inc.sync.aligned.u32 240;\");");
   w_.line("const int wg = tid / 128 - 1, cw = (tid / 32) % 4, lane = tid % 32, tq = lane % 4;");
-  w_.line("const int wrow = m0 + wg * 64;  // the warpgroup's first query");
-  w_.line(absl::StrCat(it, " row0 = ", idx_cast("wrow + cw * 16 + lane / 4"), ";"));
+  // wgmma descriptors: the q tile's rows of this warpgroup, and the k / v tiles of stage 0; a
+  // descriptor's address field is (byte address) / 16, so an offset within shared memory is a
+  // plain add.
+  w_.line("const unsigned long long dq = kiln_gmma_desc(qs + wg * 8192, 16, 1024, 1);");
+  w_.line(absl::StrCat("const unsigned long long dk0 = kiln_gmma_desc(kv0, 16, 1024, 1), dv0 = kiln_gmma_desc(kv0 + ", kvb,
+                       ", ", kBC * 128, ", 1024, 1);"));
   w_.line(absl::StrCat("float o[", D / 2, "], sc[", kBC / 2, "], corr[2];"));
   w_.line(absl::StrCat("unsigned pf[", kBC / 16, "][4];"));
-  w_.line("#pragma unroll");
-  w_.line(absl::StrCat("for (int x = 0; x < ", D / 2, "; ++x) o[x] = 0.0f;"));
-  w_.line("float mrow[2] = {KILN_NEG_INF, KILN_NEG_INF}, lrow[2] = {0.0f, 0.0f};");
   const std::string ty = bf ? ".bf16.bf16" : ".f16.f16";
-  char scale2[64];
-  std::snprintf(scale2, sizeof scale2, "%.9gf", scale * 1.4426950408889634);
+  const std::string scale2 = c_float_literal(double(float(scale * 1.4426950408889634)), false, "f");
   // Ping-pong: named barrier 1 + w is warpgroup w's turn to issue wgmma; each warpgroup hands the
   // turn to the other once it has issued, so one's softmax runs while the other's products do.
   auto turn_begin = [&] {
@@ -261,25 +277,23 @@ int Renderer::attention_sm90(KernelSource* out) {
   auto commit = [&] { w_.line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");"); };
   auto fence = [&] { w_.line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");"); };
   // Issues S = Q K^T for the k tile in stage `st` (phase `ph`): k16 steps along the head dim,
-  // 32 bytes into a 128-byte swizzled row.
+  // 32 bytes into a 128-byte swizzled row; the first step overwrites the accumulators.
   auto issue_scores = [&](const std::string& st, const std::string& ph) {
     std::string regs, cons;
     for (int q = 0; q < kBC / 2; ++q) {
       absl::StrAppend(&regs, q ? ", " : "", "%", q);
       absl::StrAppend(&cons, q ? ", " : "", "\"+f\"(sc[", q, "])");
     }
-    w_.line("#pragma unroll");
-    w_.line(absl::StrCat("for (int x = 0; x < ", kBC / 2, "; ++x) sc[x] = 0.0f;"));
     w_.line(absl::StrCat("kiln_mbar_wait(fullk0 + 8 * ", st, ", ", ph, ");"));
     fence();
+    w_.line(absl::StrCat("const unsigned long long dk = dk0 + (unsigned long long)(", st, " * ", 2 * kvb / 16, ");"));
     w_.line("#pragma unroll");
     w_.open(absl::StrCat("for (int kk = 0; kk < ", D / 16, "; ++kk)"));
-    w_.line(absl::StrCat("const unsigned long long da = kiln_gmma_desc(qs + (kk / 4) * ", kBR * 128,
-                         " + wg * 8192 + (kk % 4) * 32, 16, 1024, 1);"));
-    w_.line(absl::StrCat("const unsigned long long db = kiln_gmma_desc(kv0 + ", st, " * ", 2 * kvb, " + (kk / 4) * ",
-                         kBC * 128, " + (kk % 4) * 32, 16, 1024, 1);"));
-    w_.line(absl::StrCat("asm volatile(\"wgmma.mma_async.sync.aligned.m64n", kBC, "k16.f32", ty, " {", regs, "}, %",
-                         kBC / 2, ", %", kBC / 2 + 1, ", 1, 1, 1, 0, 0;\" : ", cons, " : \"l\"(da), \"l\"(db));"));
+    w_.line(absl::StrCat("const unsigned long long off = (kk / 4) * ", kBC * 8, " + (kk % 4) * 2;"));
+    w_.line(absl::StrCat("asm volatile(\"{\\n .reg .pred p;\\n setp.ne.b32 p, %", kBC / 2 + 2,
+                         ", 0;\\n wgmma.mma_async.sync.aligned.m64n", kBC, "k16.f32", ty, " {", regs, "}, %", kBC / 2,
+                         ", %", kBC / 2 + 1, ", p, 1, 1, 0, 0;\\n}\" : ", cons,
+                         " : \"l\"(dq + (kk / 4) * ", kBR * 8, " + (kk % 4) * 2), \"l\"(dk + off), \"r\"(kk));"));
     w_.close();
     commit();
   };
@@ -294,53 +308,50 @@ int Renderer::attention_sm90(KernelSource* out) {
     const int64_t n = D / 2;
     w_.line(absl::StrCat("kiln_mbar_wait(fullv0 + 8 * ", st, ", ", ph, ");"));
     fence();
+    w_.line(absl::StrCat("const unsigned long long dv = dv0 + (unsigned long long)(", st, " * ", 2 * kvb / 16, ");"));
     w_.line("#pragma unroll");
     w_.open(absl::StrCat("for (int kk = 0; kk < ", kBC / 16, "; ++kk)"));
-    w_.line(absl::StrCat("const unsigned long long db = kiln_gmma_desc(kv0 + ", st, " * ", 2 * kvb, " + ", kvb,
-                         " + kk * 2048, ", kBC * 128, ", 1024, 1);"));
     w_.line(absl::StrCat("asm volatile(\"wgmma.mma_async.sync.aligned.m64n", D, "k16.f32", ty, " {", regs, "}, {%", n,
                          ", %", n + 1, ", %", n + 2, ", %", n + 3, "}, %", n + 4, ", 1, 1, 1, 1;\" : ", cons,
-                         " : \"r\"(pf[kk][0]), \"r\"(pf[kk][1]), \"r\"(pf[kk][2]), \"r\"(pf[kk][3]), \"l\"(db));"));
+                         " : \"r\"(pf[kk][0]), \"r\"(pf[kk][1]), \"r\"(pf[kk][2]), \"r\"(pf[kk][3]), \"l\"(dv + kk * 128));"));
     w_.close();
     commit();
   };
-  // Scores of key tile `j` in base 2; masks only where a tile reaches past the keys, the diagonal,
-  // or has a bias. Thread (warp cw, lane) holds rows row0 (+8) and keys 8x + 2tq (+1): sc[4x + c].
+  // Masks of key tile `j`, only where a tile reaches past the keys, the diagonal, or has a bias;
+  // scores stay unscaled (the softmax folds the scale into its exponent), so a bias is added
+  // divided by the scale. Thread (warp cw, lane) holds rows row0 (+8) and keys 8x + 2tq (+1):
+  // sc[4x + c].
+  const std::string inv_scale = c_float_literal(double(float(1.0 / scale)), false, "f");
   auto mask_scale = [&](const std::string& j) {
     std::string edge = absl::StrCat("(", j, " + 1) * ", kBC, " > ", Sk);
     if (causal) absl::StrAppend(&edge, " || ", j, " * ", kBC, " + ", kBC - 1, " > wrow");
     if (has_bias) edge = "true";
     w_.open("if (" + edge + ")");
-    w_.push_scope();
     w_.line("#pragma unroll");
     w_.open(absl::StrCat("for (int x = 0; x < ", kBC / 8, "; ++x)"));
     w_.line("#pragma unroll");
     w_.open("for (int c = 0; c < 4; ++c)");
     w_.line(absl::StrCat(it, " qi = row0 + ", idx_cast("(c >> 1) * 8"), ";"));
     w_.line(absl::StrCat(it, " kj = ", idx_cast(absl::StrCat(j, " * ", kBC, " + x * 8 + tq * 2 + (c & 1)")), ";"));
-    w_.line(std::string("float v = sc[4 * x + c] * ") + scale2 + ";");
+    w_.line("float v = sc[4 * x + c];");
     if (has_bias) {
       w_.open("if (qi < " + w_.ilit(Sq) + " && kj < " + w_.ilit(Sk) + ")");
       w_.set_axis(ax.sq, "qi");
       w_.set_axis(ax.sk, "kj");
       w_.set_axis(ax.d, "0");
       w_.set_axis(ax.dv, "0");
-      w_.line("v += (" + d_.cast(k_.nodes[a.inputs[3]].dtype, DType::kFloat32, w_.eval(a.inputs[3])) +
-              ") * 1.44269504f;");
+      w_.line("v += (" + d_.cast(k_.nodes[a.inputs[3]].dtype, DType::kFloat32, w_.eval(a.inputs[3])) + ") * " +
+              inv_scale + ";");
       w_.close();
     }
     w_.line(std::string("if (kj >= ") + w_.ilit(Sk) + (causal ? " || kj > qi" : "") + ") v = KILN_NEG_INF;");
     w_.line("sc[4 * x + c] = v;");
     w_.close();
     w_.close();
-    w_.pop_scope();
-    w_.close();
-    w_.open("else");
-    w_.line("#pragma unroll");
-    w_.line(absl::StrCat("for (int x = 0; x < ", kBC / 2, "; ++x) sc[x] *= ", scale2, ";"));
     w_.close();
   };
-  // Online softmax: a row lives in the 4 threads of a quad. corr[h] rescales what O holds.
+  // Online softmax in base 2: a row lives in the 4 threads of a quad; the running max is kept
+  // unscaled (the scale is positive) and each exponent is one fma. corr[h] rescales what O holds.
   auto softmax = [&] {
     w_.line("#pragma unroll");
     w_.open("for (int h = 0; h < 2; ++h)");
@@ -351,14 +362,14 @@ int Renderer::attention_sm90(KernelSource* out) {
     w_.line("mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));");
     w_.line("mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));");
     w_.line("const float mnew = fmaxf(mrow[h], mx);");
-    w_.line("const float base = mnew == KILN_NEG_INF ? 0.0f : mnew;");
-    w_.line("corr[h] = kiln_ex2(mrow[h] - base);");
+    w_.line(absl::StrCat("const float base = mnew == KILN_NEG_INF ? 0.0f : mnew * ", scale2, ";"));
+    w_.line(absl::StrCat("corr[h] = kiln_ex2(mrow[h] * ", scale2, " - base);"));
     w_.line("mrow[h] = mnew;");
     w_.line("float sum = 0.0f;");
     w_.line("#pragma unroll");
     w_.open(absl::StrCat("for (int x = 0; x < ", kBC / 8, "; ++x)"));
-    w_.line("sc[4 * x + 2 * h] = kiln_ex2(sc[4 * x + 2 * h] - base);");
-    w_.line("sc[4 * x + 2 * h + 1] = kiln_ex2(sc[4 * x + 2 * h + 1] - base);");
+    w_.line(absl::StrCat("sc[4 * x + 2 * h] = kiln_ex2(fmaf(sc[4 * x + 2 * h], ", scale2, ", -base));"));
+    w_.line(absl::StrCat("sc[4 * x + 2 * h + 1] = kiln_ex2(fmaf(sc[4 * x + 2 * h + 1], ", scale2, ", -base));"));
     w_.line("sum += sc[4 * x + 2 * h] + sc[4 * x + 2 * h + 1];");
     w_.close();
     w_.line("lrow[h] = lrow[h] * corr[h] + sum;");
@@ -382,16 +393,25 @@ int Renderer::attention_sm90(KernelSource* out) {
   };
   auto release = [&](const std::string& st) { w_.line(absl::StrCat("if (lane == 0) kiln_mbar_arrive(empty0 + 8 * ", st, ");")); };
   auto stage_of = [&](const std::string& j, const std::string& st, const std::string& ph) {
-    w_.line(absl::StrCat("const int ", st, " = (", j, ") % ", S, ";"));
-    w_.line(absl::StrCat("const unsigned ", ph, " = (unsigned)(((", j, ") / ", S, ") & 1);"));
+    w_.line(absl::StrCat("const int ", st, " = (g0 + ", j, ") % ", S, ";"));
+    w_.line(absl::StrCat("const unsigned ", ph, " = (unsigned)(((g0 + ", j, ") / ", S, ") & 1);"));
   };
+  // Once the tile's last scores have landed, q is free for the next tile's copy.
+  auto release_q = [&] { w_.line("if (lane == 0) kiln_mbar_arrive(qfree);"); };
   if (turns) w_.line("if (wg == 1) asm volatile(\"bar.arrive 1, 256;\" ::: \"memory\");  // warpgroup 0 goes first");
-  w_.line("kiln_mbar_wait(qbar, 0);");
+  open_tiles();
+  w_.line("const int wrow = m0 + wg * 64;  // the warpgroup's first query");
+  w_.line(absl::StrCat(it, " row0 = ", idx_cast("wrow + cw * 16 + lane / 4"), ";"));
+  w_.line("#pragma unroll");
+  w_.line(absl::StrCat("for (int x = 0; x < ", D / 2, "; ++x) o[x] = 0.0f;"));
+  w_.line("float mrow[2] = {KILN_NEG_INF, KILN_NEG_INF}, lrow[2] = {0.0f, 0.0f};");
+  w_.line("kiln_mbar_wait(qbar, (unsigned)(u & 1));");
   if (!pipelined) {
     w_.open("for (int j = 0; j < nkv; ++j)");
     stage_of("j", "s", "ph");
     issue_scores("s", "ph");
     wait_group(0);
+    w_.line("if (j + 1 == nkv) " + std::string("{ if (lane == 0) kiln_mbar_arrive(qfree); }"));
     mask_scale("j");
     softmax();
     rescale();
@@ -427,6 +447,7 @@ int Renderer::attention_sm90(KernelSource* out) {
     release("ps");
     rescale();
     w_.close();
+    release_q();
     w_.open("");
     stage_of("nkv - 1", "s", "ph");
     pack();
@@ -436,7 +457,6 @@ int Renderer::attention_sm90(KernelSource* out) {
     wait_group(0);
     release("s");
     w_.close();
-    if (turns) w_.line("if (wg == 0) asm volatile(\"bar.sync 1, 256;\" ::: \"memory\");  // warpgroup 1's last hand-over");
   }
   // Epilogue: the row sums meet across the quad; O / l per element through the kernel's stores.
   w_.line("#pragma unroll");
@@ -444,7 +464,6 @@ int Renderer::attention_sm90(KernelSource* out) {
   w_.line("lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 1);");
   w_.line("lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 2);");
   w_.close();
-  w_.push_scope();
   w_.line("#pragma unroll");
   w_.open(absl::StrCat("for (int x = 0; x < ", D / 8, "; ++x)"));
   w_.line("#pragma unroll");
@@ -462,15 +481,17 @@ int Renderer::attention_sm90(KernelSource* out) {
   w_.close();
   w_.close();
   w_.close();
-  w_.pop_scope();
+  w_.close();  // tile loop
+  if (turns) w_.line("if (wg == 0) asm volatile(\"bar.sync 1, 256;\" ::: \"memory\");  // warpgroup 1's last hand-over");
   w_.close();
 
-  out->grid[0] = uint32_t(std::max<int64_t>(1, tiles));
-  out->shared_bytes = uint32_t(qb + int64_t(S) * 2 * kvb + 8 * (1 + 3 * S) + 1024);
+  out->grid[0] = uint32_t(std::max<int64_t>(1, blocks));
+  out->shared_bytes = uint32_t(qb + int64_t(S) * 2 * kvb + 8 * (2 + 3 * S) + 1024);
   out->strategy = absl::StrCat("attention sm_90a: q/k/v through TMA (128B swizzle) into ", S, " stages of ", kBC,
                                " keys, wgmma m64n", kBC, "k16 (S = QK^T) and m64n", D, "k16 (O += PV, P from registers), ",
-                               bf ? "bf16" : "f16", ", 2 consumer warpgroups x 64 queries + 1 producer warpgroup, ", tiles,
-                               " blocks, ", sched, " schedule", causal ? ", causal tiles skipped" : "", has_bias ? ", bias per score" : "");
+                               bf ? "bf16" : "f16", ", 2 consumer warpgroups x 64 queries + 1 producer warpgroup, ", blocks,
+                               " blocks of 2 query tiles, ", sched, " schedule", causal ? ", causal tiles skipped" : "",
+                               has_bias ? ", bias per score" : "");
   return kThreads;
 }
 
