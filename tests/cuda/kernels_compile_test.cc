@@ -244,6 +244,35 @@ TEST(CudaKernels, Sm90AttentionTakesTheWgmmaKernelWhereTheCopyEngineCanFetch) {
   }
 }
 
+// A bf16 tanh (GELU's tanh form in a bf16 MLP) is the one-instruction tanh.approx.f32 on sm_75+:
+// its error is a quarter of the bf16 rounding after it. f32 and f16 keep tanhf.
+TEST(CudaKernels, Bf16TanhIsTheHardwareApproximation) {
+  using testing::random_tensor;
+  try {
+    (void)default_device();
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no default device to hold the inputs: " << e.what();
+  }
+  for (DType dt : {bfloat16, float16, float32}) {
+    const Case c = capture(absl::StrCat("gelu(tanh) in ", dtype_name(dt)), {gelu(random_tensor({1000}, dt, 60), true)});
+    Totals t;
+    std::set<uint64_t> seen;
+    std::vector<std::string> sources;
+    check(c, &t, &seen, 90, &sources);
+    ASSERT_EQ(sources.size(), 1u);
+    // Calls beyond the helpers' own text (the preamble defines kiln_tanh_bf with tanhf as its
+    // fallback before sm_75).
+    auto count = [&](const std::string& what) {
+      int n = 0;
+      for (size_t at = sources[0].find(what); at != std::string::npos; at = sources[0].find(what, at + 1)) ++n;
+      return n;
+    };
+    EXPECT_EQ(count("kiln_tanh_bf(") > 1, dt == bfloat16) << sources[0];
+    EXPECT_EQ(count("tanhf(") > 1, dt != bfloat16) << sources[0];
+    report(t, "tanh", "sm_90");
+  }
+}
+
 // Float32 matmuls allowed TF32 (kiln::MatmulPrecision::kTf32): ragged sizes, batched with a
 // transposed operand, an epilogue; each takes the m16n8k8 TF32 tensor-core kernel on sm_80 and
 // sm_90 and compiles and assembles; the same matmul left exact does not.
