@@ -9,7 +9,11 @@
 //   - Warpgroups 1 and 2 consume, 64 queries each: S = Q K^T with wgmma m64n128k16 (both operands
 //     from shared memory, k-major), online softmax in base 2 on the accumulators, then
 //     O += P V with wgmma m64nDk16 taking P from registers (the accumulator layout of S is the
-//     A-fragment layout, rounded to the input dtype) and V from shared memory, n-major.
+//     A-fragment layout, rounded to the input dtype) and V from shared memory, n-major. By
+//     default the scores of key tile j are issued with the product of tile j-1 behind them, so
+//     the softmax of tile j runs while that product does, and the two warpgroups take turns at
+//     the tensor cores (named barriers): KILN_CUDA_SM90_ATTENTION_SCHEDULE picks plain,
+//     pipelined or pingpong.
 //   - Masks (keys past the end, causal, a bias evaluated per score) are applied only on the key
 //     tiles that need them; a causal block loads no key tile past its last query.
 //   - One block per (batch, 128-query tile), longest causal tiles first; the epilogue binds the
@@ -120,8 +124,8 @@ int stages_for(int64_t D, int64_t shared) {
 // How the consumer warpgroups order their work (KILN_CUDA_SM90_ATTENTION_SCHEDULE): "plain" (each
 // key tile's two products waited for in turn), "pipelined" (the next tile's scores issued before
 // the previous tile's P V is waited for), "pingpong" (the default: pipelined, and the two
-// warpgroups take turns issuing their products). On an H200, W9: 364, 375 and 387 TFLOP/s
-// (bench/results/h200-2026-11-26-attention-sm90).
+// warpgroups take turns issuing their products). On an H200, W9: 391, 408 and 403 TFLOP/s
+// (bench/results/h200-2026-11-26-attention-sm90, call6).
 std::string schedule() {
   const std::string& s = support::options().cuda_sm90_attention_schedule;
   return s.empty() ? "pingpong" : s;
@@ -421,8 +425,11 @@ int Renderer::attention_sm90(KernelSource* out) {
     release("s");
     w_.close();
   } else {
-    // S_j is issued with O += P_{j-1} V_{j-1} behind it: the softmax of S_j runs while the
-    // tensor cores compute the previous tile's product; O is rescaled once that has landed.
+    // S_j is issued with O += P_{j-1} V_{j-1} behind it, and the softmax of S_j runs while the
+    // tensor cores compute that product. O is rescaled between the two issues (none of its
+    // products is in flight then). The wait for P_{j-1} V_{j-1} opens the next iteration: ptxas
+    // moves a wgmma wait up to the start of its basic block, so a wait after the softmax in the
+    // same block would run before it.
     w_.open("");
     stage_of("0", "s", "ph");
     turn_begin();
@@ -435,23 +442,32 @@ int Renderer::attention_sm90(KernelSource* out) {
     w_.open("for (int j = 1; j < nkv; ++j)");
     stage_of("j", "s", "ph");
     stage_of("j - 1", "ps", "pph");
+    wait_group(0);
+    w_.open("if (j >= 2)");
+    stage_of("j - 2", "pps", "ppph");
+    release("pps");
+    w_.close();
     pack();
     turn_begin();
     issue_scores("s", "ph");
+    rescale();
     issue_pv("ps", "pph");
     turn_end();
     wait_group(1);
     mask_scale("j");
     softmax();
-    wait_group(0);
-    release("ps");
-    rescale();
     w_.close();
-    release_q();
     w_.open("");
     stage_of("nkv - 1", "s", "ph");
+    wait_group(0);
+    w_.open("if (nkv >= 2)");
+    stage_of("nkv - 2", "pps", "ppph");
+    release("pps");
+    w_.close();
+    release_q();
     pack();
     turn_begin();
+    rescale();
     issue_pv("s", "ph");
     turn_end();
     wait_group(0);
