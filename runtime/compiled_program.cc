@@ -13,7 +13,7 @@ namespace kiln::runtime {
 namespace {
 
 // 03: cuda tensor maps; 04: PTX; 05: costs; 06: params; 07: kernel twins (and the cpu calling convention)
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '7'};
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '8'};
 
 using support::ByteReader;
 using support::ByteWriter;
@@ -37,36 +37,41 @@ std::vector<int> read_ints(ByteReader& r) {
   return v;
 }
 
-// What the device's encoder and the copy engine rely on: a 16-bit buffer that exists, a rank
-// of 1..5, 16-byte aligned start and strides, boxes of 1..256 (the swizzled row at most the
-// swizzle's width), and every addressed element inside the buffer.
+// What the device's encoder and the copy engine rely on: a buffer of the map's element type
+// (bf16, f16 or f32) that exists, a rank of 1..5, 16-byte aligned start and strides, boxes of
+// 1..256 (the swizzled row at most the swizzle's width), and every addressed element inside the
+// buffer.
 absl::Status check_tensor_map(const TensorMapDesc& m, const std::vector<ir::BufferDesc>& buffers) {
   if (m.buffer < 0 || size_t(m.buffer) >= buffers.size())
     return absl::InvalidArgumentError(absl::StrCat("names buffer ", m.buffer, " of ", buffers.size()));
   const ir::BufferDesc& b = buffers[size_t(m.buffer)];
-  const DType want = m.bf16 ? DType::kBFloat16 : DType::kFloat16;
-  if ((m.bf16 != 0 && m.bf16 != 1) || b.dtype != want)
+  const DType want = m.type == TensorMapDesc::kFloat32    ? DType::kFloat32
+                     : m.type == TensorMapDesc::kBFloat16 ? DType::kBFloat16
+                                                          : DType::kFloat16;
+  if ((m.type != TensorMapDesc::kFloat16 && m.type != TensorMapDesc::kBFloat16 && m.type != TensorMapDesc::kFloat32) ||
+      b.dtype != want)
     return absl::InvalidArgumentError(absl::StrCat("of buffer ", m.buffer, " has the wrong element type"));
+  const int64_t eb = dtype_size(want), per16 = 16 / eb;
   const size_t rank = m.dims.size();
   if (rank < 1 || rank > 5 || m.strides.size() != rank - 1 || m.box.size() != rank)
     return absl::InvalidArgumentError(absl::StrCat("has rank ", rank, " with ", m.strides.size(), " strides and ",
                                                    m.box.size(), " box dims"));
   if (m.swizzle != 0 && m.swizzle != 32 && m.swizzle != 64 && m.swizzle != 128)
     return absl::InvalidArgumentError(absl::StrCat("has swizzle ", m.swizzle));
-  if (m.offset < 0 || m.offset % 8 != 0) return absl::InvalidArgumentError(absl::StrCat("starts at ", m.offset));
-  if (m.swizzle > 0 && int64_t(m.box[0]) * 2 > m.swizzle)
-    return absl::InvalidArgumentError(absl::StrCat("has a box row of ", m.box[0] * 2, " bytes over its swizzle"));
+  if (m.offset < 0 || m.offset % per16 != 0) return absl::InvalidArgumentError(absl::StrCat("starts at ", m.offset));
+  if (m.swizzle > 0 && int64_t(m.box[0]) * eb > m.swizzle)
+    return absl::InvalidArgumentError(absl::StrCat("has a box row of ", m.box[0] * eb, " bytes over its swizzle"));
   int64_t last = m.offset;  // the highest element addressed
   for (size_t i = 0; i < rank; ++i) {
     if (m.dims[i] < 1 || m.dims[i] > (int64_t(1) << 32)) return absl::InvalidArgumentError("has a bad dim");
     if (m.box[i] < 1 || m.box[i] > 256) return absl::InvalidArgumentError("has a bad box");
     const int64_t stride = i == 0 ? 1 : m.strides[i - 1];
-    if (i > 0 && (stride <= 0 || stride % 8 != 0 || stride > (int64_t(1) << 36)))
+    if (i > 0 && (stride <= 0 || stride % per16 != 0 || stride > (int64_t(1) << 36)))
       return absl::InvalidArgumentError(absl::StrCat("has stride ", stride));
     last += (m.dims[i] - 1) * stride;
     if (last > (int64_t(1) << 50)) return absl::InvalidArgumentError("addresses too far");
   }
-  const int64_t numel = b.bytes() / 2;
+  const int64_t numel = b.bytes() / eb;
   if (last >= numel)
     return absl::InvalidArgumentError(absl::StrCat("reaches element ", last, " of buffer ", m.buffer, " (", numel,
                                                    " elements)"));
@@ -166,7 +171,7 @@ std::string serialize(const CompiledProgram& c) {
     w.list(k.params, [&](int p) { w.i64(p); });
     w.list(k.tensor_maps, [&](const TensorMapDesc& m) {
       w.i64(m.buffer);
-      w.i64(m.bf16);
+      w.i64(m.type);
       w.i64(m.offset);
       w.list(m.dims, [&](int64_t d) { w.i64(d); });
       w.list(m.strides, [&](int64_t d) { w.i64(d); });
@@ -241,7 +246,9 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
     k.tensor_maps.resize(r.count(48));
     for (TensorMapDesc& m : k.tensor_maps) {
       m.buffer = r.i32();
-      m.bf16 = r.i32();
+      m.type = r.i32();
+      if (m.type != TensorMapDesc::kFloat16 && m.type != TensorMapDesc::kBFloat16 && m.type != TensorMapDesc::kFloat32)
+        r.fail("a tensor map of an unknown element type");
       m.offset = r.i64();
       m.dims.resize(r.count(8));
       for (int64_t& d : m.dims) d = r.i64();

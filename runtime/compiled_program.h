@@ -33,10 +33,11 @@ namespace kiln::runtime {
 // Dimensions innermost first; dims[0] is contiguous; strides in elements for dims 1...
 struct TensorMapDesc {
   int buffer = -1;               // ir::Program buffer id
-  int bf16 = 1;                  // element type: 1 bfloat16, 0 float16
-  int64_t offset = 0;            // elements from the buffer's start (a multiple of 8)
+  enum Type { kFloat16 = 0, kBFloat16 = 1, kFloat32 = 2 };
+  int type = kBFloat16;          // element type
+  int64_t offset = 0;            // elements from the buffer's start (16-byte aligned)
   std::vector<int64_t> dims;     // 1..5 entries
-  std::vector<int64_t> strides;  // dims.size() - 1 entries, each a positive multiple of 8
+  std::vector<int64_t> strides;  // dims.size() - 1 entries, in elements, each a positive multiple of 16 bytes
   std::vector<uint32_t> box;     // dims.size() entries, 1..256
   int swizzle = 128;             // bytes: 0, 32, 64 or 128
 };

@@ -96,7 +96,8 @@ absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) cons
     for (int i = 0; i < 3; ++i) out.grid[size_t(i)] = k.grid[i], out.block[size_t(i)] = k.block[i];
     out.shared_bytes = k.shared_bytes;
     for (const codegen::gpu::TensorMapSpec& m : k.tensor_maps)
-      out.tensor_maps.push_back({m.buffer, m.bf16 ? 1 : 0, m.offset, m.dims, m.strides, m.box, m.swizzle});
+      out.tensor_maps.push_back({m.buffer, m.elem_bytes == 4 ? TensorMapDesc::kFloat32 : m.bf16 ? TensorMapDesc::kBFloat16 : TensorMapDesc::kFloat16,
+                                 m.offset, m.dims, m.strides, m.box, m.swizzle});
     out.strategy = std::move(k.strategy);
   }
   return c;

@@ -46,13 +46,17 @@ absl::Status encode_map(const TensorMapDesc& d, CUdeviceptr base, CUtensorMap* o
     box[i] = d.box[i];
     elem[i] = 1;
   }
-  for (size_t i = 0; i + 1 < rank; ++i) strides[i] = cuuint64_t(d.strides[i]) * 2;
+  const cuuint64_t eb = d.type == TensorMapDesc::kFloat32 ? 4 : 2;
+  for (size_t i = 0; i + 1 < rank; ++i) strides[i] = cuuint64_t(d.strides[i]) * eb;
   CUtensorMapSwizzle sw = d.swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
                           : d.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
                           : d.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
                                             : CU_TENSOR_MAP_SWIZZLE_NONE;
-  void* addr = reinterpret_cast<void*>(base + CUdeviceptr(d.offset) * 2);
-  CUresult r = api().cuTensorMapEncodeTiled(out, d.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+  void* addr = reinterpret_cast<void*>(base + CUdeviceptr(d.offset) * eb);
+  const CUtensorMapDataType type = d.type == TensorMapDesc::kFloat32    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : d.type == TensorMapDesc::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                        : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  CUresult r = api().cuTensorMapEncodeTiled(out, type,
                                             cuuint32_t(rank), addr, dims, strides, box, elem,
                                             CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

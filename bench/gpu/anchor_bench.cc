@@ -282,9 +282,10 @@ Workload make(const std::string& id, const Device& d) {
   } else if (id.rfind("MM", 0) == 0 || id.rfind("BMM", 0) == 0 || id.rfind("FMM", 0) == 0) {
     // The bf16 matmul sweep (issue 10), f32 accumulation: MM<n> is [n x n] @ [n x n], MM<m>x<n>x<k>
     // is [m x k] @ [k x n], BMM<b>x<m>x<n>x<k> the same batched. FMM<...>: float32 operands, at
-    // the process's matmul precision (KILN_MATMUL_PRECISION=tf32 for tensor cores).
-    const bool f32 = id[0] == 'F';
-    const std::string shape_id = f32 ? id.substr(1) : id;
+    // the process's matmul precision (KILN_MATMUL_PRECISION=tf32 for tensor cores). FMMT<...>:
+    // the same with the rhs stored [n x k] and transposed (x @ W^T, a linear layer's layout).
+    const bool f32 = id[0] == 'F', rhs_t = id.rfind("FMMT", 0) == 0;
+    const std::string shape_id = rhs_t ? "MM" + id.substr(4) : f32 ? id.substr(1) : id;
     const bool batched = shape_id[0] == 'B';
     std::vector<int64_t> dims;
     for (absl::string_view p : absl::StrSplit(shape_id.substr(batched ? 3 : 2), 'x')) dims.push_back(std::stoll(std::string(p)));
@@ -298,17 +299,17 @@ Workload make(const std::string& id, const Device& d) {
       return std::make_shared<std::vector<float>>(std::move(v));
     };
     auto a = make_bf16(uniform(size_t(bs * m * kk), 20, -1, 1)), b = make_bf16(uniform(size_t(bs * kk * n), 21, -1, 1));
-    std::vector<int64_t> as = {m, kk}, bsh = {kk, n};
+    std::vector<int64_t> as = {m, kk}, bsh = rhs_t ? std::vector<int64_t>{n, kk} : std::vector<int64_t>{kk, n};
     if (batched) {
       as.insert(as.begin(), bs);
       bsh.insert(bsh.begin(), bs);
     }
     const DType dt = f32 ? float32 : bfloat16;
     w.inputs = {upload(*a, as, d, dt), upload(*b, bsh, d, dt)};
-    w.fn = [](const V& in) { return V{matmul(in[0], in[1])}; };
+    w.fn = [rhs_t](const V& in) { return V{matmul(in[0], rhs_t ? in[1].transpose(-1, -2) : in[1])}; };
     w.flops = 2.0 * double(bs) * double(m) * double(n) * double(kk);
     w.bytes = double(dtype_size(dt)) * double(bs) * double(m * kk + kk * n + m * n);
-    w.check = [a, b, bs, m, n, kk](const Tensor& out) {
+    w.check = [a, b, bs, m, n, kk, rhs_t](const Tensor& out) {
       std::vector<float> got = out.to_vector<float>();
       std::vector<float> sampled;
       std::vector<double> ref;
@@ -317,8 +318,8 @@ Workload make(const std::string& id, const Device& d) {
           std::vector<double> y(size_t(n), 0.0);
           for (int64_t k = 0; k < kk; ++k) {
             const double av = (*a)[size_t((bi * m + r) * kk + k)];
-            const float* brow = b->data() + (bi * kk + k) * n;
-            for (int64_t c = 0; c < n; ++c) y[size_t(c)] += av * brow[c];
+            const float* bb = b->data() + bi * kk * n;
+            for (int64_t c = 0; c < n; ++c) y[size_t(c)] += av * (rhs_t ? bb[c * kk + k] : bb[k * n + c]);
           }
           for (int64_t c = 0; c < n; ++c) {
             ref.push_back(y[size_t(c)]);

@@ -2,7 +2,8 @@
 torch.mm / torch.bmm on the same shapes, timed like the anchors (triton.testing.do_bench medians, CUDA
 events, L2 flushed). Arguments are the workload ids (MM<n>, MM<m>x<n>x<k>, BMM<b>x<m>x<n>x<k>);
 prints one line and one RESULT json line per shape. FMM<...> ids: float32 operands, timed exact and
-with TF32 allowed (torch.backends.cuda.matmul.allow_tf32)."""
+with TF32 allowed (torch.backends.cuda.matmul.allow_tf32); FMMT<...>: the same with the rhs stored
+[n x k] and transposed (a @ b.t())."""
 import json
 import sys
 
@@ -11,7 +12,7 @@ import triton.testing
 
 ids = sys.argv[1:] or ["MM4096", "MM8192"]
 torch.manual_seed(0)
-def run(wl, shape_id, dtype, var):
+def run(wl, shape_id, dtype, var, rhs_t=False):
     batched = shape_id.startswith("BMM")
     dims = [int(d) for d in shape_id[3 if batched else 2:].split("x")]
     if len(dims) == 1:
@@ -22,6 +23,8 @@ def run(wl, shape_id, dtype, var):
     shape_a, shape_b = ([bs, m, k], [bs, k, n]) if batched else ([m, k], [k, n])
     a = (torch.rand(*shape_a, device="cuda") * 2 - 1).to(dtype)
     b = (torch.rand(*shape_b, device="cuda") * 2 - 1).to(dtype)
+    if rhs_t:
+        b = b.t().contiguous().t()  # stored [n x k], used as [k x n]
     fn = (lambda: torch.bmm(a, b)) if batched else (lambda: torch.mm(a, b))
     ms = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
     tf = 2 * bs * m * n * k / (ms * 1e-3) / 1e12
@@ -35,7 +38,8 @@ for wl in ids:
     if wl.startswith("F"):  # float32 operands: exact and with TF32 allowed
         for tf32 in (False, True):
             torch.backends.cuda.matmul.allow_tf32 = tf32
-            run(wl, wl[1:], torch.float32, "f32 tf32" if tf32 else "f32 exact")
+            rhs_t = wl.startswith("FMMT")
+            run(wl, "MM" + wl[4:] if rhs_t else wl[1:], torch.float32, "f32 tf32" if tf32 else "f32 exact", rhs_t)
         torch.backends.cuda.matmul.allow_tf32 = False
     else:
         run(wl, wl, torch.bfloat16, "bf16")

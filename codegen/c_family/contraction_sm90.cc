@@ -1,4 +1,6 @@
-// Contractions on Hopper (sm_90a): bf16/f16 operands, f32 accumulation.
+// Contractions on Hopper (sm_90a): bf16/f16 operands, or float32 operands a dot allows to take as
+// TF32 (wgmma's .tf32 form reads the upper 19 bits of each float, so operands are truncated to
+// TF32, not rounded), f32 accumulation.
 //
 //   - TMA: each operand is a plain strided view of a 16-bit buffer, contiguous along k (K-major)
 //     or along m / n (MN-major, a transposed view); the runtime encodes one tensor map per
@@ -23,9 +25,10 @@ namespace {
 
 constexpr int kBM = 128, kThreads = 384;
 
-// The k depth of a stage: 64 (rows of 128 bytes, 128B swizzle), or 32 with KILN_CUDA_SM90_BK=32
-// (K-major rows of 64 bytes, 64B swizzle; twice the stages of half the size).
-int bk_knob() { return support::options().cuda_sm90_bk == 32 ? 32 : 64; }
+// Bytes of one k row of a stage: 128 (64 16-bit or 32 TF32 values, 128B swizzle), or 64 with
+// KILN_CUDA_SM90_BK=32 for 16-bit operands (K-major rows of 32 values, 64B swizzle; twice the
+// stages of half the size).
+int row_bytes(int eb) { return eb == 2 && support::options().cuda_sm90_bk == 32 ? 64 : 128; }
 // Whether each consumer waits for its k block's wgmma before releasing the stage
 // (KILN_CUDA_SM90_WAIT=0) instead of keeping one group in flight.
 bool wait0_knob() { return support::options().cuda_sm90_wait == 0; }
@@ -43,11 +46,11 @@ struct Operand {
   std::vector<int> batch_axes;   // kernel batch axes that are map dims 2.., in order
 };
 
-// Fills `op` for the 16-bit load under cast node `cast` (rows along `mn_axis`, `other_axis` the
-// axis it must not depend on); false with a reason when the copy engine cannot fetch it.
-bool analyze(const ir::Program& p, const ir::Kernel& k, KNodeId cast, int mn_axis, int k_axis, int other_axis,
+// Fills `op` for the operand load `id` (16-bit, or float32 taken as TF32; rows along `mn_axis`,
+// `other_axis` the axis it must not depend on); false with a reason when the copy engine cannot
+// fetch it or wgmma cannot read it.
+bool analyze(const ir::Program& p, const ir::Kernel& k, KNodeId id, int mn_axis, int k_axis, int other_axis,
              const std::vector<int>& batch_axes, int box_mn, Operand* op, std::string* why) {
-  KNodeId id = k.nodes[cast].inputs[0];
   const ir::KNode& n = k.nodes[id];
   const char* which = mn_axis == k.contraction.m_axis ? "lhs" : "rhs";
   if (n.op != Op::kLoad || n.map.views.size() != 1 || n.map.has_mask()) {
@@ -69,39 +72,44 @@ bool analyze(const ir::Program& p, const ir::Kernel& k, KNodeId cast, int mn_axi
     *why = absl::StrCat(which, " depends on the other operand's axis");
     return false;
   }
-  if (v.offset < 0 || v.offset % 8 != 0) {
+  const int eb = int(dtype_size(n.dtype)), per16 = 16 / eb;  // elements per 16 bytes
+  if (v.offset < 0 || v.offset % per16 != 0) {
     *why = absl::StrCat(which, " starts at element ", v.offset, " (the copy engine needs 16-byte alignment)");
     return false;
   }
   TensorMapSpec& m = op->map;
   m.buffer = n.buffer;
-  m.elem_bytes = 2;
+  m.elem_bytes = eb;
   m.bf16 = n.dtype == DType::kBFloat16;
   m.offset = v.offset;
-  const int kBK = bk_knob();
+  const int RB = row_bytes(eb), kBK = RB / eb;
   m.swizzle = 128;
-  auto strided_ok = [](int64_t s) { return s > 0 && s % 8 == 0; };
+  auto strided_ok = [&](int64_t s) { return s > 0 && s % per16 == 0; };
   if (s_k == 1 && strided_ok(s_mn)) {
     op->mn_major = false;
     m.dims = {K, MN};
     m.strides = {s_mn};
     m.box = {uint32_t(kBK), uint32_t(box_mn)};
-    m.swizzle = kBK * 2;  // one k row of the box per swizzle row
-  } else if (s_mn == 1 && strided_ok(s_k)) {
+    m.swizzle = RB;  // one k row of the box per swizzle row
+  } else if (s_mn == 1 && strided_ok(s_k) && eb == 2) {
     op->mn_major = true;
     m.dims = {MN, K};
     m.strides = {s_k};
     m.box = {64u, uint32_t(kBK)};
+  } else if (s_mn == 1 && eb == 4) {
+    *why = absl::StrCat(which, " is contiguous along ", mn_axis == k.contraction.m_axis ? "m" : "n",
+                        ": wgmma reads TF32 operands only contiguous along k");
+    return false;
   } else {
     *why = absl::StrCat(which, " has strides ", s_mn, " (", mn_axis == k.contraction.m_axis ? "m" : "n", ") and ",
-                        s_k, " (k): neither is 1 with the other a positive multiple of 8");
+                        s_k, " (k): neither is 1 with the other a positive multiple of ", per16);
     return false;
   }
   for (int a : batch_axes) {
     int64_t s = v.strides[a];
     if (k.shape[a] == 1 || s == 0) continue;  // broadcast along this batch axis
     if (!strided_ok(s)) {
-      *why = absl::StrCat(which, " has batch stride ", s, " (the copy engine needs a positive multiple of 8)");
+      *why = absl::StrCat(which, " has batch stride ", s, " (the copy engine needs a positive multiple of ", per16, ")");
       return false;
     }
     m.dims.push_back(k.shape[a]);
@@ -183,11 +191,12 @@ TileConfig tile_config(const ir::Kernel& k, int parallelism) {
   return t;
 }
 
-// Pipeline stages that fit beside `extra` bytes (the epilogue's staging buffer).
-int stages_for(int bn, int64_t shared, int64_t extra) {
-  const int kBK = bk_knob();
-  const int64_t stage = int64_t(kBM + bn) * kBK * 2;
-  return int(std::min<int64_t>(kBK == 32 ? 16 : 8, (shared - 2048 - extra) / stage));
+// Pipeline stages of operands of `eb` bytes that fit beside `extra` bytes (the epilogue's staging
+// buffer).
+int stages_for(int bn, int eb, int64_t shared, int64_t extra) {
+  const int RB = row_bytes(eb);
+  const int64_t stage = int64_t(kBM + bn) * RB;
+  return int(std::min<int64_t>(RB == 64 ? 16 : 8, (shared - 2048 - extra) / stage));
 }
 
 // The staged epilogue: each consumer warpgroup writes its results one 128-byte-wide column chunk
@@ -292,8 +301,9 @@ bool Renderer::sm90_applies(std::string* why) const {
     *why = absl::StrCat("target is sm_", t_.compute_capability);
     return false;
   }
-  if (!half_mma_applies()) {
-    *why = "operands are not both bf16 or both f16";
+  const bool tf32 = tf32_mma_applies();
+  if (!half_mma_applies() && !tf32) {
+    *why = "operands are not both bf16 or both f16, nor float32 allowed TF32";
     return false;
   }
   const ir::Contraction& c = k_.contraction;
@@ -309,16 +319,16 @@ bool Renderer::sm90_applies(std::string* why) const {
   const TileConfig cfg = tile_config(k_, t_.parallelism);
   const int bn = cfg.bn;
   int eb = 0;
-  if (stages_for(bn, t_.shared_memory, staged_store(p_, k_, &eb) ? kStagedBytes : 0) < 2) {
+  if (stages_for(bn, tf32 ? 4 : 2, t_.shared_memory, staged_store(p_, k_, &eb) ? kStagedBytes : 0) < 2) {
     *why = absl::StrCat("the target's ", t_.shared_memory, " bytes of shared memory hold fewer than 2 stages");
     return false;
   }
   int64_t batch = 1;
   const std::vector<int> batch_axes = batch_axes_of(k_, &batch);
   Operand a, b;
-  if (!analyze(p_, k_, c.lhs, c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &a, why)) return false;
+  if (!analyze(p_, k_, operand(c.lhs), c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &a, why)) return false;
   const int C = cfg.cluster;
-  if (!analyze(p_, k_, c.rhs, c.n_axis, c.k_axis, c.m_axis, batch_axes, bn / C, &b, why)) return false;
+  if (!analyze(p_, k_, operand(c.rhs), c.n_axis, c.k_axis, c.m_axis, batch_axes, bn / C, &b, why)) return false;
   for (const ir::Store& s : k_.stores)
     if (w_.store_is_inner(s)) {
       *why = "a store inside the k loop";
@@ -354,13 +364,15 @@ int Renderer::contraction_sm90(KernelSource* out) {
   const int P = pp ? 2 : 1;  // 64-row blocks each consumer warpgroup computes per tile
   int eb = 0;
   const bool staged = staged_store(p_, k_, &eb);
-  const int S = stages_for(BN, t_.shared_memory, staged ? kStagedBytes : 0);
-  const int kBK = bk_knob();
+  const bool tf32 = !half_mma_applies();  // else float32 operands taken as TF32
+  const int ob = tf32 ? 4 : 2;            // operand bytes
+  const int S = stages_for(BN, ob, t_.shared_memory, staged ? kStagedBytes : 0);
+  const int RB = row_bytes(ob), kBK = RB / ob;  // a stage's k rows: bytes, elements
   const bool wait0 = wait0_knob();
   Operand A, B;
   std::string unused;
-  analyze(p_, k_, c.lhs, c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &A, &unused);
-  analyze(p_, k_, c.rhs, c.n_axis, c.k_axis, c.m_axis, batch_axes, BN / C, &B, &unused);
+  analyze(p_, k_, operand(c.lhs), c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &A, &unused);
+  analyze(p_, k_, operand(c.rhs), c.n_axis, c.k_axis, c.m_axis, batch_axes, BN / C, &B, &unused);
   sm90_ = true;
   sm90_cluster_ = C;
   sm90_maps_ = 2;
@@ -369,7 +381,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   const int64_t mt = ceil_div(ceil_div(M, kBM), C), nt = ceil_div(N, BN), per_batch = mt * nt, tiles = batch * per_batch;
   const int group = std::max(1, kGroupM / C);
   const int64_t KB = ceil_div(K, kBK);
-  const int a_bytes = kBM * kBK * 2, b_bytes = BN * kBK * 2, stage_bytes = a_bytes + b_bytes;
+  const int a_bytes = kBM * RB, b_bytes = BN * RB, stage_bytes = a_bytes + b_bytes;
   const bool bf = A.map.bf16;
   const std::string it = w_.idx_t();
   auto S_ = [](int64_t v) { return std::to_string(v); };
@@ -445,10 +457,10 @@ int Renderer::contraction_sm90(KernelSource* out) {
     const int share = mc ? box_mn / C : box_mn;  // rows along mn this CTA fetches
     const std::string first = mc ? absl::StrCat(" + rank * ", share) : "";
     if (!op.mn_major) {
-      call(absl::StrCat(dst, mc ? absl::StrCat(" + rank * ", share * kBK * 2) : ""), "k0", mn0 + first);
+      call(absl::StrCat(dst, mc ? absl::StrCat(" + rank * ", share * RB) : ""), "k0", mn0 + first);
     } else {
       for (int j = 0; j < share / 64; ++j)
-        call(absl::StrCat(dst, mc ? absl::StrCat(" + rank * ", share / 64 * 64 * kBK * 2) : "", " + ", j * 64 * kBK * 2),
+        call(absl::StrCat(dst, mc ? absl::StrCat(" + rank * ", share / 64 * 64 * RB) : "", " + ", j * 64 * RB),
              absl::StrCat(mn0, first, " + ", j * 64), "k0");
     }
   };
@@ -483,7 +495,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   w_.line("#pragma unroll");
   w_.line("for (int q = 0; q < " + S_(P * BN / 2) + "; ++q) acc[q] = 0.0f;");
   w_.open("for (int kb = 0; kb < " + S_(KB) + "; ++kb)");
-  w_.line("const unsigned sa = smem + s * " + S_(stage_bytes) + (pp ? "" : " + wg * " + S_(64 * kBK * 2)) +
+  w_.line("const unsigned sa = smem + s * " + S_(stage_bytes) + (pp ? "" : " + wg * " + S_(64 * RB)) +
           ", sb = smem + s * " + S_(stage_bytes) + " + " + S_(a_bytes) + ";");
   w_.line("kiln_mbar_wait(full0 + 8 * s, ph);");
   w_.line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
@@ -499,26 +511,29 @@ int Renderer::contraction_sm90(KernelSource* out) {
     return C > 1 ? absl::StrCat("for (unsigned r = 0; r < ", C, "u; ++r) kiln_mbar_arrive_cluster(", bar, ", r);")
                  : absl::StrCat("kiln_mbar_arrive(", bar, ");");
   };
-  const std::string instr = absl::StrCat("wgmma.mma_async.sync.aligned.m64n", BN, "k16.f32", bf ? ".bf16.bf16" : ".f16.f16");
+  const std::string instr = absl::StrCat("wgmma.mma_async.sync.aligned.m64n", BN, tf32 ? "k8.f32.tf32.tf32" : "k16.f32",
+                                         tf32 ? "" : bf ? ".bf16.bf16" : ".f16.f16");
   w_.line("#pragma unroll");
-  w_.open("for (int kk = 0; kk < " + S_(kBK / 16) + "; ++kk)");
+  w_.open("for (int kk = 0; kk < " + S_(RB / 32) + "; ++kk)");  // k steps of 32 bytes
   // K-major: rows of 128 bytes, 8-row swizzle atoms 1024 bytes apart, k16 = 32 bytes along the
   // row. MN-major: 64-wide boxes (8 KiB) along m / n (LBO), k rows of 128 bytes, k16 = 2 KiB.
   // (BK = 32: K-major rows of 64 bytes with 64B swizzle, atoms 512 bytes; MN-major boxes 4 KiB.)
   auto desc = [&](const std::string& var, const std::string& base, bool mn_major) {
     if (mn_major)
-      w_.line(absl::StrCat("const unsigned long long ", var, " = kiln_gmma_desc(", base, " + kk * 2048, ", 64 * kBK * 2,
+      w_.line(absl::StrCat("const unsigned long long ", var, " = kiln_gmma_desc(", base, " + kk * 2048, ", 64 * RB,
                            ", 1024, 1);"));
     else
-      w_.line(absl::StrCat("const unsigned long long ", var, " = kiln_gmma_desc(", base, " + kk * 32, 16, ", 8 * kBK * 2,
-                           ", ", kBK == 64 ? 1 : 2, ");"));
+      w_.line(absl::StrCat("const unsigned long long ", var, " = kiln_gmma_desc(", base, " + kk * 32, 16, ", 8 * RB,
+                           ", ", RB == 128 ? 1 : 2, ");"));
   };
   desc("db", "sb", B.mn_major);
   for (int h = 0; h < P; ++h) {  // rows 64h.. of the stage's lhs box (the same offset in both layouts)
     const std::string da = absl::StrCat("da", h);
-    desc(da, h ? absl::StrCat("sa + ", 64 * kBK * 2) : "sa", A.mn_major);
-    w_.line(absl::StrCat("asm volatile(\"", instr, " {", regs, "}, %", BN / 2, ", %", BN / 2 + 1, ", 1, 1, 1, ",
-                         A.mn_major ? 1 : 0, ", ", B.mn_major ? 1 : 0, ";\" : ", cons[h], " : \"l\"(", da, "), \"l\"(db));"));
+    desc(da, h ? absl::StrCat("sa + ", 64 * RB) : "sa", A.mn_major);
+    // TF32 takes no transpose immediates (its operands are k-major).
+    const std::string trans = tf32 ? "" : absl::StrCat(", ", A.mn_major ? 1 : 0, ", ", B.mn_major ? 1 : 0);
+    w_.line(absl::StrCat("asm volatile(\"", instr, " {", regs, "}, %", BN / 2, ", %", BN / 2 + 1, ", 1, 1, 1", trans,
+                         ";\" : ", cons[h], " : \"l\"(", da, "), \"l\"(db));"));
   }
   w_.close();
   w_.line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
@@ -626,8 +641,8 @@ int Renderer::contraction_sm90(KernelSource* out) {
   out->grid[0] = uint32_t(clusters * C);
   out->shared_bytes = uint32_t(int64_t(S) * stage_bytes + ebytes + 16 * S + (pp ? 16 : 0) + 1024);
   out->strategy = absl::StrCat("contraction sm_90a: TMA (lhs ", A.mn_major ? "m" : "k", "-major, rhs ",
-                               B.mn_major ? "n" : "k", "-major, ", kBK == 64 ? "128B" : "64B/128B", " swizzle) into ", S, " stages of ", kBM, "x", BN,
-                               "x", kBK, ", wgmma m64n", BN, "k16 on 2 consumer warpgroups",
+                               B.mn_major ? "n" : "k", "-major, ", RB == 128 ? "128B" : "64B/128B", " swizzle) into ", S, " stages of ", kBM, "x", BN,
+                               "x", kBK, ", wgmma m64n", BN, tf32 ? "k8 (TF32, operands truncated)" : "k16", " on 2 consumer warpgroups",
                                pp ? " taking turns (ping-pong, 128 rows each)" : " (64 rows each)", " + 1 producer warp, persistent ",
                                "grid over ", tiles * C, " tiles in groups of ", group * C,
                                C > 1 ? absl::StrCat(", clusters of ", C, " sharing the rhs tile (multicast)") : "",

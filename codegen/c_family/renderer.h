@@ -512,6 +512,8 @@ class Renderer {
   // Hopper variant (contraction_sm90.cc): TMA loads into 128B-swizzled stages, wgmma, warp
   // specialization and a persistent grouped tile order; `why` says why it does not apply.
   bool sm90_applies(std::string* why) const;
+  // The load a tensor-core operand reads: under the cast to f32 (16-bit), or itself (TF32).
+  KNodeId operand(KNodeId x) const { return k_.nodes[x].op == Op::kCast ? k_.nodes[x].inputs[0] : x; }
   int contraction_sm90(KernelSource* out);
   std::string sm90_kernel_open(const std::string& name) const;
   // Fused attention (attention_cuda.cc): the kernel's attention node (-1 when none), its body,

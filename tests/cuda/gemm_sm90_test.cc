@@ -126,6 +126,33 @@ TEST_F(GemmSm90Compile, TakesTheHopperPathWhereTheCopyEngineCanFetchTheOperands)
   EXPECT_FALSE(r->arch_specific);
 }
 
+// Float32 matmuls allowed TF32 take the Hopper path (wgmma .tf32, 32-value k rows) where both
+// operands are contiguous along k (wgmma reads TF32 only that way), with ragged sizes, a batch
+// and an epilogue; an n-major rhs keeps the mma.sync TF32 kernel; exact float32 never takes it.
+// Each module compiles for sm_90a and assembles.
+TEST_F(GemmSm90Compile, Tf32TakesTheHopperPathWhenBothOperandsAreKMajor) {
+  const MatmulPrecision tf32 = MatmulPrecision::kTf32;
+  Tensor a = random_tensor({300, 136}, float32, 1), bt = random_tensor({200, 136}, float32, 2);
+  Tensor x3 = random_tensor({3, 130, 72}, float32, 3), y3 = random_tensor({3, 264, 72}, float32, 4);
+  Tensor bias = random_tensor({200}, float32, 5);
+  for (const Tensor& t : {matmul(a, bt.t(), tf32), relu(matmul(a, bt.t(), tf32) + bias),
+                          matmul(x3, y3.transpose(1, 2), tf32)}) {
+    Rendered r = render_h100({t});
+    ASSERT_TRUE(r.r.arch_specific);
+    EXPECT_TRUE(on_sm90(r.r)) << r.r.kernels[0].strategy;
+    EXPECT_NE(r.r.kernels[0].strategy.find("TF32"), std::string::npos) << r.r.kernels[0].strategy;
+    auto bin = runtime::cuda::nvrtc_compile(r.r.module_source, 90, /*keep_ptx=*/true, /*arch_specific=*/true);
+    ASSERT_TRUE(bin.ok()) << bin.status() << "\n" << r.r.module_source;
+    EXPECT_NE(bin->ptx.find("k8.f32.tf32.tf32"), std::string::npos);
+    expect_assembles_for_sm90a(bin->ptx);
+  }
+  Tensor b = random_tensor({136, 200}, float32, 6);
+  for (const Tensor& t : {matmul(a, b, tf32), matmul(a, bt.t())}) {
+    Rendered r = render_h100({t});
+    EXPECT_FALSE(on_sm90(r.r)) << r.r.kernels[0].strategy;
+  }
+}
+
 TEST_F(GemmSm90Compile, ModulesCompileForSm90aAndAssemble) {
   Tensor a = random_tensor({300, 136}, bfloat16, 1), b = random_tensor({136, 200}, bfloat16, 2);
   Tensor bias = random_tensor({200}, bfloat16, 3), res = random_tensor({300, 200}, float32, 4);
@@ -287,16 +314,18 @@ TEST_F(GemmSm90Compile, CompiledFormCarriesTheTensorMaps) {
       EXPECT_EQ(x.box, y.box);
       EXPECT_EQ(x.offset, y.offset);
       EXPECT_EQ(x.swizzle, y.swizzle);
+      EXPECT_EQ(x.type, y.type);
     }
   }
   // A map that reaches past its buffer, or names a missing one, is refused.
-  for (int bad = 0; bad < 3; ++bad) {
+  for (int bad = 0; bad < 4; ++bad) {
     runtime::CompiledProgram broken = *c;
     for (auto& k : broken.kernels)
       for (auto& m : k.tensor_maps) {
         if (bad == 0) m.dims[0] += 1;
         if (bad == 1) m.buffer = int(broken.buffers.size());
         if (bad == 2) m.strides[0] = 12;
+        if (bad == 3) m.type = runtime::TensorMapDesc::kFloat32;  // over a bf16 buffer
       }
     EXPECT_FALSE(runtime::check_consistent(broken).ok()) << bad;
     EXPECT_FALSE(runtime::deserialize(runtime::serialize(broken)).ok()) << bad;
@@ -345,6 +374,21 @@ TEST_F(GemmSm90Run, RaggedShapes) {
     Tensor a = random_tensor({m, k}, bfloat16, seed++), b = random_tensor({k, n}, bfloat16, seed++);
     EXPECT_MATCHES_REFERENCE({matmul(a, b)}, kHalf);
   }
+}
+
+// TF32 on the Hopper path truncates each operand to TF32 (10 mantissa bits): each product is off
+// by at most 2 * 2^-10 of |a||b| <= 1, so an output by at most K * 2^-9 (plus f32 sums).
+TEST_F(GemmSm90Run, Tf32KMajorOperands) {
+  const MatmulPrecision tf32 = MatmulPrecision::kTf32;
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{128, 64, 128}, {300, 136, 200}, {1000, 72, 520}, {8, 40, 264}}) {
+    SCOPED_TRACE(::testing::Message() << m << "x" << k << "x" << n);
+    Tensor a = random_tensor({m, k}, float32, 200, -1, 1), bt = random_tensor({n, k}, float32, 201, -1, 1);
+    EXPECT_MATCHES_REFERENCE({matmul(a, bt.t(), tf32)}, (testing::Tolerance{0.0, double(k) * std::ldexp(1.0, -9)}));
+  }
+  Tensor x3 = random_tensor({3, 130, 72}, float32, 202, -1, 1), y3 = random_tensor({3, 264, 72}, float32, 203, -1, 1);
+  Tensor bias = random_tensor({264}, float32, 204, -1, 1);
+  EXPECT_MATCHES_REFERENCE({relu(matmul(x3, y3.transpose(1, 2), tf32) + bias)},
+                           (testing::Tolerance{0.0, 72 * std::ldexp(1.0, -9)}));
 }
 
 TEST_F(GemmSm90Run, BatchedBroadcastAndTransposedViews) {
