@@ -307,29 +307,7 @@ absl::StatusOr<int> Renderer::attention(KernelSource* out) {
   if (causal) w_.close();
   w_.line("__syncthreads();");  // this buffer is refilled two iterations on
   w_.close();
-  // Epilogue: the row sums meet across the quad; O / l per element through the kernel's stores.
-  w_.line("#pragma unroll");
-  w_.open("for (int h = 0; h < 2; ++h)");
-  w_.line("lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 1);");
-  w_.line("lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 2);");
-  w_.close();
-  w_.line("#pragma unroll");
-  w_.open("for (int x = 0; x < " + S(D / 8) + "; ++x)");
-  w_.line("#pragma unroll");
-  w_.open("for (int c = 0; c < 4; ++c)");
-  w_.line(absl::StrCat(it, " oi = row0 + ", idx_cast("(c >> 1) * 8"), ";"));
-  w_.line(absl::StrCat(it, " od = ", idx_cast("x * 8 + tq * 2 + (c & 1)"), ";"));
-  w_.open("if (oi < " + w_.ilit(Sq) + ")");
-  w_.set_axis(sq_ax, "oi");
-  w_.set_axis(dv_ax, "od");
-  w_.set_axis(sk_ax, "0");
-  w_.set_axis(d_ax, "0");
-  w_.line("const float val = o[x][c] / lrow[c >> 1];");
-  w_.bind(an, "val");
-  for (const ir::Store& st : k_.stores) w_.store(st);
-  w_.close();
-  w_.close();
-  w_.close();
+  attention_epilogue(an, "o[x][c]");
   w_.close();  // tile loop
 
   out->grid[0] = uint32_t(std::max<int64_t>(1, std::min<int64_t>(tiles, max_groups_)));
@@ -340,6 +318,38 @@ absl::StatusOr<int> Renderer::attention(KernelSource* out) {
                                causal ? ", causal tiles skipped" : "", has_bias ? ", bias per score" : "",
                                sm90_why.empty() ? "" : "; not sm_90a: ", sm90_why);
   return kThreads;
+}
+
+// The attention kernels' epilogue, shared by the mma.sync and Hopper kernels: the row sums meet
+// across the quad (thread (g, tq) of a warp holds rows row0 and row0 + 8, head-dim columns
+// 8x + 2tq (+1)); each element O / l is bound as the attention's value and the kernel's stores
+// run, so fused elementwise consumers apply in registers. `acc` reads accumulator (x, c).
+void Renderer::attention_epilogue(KNodeId an, const std::string& acc) {
+  const int r = int(k_.shape.size());
+  const int sq_ax = r - 4, dv_ax = r - 3, sk_ax = r - 2, d_ax = r - 1;
+  const std::string it = w_.idx_t();
+  w_.line("#pragma unroll");
+  w_.open("for (int h = 0; h < 2; ++h)");
+  w_.line("lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 1);");
+  w_.line("lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 2);");
+  w_.close();
+  w_.line("#pragma unroll");
+  w_.open(absl::StrCat("for (int x = 0; x < ", k_.shape[dv_ax] / 8, "; ++x)"));
+  w_.line("#pragma unroll");
+  w_.open("for (int c = 0; c < 4; ++c)");
+  w_.line(absl::StrCat(it, " oi = row0 + ", idx_cast("(c >> 1) * 8"), ";"));
+  w_.line(absl::StrCat(it, " od = ", idx_cast("x * 8 + tq * 2 + (c & 1)"), ";"));
+  w_.open("if (oi < " + w_.ilit(k_.shape[sq_ax]) + ")");
+  w_.set_axis(sq_ax, "oi");
+  w_.set_axis(dv_ax, "od");
+  w_.set_axis(sk_ax, "0");
+  w_.set_axis(d_ax, "0");
+  w_.line("const float val = " + acc + " / lrow[c >> 1];");
+  w_.bind(an, "val");
+  for (const ir::Store& st : k_.stores) w_.store(st);
+  w_.close();
+  w_.close();
+  w_.close();
 }
 
 std::string Renderer::attention_kernel_open(const std::string& name) const {

@@ -52,19 +52,8 @@ struct AttnOperand {
 bool tma_operand(const ir::Program& p, const ir::Kernel& k, KNodeId id, const char* which, int row_axis, int col_axis,
                  const std::vector<int>& other, const std::vector<int>& batch_axes, AttnOperand* op, std::string* why) {
   const ir::KNode& n = k.nodes[id];
-  if (n.op != Op::kLoad || n.map.views.size() != 1 || n.map.has_mask()) {
-    *why = absl::StrCat(which, " is not a plain strided load (computed, masked or a multi-view index)");
-    return false;
-  }
-  if (p.buffers[n.buffer].dtype != n.dtype) {
-    *why = absl::StrCat(which, "'s buffer holds another dtype");
-    return false;
-  }
+  if (!tma_plain_load(p, k, id, which, why)) return false;
   const ir::View& v = n.map.views[0];
-  if (v.strides.size() != k.shape.size()) {
-    *why = absl::StrCat(which, "'s view does not follow the kernel's axes");
-    return false;
-  }
   for (int a : other)
     if (v.strides[a] != 0 && k.shape[a] > 1) {
       *why = absl::StrCat(which, " varies along an axis it should not");
@@ -439,14 +428,19 @@ int Renderer::attention_sm90(KernelSource* out) {
     mask_scale("0");
     softmax();
     w_.close();
+    // Once P_{j-2} V_{j-2} has landed (iteration j's first step): its stage is free, and P_{j-1}
+    // is packed into the registers it read.
+    auto landed = [&](const std::string& j) {
+      wait_group(0);
+      w_.open(absl::StrCat("if (", j, " >= 2)"));
+      stage_of(j + " - 2", "pps", "ppph");
+      release("pps");
+      w_.close();
+    };
     w_.open("for (int j = 1; j < nkv; ++j)");
     stage_of("j", "s", "ph");
     stage_of("j - 1", "ps", "pph");
-    wait_group(0);
-    w_.open("if (j >= 2)");
-    stage_of("j - 2", "pps", "ppph");
-    release("pps");
-    w_.close();
+    landed("j");
     pack();
     turn_begin();
     issue_scores("s", "ph");
@@ -459,11 +453,7 @@ int Renderer::attention_sm90(KernelSource* out) {
     w_.close();
     w_.open("");
     stage_of("nkv - 1", "s", "ph");
-    wait_group(0);
-    w_.open("if (nkv >= 2)");
-    stage_of("nkv - 2", "pps", "ppph");
-    release("pps");
-    w_.close();
+    landed("nkv");
     release_q();
     pack();
     turn_begin();
@@ -474,29 +464,7 @@ int Renderer::attention_sm90(KernelSource* out) {
     release("s");
     w_.close();
   }
-  // Epilogue: the row sums meet across the quad; O / l per element through the kernel's stores.
-  w_.line("#pragma unroll");
-  w_.open("for (int h = 0; h < 2; ++h)");
-  w_.line("lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 1);");
-  w_.line("lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 2);");
-  w_.close();
-  w_.line("#pragma unroll");
-  w_.open(absl::StrCat("for (int x = 0; x < ", D / 8, "; ++x)"));
-  w_.line("#pragma unroll");
-  w_.open("for (int c = 0; c < 4; ++c)");
-  w_.line(absl::StrCat(it, " oi = row0 + ", idx_cast("(c >> 1) * 8"), ";"));
-  w_.line(absl::StrCat(it, " od = ", idx_cast("x * 8 + tq * 2 + (c & 1)"), ";"));
-  w_.open("if (oi < " + w_.ilit(Sq) + ")");
-  w_.set_axis(ax.sq, "oi");
-  w_.set_axis(ax.dv, "od");
-  w_.set_axis(ax.sk, "0");
-  w_.set_axis(ax.d, "0");
-  w_.line("const float val = o[4 * x + c] / lrow[c >> 1];");
-  w_.bind(an, "val");
-  for (const ir::Store& st : k_.stores) w_.store(st);
-  w_.close();
-  w_.close();
-  w_.close();
+  attention_epilogue(an, "o[4 * x + c]");
   w_.close();  // tile loop
   if (turns) w_.line("if (wg == 0) asm volatile(\"bar.sync 1, 256;\" ::: \"memory\");  // warpgroup 1's last hand-over");
   w_.close();

@@ -53,19 +53,8 @@ bool analyze(const ir::Program& p, const ir::Kernel& k, KNodeId id, int mn_axis,
              const std::vector<int>& batch_axes, int box_mn, Operand* op, std::string* why) {
   const ir::KNode& n = k.nodes[id];
   const char* which = mn_axis == k.contraction.m_axis ? "lhs" : "rhs";
-  if (n.op != Op::kLoad || n.map.views.size() != 1 || n.map.has_mask()) {
-    *why = absl::StrCat(which, " is not a plain strided load (computed, masked or a multi-view index)");
-    return false;
-  }
-  if (p.buffers[n.buffer].dtype != n.dtype) {
-    *why = absl::StrCat(which, "'s buffer holds another dtype");
-    return false;
-  }
+  if (!tma_plain_load(p, k, id, which, why)) return false;
   const ir::View& v = n.map.views[0];
-  if (v.strides.size() != k.shape.size()) {
-    *why = absl::StrCat(which, "'s view does not follow the kernel's axes");
-    return false;
-  }
   const int64_t MN = k.shape[mn_axis], K = k.shape[k_axis];
   const int64_t s_mn = v.strides[mn_axis], s_k = v.strides[k_axis];
   if (v.strides[other_axis] != 0 && k.shape[other_axis] > 1) {
@@ -292,6 +281,23 @@ std::string tma_helpers() {
 }
 
 }  // namespace
+
+bool tma_plain_load(const ir::Program& p, const ir::Kernel& k, KNodeId id, const char* which, std::string* why) {
+  const ir::KNode& n = k.nodes[id];
+  if (n.op != Op::kLoad || n.map.views.size() != 1 || n.map.has_mask()) {
+    *why = absl::StrCat(which, " is not a plain strided load (computed, masked or a multi-view index)");
+    return false;
+  }
+  if (p.buffers[n.buffer].dtype != n.dtype) {
+    *why = absl::StrCat(which, "'s buffer holds another dtype");
+    return false;
+  }
+  if (n.map.views[0].strides.size() != k.shape.size()) {
+    *why = absl::StrCat(which, "'s view does not follow the kernel's axes");
+    return false;
+  }
+  return true;
+}
 
 std::string sm90_device_helpers() { return kHelpers + tma_helpers(); }
 

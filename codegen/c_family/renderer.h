@@ -28,6 +28,9 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // cp.async and ldmatrix of the attention kernels (attention_cuda.cc).
 std::string sm90_device_helpers();
 const char* attention_device_helpers();
+// Whether node `id` (operand `which`, for messages) is a load the copy engine could fetch as it
+// stands: one strided view following the kernel's axes, no mask, of a buffer of its own dtype.
+bool tma_plain_load(const ir::Program& p, const ir::Kernel& k, KNodeId id, const char* which, std::string* why);
 inline int64_t pow2_at_least(int64_t v) {
   int64_t p = 1;
   while (p < v) p *= 2;
@@ -521,6 +524,7 @@ class Renderer {
   KNodeId attention_node() const;
   absl::StatusOr<int> attention(KernelSource* out);
   std::string attention_kernel_open(const std::string& name) const;
+  void attention_epilogue(KNodeId an, const std::string& acc);
   // Hopper variant (attention_sm90.cc): q, k and v through TMA, S = QK^T and O += PV with wgmma,
   // a producer warpgroup and two consumer warpgroups; `why` says why it does not apply.
   bool attention_sm90_applies(std::string* why) const;
