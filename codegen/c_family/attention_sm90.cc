@@ -4,8 +4,9 @@
 //   - q, k and v are plain strided views of 16-bit buffers, contiguous along the head dim: one
 //     tensor map each (dims: head dim, rows, the batch axes that have a stride), 64-column boxes
 //     with the 128-byte swizzle wgmma reads; rows past the end arrive as zeros.
-//   - Warpgroup 0 produces: one thread loads the q tile once, then k and v tiles of 128 keys into
-//     a ring of stages (separate full barriers for k and v, so the scores start while v lands).
+//   - Warpgroup 0 produces: one thread loads the q tile and the k tiles of 128 keys, another the
+//     v tiles, into a ring of stages; a k tile is released once its scores have landed, a v tile
+//     once its product has, so k runs ahead of v (separate full and empty barriers per side).
 //   - Warpgroups 1 and 2 consume, 64 queries each: S = Q K^T with wgmma m64n128k16 (both operands
 //     from shared memory, k-major), online softmax in base 2 on the accumulators, then
 //     O += P V with wgmma m64nDk16 taking P from registers (the accumulator layout of S is the
@@ -186,13 +187,14 @@ int Renderer::attention_sm90(KernelSource* out) {
   w_.line("const unsigned smem = (kiln_smem_u32(kiln_dsmem) + 1023u) & ~1023u;");
   w_.line(absl::StrCat("const unsigned qs = smem, kv0 = smem + ", qb, ", qbar = kv0 + ", int64_t(S) * 2 * kvb,
                        ", qfree = qbar + 8;"));
-  w_.line(absl::StrCat("const unsigned fullk0 = qbar + 16, fullv0 = fullk0 + ", 8 * S, ", empty0 = fullv0 + ", 8 * S, ";"));
+  w_.line(absl::StrCat("const unsigned fullk0 = qbar + 16, fullv0 = fullk0 + ", 8 * S, ", emptyk0 = fullv0 + ", 8 * S,
+                       ", emptyv0 = emptyk0 + ", 8 * S, ";"));
   w_.line("const int tid = (int)threadIdx.x;");
   w_.open("if (tid == 0)");
   w_.line("kiln_mbar_init(qbar, 1), kiln_mbar_init(qfree, 8);");
   w_.open("for (int s = 0; s < " + N(S) + "; ++s)");
   w_.line("kiln_mbar_init(fullk0 + 8 * s, 1), kiln_mbar_init(fullv0 + 8 * s, 1);");
-  w_.line("kiln_mbar_init(empty0 + 8 * s, 8);  // lane 0 of each consumer warp");
+  w_.line("kiln_mbar_init(emptyk0 + 8 * s, 8), kiln_mbar_init(emptyv0 + 8 * s, 8);  // lane 0 of each consumer warp");
   w_.close();
   w_.line("asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");");
   w_.close();
@@ -213,10 +215,11 @@ int Renderer::attention_sm90(KernelSource* out) {
                                 "LL - pair : pair) * ", kBR, " + ", kBR + kBC - 1, ") / ", kBC, "); };")
                  : absl::StrCat("auto nkv_of = [&](int) { return ", NT, "; };"));
 
-  // ---- producer warpgroup: one thread issues every copy
+  // ---- producer warpgroup: thread 0 copies q and the k tiles, thread 32 the v tiles. A k tile
+  // is free once its scores have landed, a v tile only once its product has: the two rings run
+  // apart, so k is loaded ahead of v.
   w_.open("if (tid < 128)");
   w_.line("asm volatile(\"setmaxnreg.dec.sync.aligned.u32 24;\");");
-  w_.open("if (tid == 0)");
   auto copy = [&](const AttnOperand& op, int map, const std::string& dst, int box_rows, const std::string& row,
                   const std::string& bar) {
     for (int c = 0; c < chunks; ++c) {
@@ -225,21 +228,25 @@ int Renderer::attention_sm90(KernelSource* out) {
       w_.line(absl::StrCat("kiln_tma", op.map.dims.size(), "(", args, ");"));
     }
   };
-  open_tiles();
-  w_.line("kiln_mbar_wait(qfree, (u & 1) ^ 1);  // the consumers are done with the previous q tile");
-  w_.line(absl::StrCat("kiln_mbar_expect_tx(qbar, ", qb, ");"));
-  copy(Q, 0, "qs", kBR, "m0", "qbar");
-  w_.open("for (int j = 0; j < nkv; ++j)");
-  w_.line(absl::StrCat("const int g = g0 + j, s = g % ", S, ";"));
-  w_.line(absl::StrCat("const unsigned ks = kv0 + s * ", 2 * kvb, ", vs = ks + ", kvb, ";"));
-  w_.line(absl::StrCat("kiln_mbar_wait(empty0 + 8 * s, ((g / ", S, ") & 1) ^ 1);"));
-  w_.line(absl::StrCat("kiln_mbar_expect_tx(fullk0 + 8 * s, ", kvb, ");"));
-  copy(K, 1, "ks", kBC, absl::StrCat("j * ", kBC), "fullk0 + 8 * s");
-  w_.line(absl::StrCat("kiln_mbar_expect_tx(fullv0 + 8 * s, ", kvb, ");"));
-  copy(V, 2, "vs", kBC, absl::StrCat("j * ", kBC), "fullv0 + 8 * s");
-  w_.close();
-  w_.close();
-  w_.close();
+  for (bool kside : {true, false}) {
+    w_.open(kside ? "if (tid == 0)" : "else if (tid == 32)");
+    open_tiles();
+    if (kside) {
+      w_.line("kiln_mbar_wait(qfree, (u & 1) ^ 1);  // the consumers are done with the previous q tile");
+      w_.line(absl::StrCat("kiln_mbar_expect_tx(qbar, ", qb, ");"));
+      copy(Q, 0, "qs", kBR, "m0", "qbar");
+    }
+    w_.open("for (int j = 0; j < nkv; ++j)");
+    w_.line(absl::StrCat("const int g = g0 + j, s = g % ", S, ";"));
+    const std::string side = kside ? "k" : "v";
+    w_.line(absl::StrCat("kiln_mbar_wait(empty", side, "0 + 8 * s, ((g / ", S, ") & 1) ^ 1);"));
+    w_.line(absl::StrCat("kiln_mbar_expect_tx(full", side, "0 + 8 * s, ", kvb, ");"));
+    copy(kside ? K : V, kside ? 1 : 2, absl::StrCat("kv0 + s * ", 2 * kvb, kside ? "" : absl::StrCat(" + ", kvb)), kBC,
+         absl::StrCat("j * ", kBC), absl::StrCat("full", side, "0 + 8 * s"));
+    w_.close();
+    w_.close();
+    w_.close();
+  }
   w_.close();
 
   // ---- consumer warpgroups: 64 queries each
@@ -384,7 +391,8 @@ int Renderer::attention_sm90(KernelSource* out) {
                          "(sc[8 * kk + 6], sc[8 * kk + 7]);"));
     w_.close();
   };
-  auto release = [&](const std::string& st) { w_.line(absl::StrCat("if (lane == 0) kiln_mbar_arrive(empty0 + 8 * ", st, ");")); };
+  auto release_k = [&](const std::string& st) { w_.line(absl::StrCat("if (lane == 0) kiln_mbar_arrive(emptyk0 + 8 * ", st, ");")); };
+  auto release_v = [&](const std::string& st) { w_.line(absl::StrCat("if (lane == 0) kiln_mbar_arrive(emptyv0 + 8 * ", st, ");")); };
   auto stage_of = [&](const std::string& j, const std::string& st, const std::string& ph) {
     w_.line(absl::StrCat("const int ", st, " = (g0 + ", j, ") % ", S, ";"));
     w_.line(absl::StrCat("const unsigned ", ph, " = (unsigned)(((g0 + ", j, ") / ", S, ") & 1);"));
@@ -404,6 +412,7 @@ int Renderer::attention_sm90(KernelSource* out) {
     stage_of("j", "s", "ph");
     issue_scores("s", "ph");
     wait_group(0);
+    release_k("s");
     w_.line("if (j + 1 == nkv) " + std::string("{ if (lane == 0) kiln_mbar_arrive(qfree); }"));
     mask_scale("j");
     softmax();
@@ -411,7 +420,7 @@ int Renderer::attention_sm90(KernelSource* out) {
     pack();
     issue_pv("s", "ph");
     wait_group(0);
-    release("s");
+    release_v("s");
     w_.close();
   } else {
     // S_j is issued with O += P_{j-1} V_{j-1} behind it, and the softmax of S_j runs while the
@@ -425,16 +434,17 @@ int Renderer::attention_sm90(KernelSource* out) {
     issue_scores("s", "ph");
     turn_end();
     wait_group(0);
+    release_k("s");
     mask_scale("0");
     softmax();
     w_.close();
-    // Once P_{j-2} V_{j-2} has landed (iteration j's first step): its stage is free, and P_{j-1}
+    // Once P_{j-2} V_{j-2} has landed (iteration j's first step): its v tile is free, and P_{j-1}
     // is packed into the registers it read.
     auto landed = [&](const std::string& j) {
       wait_group(0);
       w_.open(absl::StrCat("if (", j, " >= 2)"));
       stage_of(j + " - 2", "pps", "ppph");
-      release("pps");
+      release_v("pps");
       w_.close();
     };
     w_.open("for (int j = 1; j < nkv; ++j)");
@@ -448,6 +458,7 @@ int Renderer::attention_sm90(KernelSource* out) {
     issue_pv("ps", "pph");
     turn_end();
     wait_group(1);
+    release_k("s");
     mask_scale("j");
     softmax();
     w_.close();
@@ -461,7 +472,7 @@ int Renderer::attention_sm90(KernelSource* out) {
     issue_pv("s", "ph");
     turn_end();
     wait_group(0);
-    release("s");
+    release_v("s");
     w_.close();
   }
   attention_epilogue(an, "o[4 * x + c]");
@@ -470,7 +481,7 @@ int Renderer::attention_sm90(KernelSource* out) {
   w_.close();
 
   out->grid[0] = uint32_t(std::max<int64_t>(1, blocks));
-  out->shared_bytes = uint32_t(qb + int64_t(S) * 2 * kvb + 8 * (2 + 3 * S) + 1024);
+  out->shared_bytes = uint32_t(qb + int64_t(S) * 2 * kvb + 8 * (2 + 4 * S) + 1024);
   out->strategy = absl::StrCat("attention sm_90a: q/k/v through TMA (128B swizzle) into ", S, " stages of ", kBC,
                                " keys, wgmma m64n", kBC, "k16 (S = QK^T) and m64n", D, "k16 (O += PV, P from registers), ",
                                bf ? "bf16" : "f16", ", 2 consumer warpgroups x 64 queries + 1 producer warpgroup, ", blocks,
