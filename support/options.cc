@@ -123,6 +123,7 @@ Options options() {
   }
   read_int(o, "KILN_CUDA_ATTENTION_ROWS", &o.cuda_attention_rows);
   read_switch("KILN_CUDA_SM90_ATTENTION", &o.cuda_sm90_attention);
+  read_int(o, "KILN_CUDA_SM90_ATTENTION_CLUSTER", &o.cuda_sm90_attention_cluster);
   if (const char* v = env("KILN_CUDA_SM90_ATTENTION_SCHEDULE")) {
     const std::string s = v;
     if (s == "plain" || s == "pipelined" || s == "pingpong") {

@@ -60,6 +60,7 @@ struct Options {
   int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block (mma.sync kernel)
   bool cuda_sm90_attention = true;  // KILN_CUDA_SM90_ATTENTION=0: attention keeps the mma.sync kernel on sm_90
   std::string cuda_sm90_attention_schedule;  // KILN_CUDA_SM90_ATTENTION_SCHEDULE=plain|pipelined|pingpong
+  int cuda_sm90_attention_cluster = 1;  // KILN_CUDA_SM90_ATTENTION_CLUSTER=2: block pairs share k/v tiles (multicast)
   bool cuda_copy_stream = true;  // KILN_CUDA_COPY_STREAM=0: uploads on the compute stream (for comparisons)
   // KILN_COMPILE_THREADS: threads one program's compile may use (NVRTC's --split-compile, Vulkan's
   // kernels and the CPU's LLVM modules compiled side by side); 0 (default): every hardware

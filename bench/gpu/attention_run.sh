@@ -40,6 +40,8 @@ for s in ${*:-tests bench sanit}; do
         done
         KILN_CUDA_SM90_ATTENTION=0 KILN_DEVICE=cuda KILN_DEBUG=2 timeout 240 "$BIN/ops_test" --gtest_filter='Attention*'
         echo "ops_test (mma.sync kernel) exit $?"
+        KILN_CUDA_SM90_ATTENTION_CLUSTER=2 KILN_DEVICE=cuda KILN_DEBUG=2 timeout 240 "$BIN/ops_test" --gtest_filter='Attention*'
+        echo "ops_test (clusters of 2) exit $?"
       } > "$OUT/tests.log" 2>&1
       grep -E "^\[  (FAILED|PASSED|SKIPPED) |exit [0-9]|Failure" "$OUT/tests.log" | head -30
       grep -oE "attention( sm_90a)?: [^;]*" "$OUT/tests.log" | sed 's/[0-9]* blocks/N blocks/' | sort | uniq -c | head -24

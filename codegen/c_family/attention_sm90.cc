@@ -172,15 +172,20 @@ int Renderer::attention_sm90(KernelSource* out) {
   tma_operand(p_, k_, a.inputs[1], "k", ax.sk, ax.d, {ax.sq, ax.dv}, ax.batch, &K, &unused);
   tma_operand(p_, k_, a.inputs[2], "v", ax.sk, ax.dv, {ax.sq, ax.d}, ax.batch, &V, &unused);
   sm90_ = true;
-  sm90_maps_ = 3;
-  sm90_cluster_ = 1;
-  attn_helpers_ = attention_device_helpers();
-  out->tensor_maps = {Q.map, K.map, V.map};
   const int S = stages_for(D, t_.shared_memory), qb = q_bytes(D), kvb = kv_bytes(D), chunks = int(D / 64);
   // Each block computes a pair of query tiles of one batch entry, MT-1-p then p: under a causal
   // mask every pair holds the same number of key tiles, and the producer loads the second
   // tile's q, k and v while the consumers finish the first.
   const int64_t MT = ceil_div(Sq, kBR), NT = ceil_div(Sk, kBC), P = ceil_div(MT, 2), blocks = batch * P;
+  // KILN_CUDA_SM90_ATTENTION_CLUSTER=2: blocks of pairs 2i and 2i+1 form a cluster that shares
+  // every k and v tile (each loads half of it, multicast into both), halving what L2 serves.
+  // Both walk the longer of their two key ranges (a causal tile past its diagonal is all masked).
+  const int C = support::options().cuda_sm90_attention_cluster == 2 && MT % 4 == 0 ? 2 : 1;
+  sm90_maps_ = 3;
+  sm90_cluster_ = C;
+  attn_helpers_ = attention_device_helpers();
+  K.map.box[1] = V.map.box[1] = uint32_t(kBC / C);
+  out->tensor_maps = {Q.map, K.map, V.map};
   const std::string it = w_.idx_t();
   auto N = [](int64_t v) { return std::to_string(v); };
 
@@ -194,47 +199,68 @@ int Renderer::attention_sm90(KernelSource* out) {
   w_.line("kiln_mbar_init(qbar, 1), kiln_mbar_init(qfree, 8);");
   w_.open("for (int s = 0; s < " + N(S) + "; ++s)");
   w_.line("kiln_mbar_init(fullk0 + 8 * s, 1), kiln_mbar_init(fullv0 + 8 * s, 1);");
-  w_.line("kiln_mbar_init(emptyk0 + 8 * s, 8), kiln_mbar_init(emptyv0 + 8 * s, 8);  // lane 0 of each consumer warp");
+  w_.line(absl::StrCat("kiln_mbar_init(emptyk0 + 8 * s, ", 8 * C, "), kiln_mbar_init(emptyv0 + 8 * s, ", 8 * C,
+                       ");  // lane 0 of each consumer warp (of the cluster)"));
   w_.close();
   w_.line("asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");");
   w_.close();
-  w_.line("__syncthreads();");
-  w_.line(absl::StrCat("const long long pair = (long long)blockIdx.x % ", P, "LL;"));
-  w_.line(absl::StrCat("const int ntiles = pair == ", MT - 1, "LL - pair ? 1 : 2;"));
-  // Opens the loop over the block's tiles (u = 0, 1): its batch index, first query m0 and key
-  // tiles nkv; g0 counts the key tiles of earlier tiles (the ring of stages runs on across them).
+  if (C > 1) {
+    // The peer multicasts into this block's stages and arrives on its barriers: both must exist.
+    w_.line("kiln_cluster_sync();");
+    w_.line(absl::StrCat("const int rank = (int)kiln_cluster_rank(), cid = (int)blockIdx.x / ", C, ", ncl = (int)gridDim.x / ", C,
+                         ";"));
+  } else {
+    w_.line("__syncthreads();");
+    w_.line("const int rank = 0, cid = (int)blockIdx.x, ncl = (int)gridDim.x;");
+  }
+  // Key tiles of query tile `mt`; a block's u-th tile walks those of the cluster's longest.
+  w_.line(causal ? absl::StrCat("auto kv_tiles = [&](long long mt) { return (int)min(", NT, "LL, (mt * ", kBR, " + ",
+                                kBR + kBC - 1, ") / ", kBC, "); };")
+                 : absl::StrCat("auto kv_tiles = [&](long long) { return ", NT, "; };"));
+  w_.line(absl::StrCat("auto nkv_of = [&](long long pair, int u) { const long long p0 = pair - rank; return kv_tiles(u == 0 ? ",
+                       MT - 1, "LL - p0 : p0 + ", C - 1, "); };"));
+  // Opens the loops over the block's work (a cluster walks items cid, cid + ncl, ...; the
+  // runtime may launch fewer clusters than items) and its tiles (u = 0, 1): the batch index,
+  // first query m0 and key tiles nkv; g0 counts the key tiles before (the rings run on across
+  // tiles), uu the tiles before (the q barriers' phase).
   auto open_tiles = [&] {
-    w_.line("int g0 = 0;");
-    w_.open("for (int u = 0; u < ntiles; g0 += nkv_of(u), ++u)");
-    w_.line(absl::StrCat(it, " bt = ", idx_cast(absl::StrCat("(long long)blockIdx.x / ", P, "LL")), ";"));
+    w_.line("int g0 = 0, uu = 0;");
+    w_.open(absl::StrCat("for (long long item = cid; item < ", blocks / C, "LL; item += ncl)"));
+    w_.line(absl::StrCat("const long long b = item * ", C, " + rank, pair = b % ", P, "LL;"));
+    w_.line(absl::StrCat("const int ntiles = pair == ", MT - 1, "LL - pair ? 1 : 2;"));
+    w_.open("for (int u = 0; u < ntiles; g0 += nkv_of(pair, u), ++u, ++uu)");
+    w_.line(absl::StrCat(it, " bt = ", idx_cast(absl::StrCat("b / ", P, "LL")), ";"));
     w_.unravel("bt", ax.batch);
     w_.line(absl::StrCat("const int m0 = (int)(u == 0 ? ", MT - 1, "LL - pair : pair) * ", kBR, ";"));
-    w_.line("const int nkv = nkv_of(u);");
+    w_.line("const int nkv = nkv_of(pair, u);");
   };
-  w_.line(causal ? absl::StrCat("auto nkv_of = [&](int u) { return (int)min(", NT, "LL, ((u == 0 ? ", MT - 1,
-                                "LL - pair : pair) * ", kBR, " + ", kBR + kBC - 1, ") / ", kBC, "); };")
-                 : absl::StrCat("auto nkv_of = [&](int) { return ", NT, "; };"));
 
   // ---- producer warpgroup: thread 0 copies q and the k tiles, thread 32 the v tiles. A k tile
   // is free once its scores have landed, a v tile only once its product has: the two rings run
   // apart, so k is loaded ahead of v.
   w_.open("if (tid < 128)");
-  w_.line("asm volatile(\"setmaxnreg.dec.sync.aligned.u32 24;\");");
+  w_.line("asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\");");
+  // One operand tile of `box_rows` rows (64-column chunks); with a cluster (k and v), this block's
+  // share of its rows, multicast into the same place in both blocks.
   auto copy = [&](const AttnOperand& op, int map, const std::string& dst, int box_rows, const std::string& row,
-                  const std::string& bar) {
+                  const std::string& bar, bool shared) {
+    const bool mc = shared && C > 1;
     for (int c = 0; c < chunks; ++c) {
-      std::string args = absl::StrCat(dst, " + ", c * box_rows * 128, ", &tm", map, ", ", bar, ", ", c * 64, ", ", row);
+      std::string args = absl::StrCat(dst, " + ", c * box_rows * 128, mc ? absl::StrCat(" + rank * ", box_rows / C * 128) : "",
+                                      ", &tm", map, ", ", bar, ", ", c * 64, ", ", row,
+                                      mc ? absl::StrCat(" + rank * ", box_rows / C) : "");
       for (int b : op.batch_axes) absl::StrAppend(&args, ", (int)", w_.axis(b));
-      w_.line(absl::StrCat("kiln_tma", op.map.dims.size(), "(", args, ");"));
+      if (mc) absl::StrAppend(&args, ", (unsigned short)", (1 << C) - 1);
+      w_.line(absl::StrCat("kiln_tma", op.map.dims.size(), mc ? "_mc(" : "(", args, ");"));
     }
   };
   for (bool kside : {true, false}) {
     w_.open(kside ? "if (tid == 0)" : "else if (tid == 32)");
     open_tiles();
     if (kside) {
-      w_.line("kiln_mbar_wait(qfree, (u & 1) ^ 1);  // the consumers are done with the previous q tile");
+      w_.line("kiln_mbar_wait(qfree, (uu & 1) ^ 1);  // the consumers are done with the previous q tile");
       w_.line(absl::StrCat("kiln_mbar_expect_tx(qbar, ", qb, ");"));
-      copy(Q, 0, "qs", kBR, "m0", "qbar");
+      copy(Q, 0, "qs", kBR, "m0", "qbar", false);
     }
     w_.open("for (int j = 0; j < nkv; ++j)");
     w_.line(absl::StrCat("const int g = g0 + j, s = g % ", S, ";"));
@@ -242,7 +268,8 @@ int Renderer::attention_sm90(KernelSource* out) {
     w_.line(absl::StrCat("kiln_mbar_wait(empty", side, "0 + 8 * s, ((g / ", S, ") & 1) ^ 1);"));
     w_.line(absl::StrCat("kiln_mbar_expect_tx(full", side, "0 + 8 * s, ", kvb, ");"));
     copy(kside ? K : V, kside ? 1 : 2, absl::StrCat("kv0 + s * ", 2 * kvb, kside ? "" : absl::StrCat(" + ", kvb)), kBC,
-         absl::StrCat("j * ", kBC), absl::StrCat("full", side, "0 + 8 * s"));
+         absl::StrCat("j * ", kBC), absl::StrCat("full", side, "0 + 8 * s"), true);
+    w_.close();
     w_.close();
     w_.close();
     w_.close();
@@ -253,7 +280,7 @@ int Renderer::attention_sm90(KernelSource* out) {
   const std::string sched = schedule();
   const bool pipelined = sched != "plain", turns = sched == "pingpong";
   w_.open("else");
-  w_.line("asm volatile(\"setmaxnreg.inc.sync.aligned.u32 240;\");");
+  w_.line("asm volatile(\"setmaxnreg.inc.sync.aligned.u32 232;\");");
   w_.line("const int wg = tid / 128 - 1, cw = (tid / 32) % 4, lane = tid % 32, tq = lane % 4;");
   // wgmma descriptors: the q tile's rows of this warpgroup, and the k / v tiles of stage 0; a
   // descriptor's address field is (byte address) / 16, so an offset within shared memory is a
@@ -391,8 +418,14 @@ int Renderer::attention_sm90(KernelSource* out) {
                          "(sc[8 * kk + 6], sc[8 * kk + 7]);"));
     w_.close();
   };
-  auto release_k = [&](const std::string& st) { w_.line(absl::StrCat("if (lane == 0) kiln_mbar_arrive(emptyk0 + 8 * ", st, ");")); };
-  auto release_v = [&](const std::string& st) { w_.line(absl::StrCat("if (lane == 0) kiln_mbar_arrive(emptyv0 + 8 * ", st, ");")); };
+  // A consumer warp frees a stage in every block of the cluster (the peer's producer multicasts
+  // into it).
+  auto release_to = [&](const std::string& bar) {
+    w_.line(C > 1 ? absl::StrCat("if (lane == 0) for (unsigned r = 0; r < ", C, "u; ++r) kiln_mbar_arrive_cluster(", bar, ", r);")
+                  : absl::StrCat("if (lane == 0) kiln_mbar_arrive(", bar, ");"));
+  };
+  auto release_k = [&](const std::string& st) { release_to("emptyk0 + 8 * " + st); };
+  auto release_v = [&](const std::string& st) { release_to("emptyv0 + 8 * " + st); };
   auto stage_of = [&](const std::string& j, const std::string& st, const std::string& ph) {
     w_.line(absl::StrCat("const int ", st, " = (g0 + ", j, ") % ", S, ";"));
     w_.line(absl::StrCat("const unsigned ", ph, " = (unsigned)(((g0 + ", j, ") / ", S, ") & 1);"));
@@ -406,7 +439,7 @@ int Renderer::attention_sm90(KernelSource* out) {
   w_.line("#pragma unroll");
   w_.line(absl::StrCat("for (int x = 0; x < ", D / 2, "; ++x) o[x] = 0.0f;"));
   w_.line("float mrow[2] = {KILN_NEG_INF, KILN_NEG_INF}, lrow[2] = {0.0f, 0.0f};");
-  w_.line("kiln_mbar_wait(qbar, (unsigned)(u & 1));");
+  w_.line("kiln_mbar_wait(qbar, (unsigned)(uu & 1));");
   if (!pipelined) {
     w_.open("for (int j = 0; j < nkv; ++j)");
     stage_of("j", "s", "ph");
@@ -477,15 +510,18 @@ int Renderer::attention_sm90(KernelSource* out) {
   }
   attention_epilogue(an, "o[4 * x + c]");
   w_.close();  // tile loop
+  w_.close();  // work loop
   if (turns) w_.line("if (wg == 0) asm volatile(\"bar.sync 1, 256;\" ::: \"memory\");  // warpgroup 1's last hand-over");
   w_.close();
+  // No block leaves while its peer may still multicast into it or arrive on its barriers.
+  if (C > 1) w_.line("kiln_cluster_sync();");
 
   out->grid[0] = uint32_t(std::max<int64_t>(1, blocks));
   out->shared_bytes = uint32_t(qb + int64_t(S) * 2 * kvb + 8 * (2 + 4 * S) + 1024);
   out->strategy = absl::StrCat("attention sm_90a: q/k/v through TMA (128B swizzle) into ", S, " stages of ", kBC,
                                " keys, wgmma m64n", kBC, "k16 (S = QK^T) and m64n", D, "k16 (O += PV, P from registers), ",
                                bf ? "bf16" : "f16", ", 2 consumer warpgroups x 64 queries + 1 producer warpgroup, ", blocks,
-                               " blocks of 2 query tiles, ", sched, " schedule", causal ? ", causal tiles skipped" : "",
+                               " blocks of 2 query tiles, ", sched, " schedule", C > 1 ? ", clusters of 2 sharing k/v (multicast)" : "", causal ? ", causal tiles skipped" : "",
                                has_bias ? ", bias per score" : "");
   return kThreads;
 }

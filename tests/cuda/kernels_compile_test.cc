@@ -230,6 +230,22 @@ TEST(CudaKernels, Sm90AttentionTakesTheWgmmaKernelWhereTheCopyEngineCanFetch) {
     report(t, absl::StrCat("sm_90 attention, ", schedule, " schedule").c_str(), "sm_90a");
   }
   ::unsetenv("KILN_CUDA_SM90_ATTENTION_SCHEDULE");
+  {  // Clusters of two blocks sharing k/v tiles, where a head has a multiple of 4 query tiles.
+    Tensor q4 = random_tensor({2, 2, 512, 64}, bfloat16, 54);
+    ::setenv("KILN_CUDA_SM90_ATTENTION_CLUSTER", "2", 1);
+    for (bool many : {true, false}) {
+      const Case c = capture("clustered", {scaled_dot_product_attention(many ? q4 : q, k, v, causal)});
+      Totals t;
+      std::set<uint64_t> seen;
+      std::vector<std::string> sources;
+      check(c, &t, &seen, 90, &sources);
+      ASSERT_EQ(sources.size(), 1u);
+      EXPECT_EQ(sources[0].find(", (unsigned short)3);") != std::string::npos, many);  // a multicast copy
+      EXPECT_EQ(sources[0].find("__cluster_dims__(2") != std::string::npos, many);
+      report(t, "sm_90 attention, clusters of 2", "sm_90a");
+    }
+    ::unsetenv("KILN_CUDA_SM90_ATTENTION_CLUSTER");
+  }
   for (int cc : {90, 80}) {
     Totals t;
     std::set<uint64_t> seen;

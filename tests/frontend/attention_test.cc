@@ -49,6 +49,20 @@ TEST(Attention, LongKeysRaggedQueriesAndPaddedRows) {
     }
 }
 
+// Four or more 128-query tiles per head (on Hopper with KILN_CUDA_SM90_ATTENTION_CLUSTER=2, two
+// blocks share each k/v tile; under a causal mask the shorter one walks masked tiles too).
+TEST(Attention, ManyQueryTiles) {
+  for (int64_t D : {64, 128})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "D=" << D << " causal=" << causal);
+      Tensor q = random_tensor({1, 3, 1024, D}, bfloat16, 40, -1, 1), k = random_tensor({1, 3, 700, D}, bfloat16, 41, -1, 1),
+             v = random_tensor({1, 3, 700, D}, bfloat16, 42);
+      AttentionOptions o;
+      o.causal = causal;
+      EXPECT_MATCHES_REFERENCE({scaled_dot_product_attention(q, k, v, o)});
+    }
+}
+
 TEST(Attention, MasksBroadcastAndScale) {
   const int64_t S = 80, D = 64;
   Tensor q = random_tensor({2, 4, S, D}, bfloat16, 4, -1, 1);
