@@ -4,7 +4,7 @@
 #   tests   the attention suites on cuda (values against the interpreter; which kernel ran, from
 #           KILN_DEBUG=2) in each sm_90a schedule and on the mma.sync kernel, a first short run
 #           that stops the call if a kernel hangs
-#   bench   anchor_bench W9 and W8 (each schedule; W9 on the mma.sync kernel too), then torch
+#   bench   anchor_bench W9, W9n (no mask) and W8 (each schedule; W9 on the mma.sync kernel too), then torch
 #           (SDPA, torch.compile) on the same shapes
 #   sanit   compute-sanitizer memcheck and racecheck over the attention suite's smaller cases
 #   ncu     Nsight Compute on one W9 attention kernel (speed of light, pipes, warp stalls), clocks
@@ -48,12 +48,12 @@ for s in ${*:-tests bench sanit}; do
       ;;
     bench)
       {
-        timeout 240 "$BIN/anchor_bench" --device cuda --only W9,W8 --results "$OUT/results.jsonl"
+        timeout 240 "$BIN/anchor_bench" --device cuda --only W9,W9n,W8 --results "$OUT/results.jsonl"
         for sch in plain pingpong; do
           KILN_CUDA_SM90_ATTENTION_SCHEDULE=$sch timeout 120 "$BIN/anchor_bench" --device cuda --only W9,W8 | sed "s/^W\([89]\) /W\1-$sch /"
         done
         KILN_CUDA_SM90_ATTENTION=0 timeout 120 "$BIN/anchor_bench" --device cuda --only W9 | sed 's/^W9 /W9-mma.sync /'
-        timeout 240 python3 "$HERE/attention_torch.py" W9 W8
+        timeout 240 python3 "$HERE/attention_torch.py" W9 W9n W8
       } 2>&1 | tee "$OUT/bench.log" | grep -E "^(W8|W9|anchor_bench)|TFLOP" | cut -c1-260 | head -40
       ;;
     sanit)
