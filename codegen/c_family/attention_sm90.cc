@@ -17,7 +17,8 @@
 //     pipelined or pingpong.
 //   - Masks (keys past the end, causal, a bias evaluated per score) are applied only on the key
 //     tiles that need them; a causal block loads no key tile past its last query.
-//   - One block per (batch, 128-query tile), longest causal tiles first; the epilogue binds the
+//   - Each block takes two 128-query tiles of one batch entry, MT-1-p then p (equal work under a
+//     causal mask), loading the second's q while the first finishes; the epilogue binds the
 //     attention value per output element and runs the kernel's stores, as attention_cuda.cc.
 // Whatever this path cannot fetch with the copy engine (a computed or masked operand, a stride
 // that is not a multiple of 16 bytes) runs on the mma.sync kernel, which KILN_DEBUG=2 names.
@@ -48,10 +49,10 @@ struct AttnOperand {
   std::vector<int> batch_axes;
 };
 
-// Fills `op` for operand `id`: rows along `row_axis`, contiguous along `col_axis`, constant
-// along `other` axes; false with a reason otherwise.
+// Fills `op` for operand `id`: rows along `row_axis` (boxes of `box_rows`), contiguous along
+// `col_axis`, constant along `other` axes; false with a reason otherwise.
 bool tma_operand(const ir::Program& p, const ir::Kernel& k, KNodeId id, const char* which, int row_axis, int col_axis,
-                 const std::vector<int>& other, const std::vector<int>& batch_axes, AttnOperand* op, std::string* why) {
+                 int box_rows, const std::vector<int>& other, const std::vector<int>& batch_axes, AttnOperand* op, std::string* why) {
   const ir::KNode& n = k.nodes[id];
   if (!tma_plain_load(p, k, id, which, why)) return false;
   const ir::View& v = n.map.views[0];
@@ -80,7 +81,7 @@ bool tma_operand(const ir::Program& p, const ir::Kernel& k, KNodeId id, const ch
   m.swizzle = 128;
   m.dims = {k.shape[col_axis], k.shape[row_axis]};
   m.strides = {row_stride};
-  m.box = {64u, uint32_t(row_axis == attn_axes(k).sq ? kBR : kBC)};
+  m.box = {64u, uint32_t(box_rows)};
   for (int a : batch_axes) {
     if (k.shape[a] == 1 || v.strides[a] == 0) continue;  // broadcast: not a dim of the map
     if (!ok16(v.strides[a])) {
@@ -151,9 +152,9 @@ bool Renderer::attention_sm90_applies(std::string* why) const {
     return false;
   }
   AttnOperand q, k, v;
-  return tma_operand(p_, k_, a.inputs[0], "q", ax.sq, ax.d, {ax.sk, ax.dv}, ax.batch, &q, why) &&
-         tma_operand(p_, k_, a.inputs[1], "k", ax.sk, ax.d, {ax.sq, ax.dv}, ax.batch, &k, why) &&
-         tma_operand(p_, k_, a.inputs[2], "v", ax.sk, ax.dv, {ax.sq, ax.d}, ax.batch, &v, why);
+  return tma_operand(p_, k_, a.inputs[0], "q", ax.sq, ax.d, kBR, {ax.sk, ax.dv}, ax.batch, &q, why) &&
+         tma_operand(p_, k_, a.inputs[1], "k", ax.sk, ax.d, kBC, {ax.sq, ax.dv}, ax.batch, &k, why) &&
+         tma_operand(p_, k_, a.inputs[2], "v", ax.sk, ax.dv, kBC, {ax.sq, ax.d}, ax.batch, &v, why);
 }
 
 int Renderer::attention_sm90(KernelSource* out) {
@@ -168,9 +169,9 @@ int Renderer::attention_sm90(KernelSource* out) {
   for (int b : ax.batch) batch *= k_.shape[b];
   AttnOperand Q, K, V;
   std::string unused;
-  tma_operand(p_, k_, a.inputs[0], "q", ax.sq, ax.d, {ax.sk, ax.dv}, ax.batch, &Q, &unused);
-  tma_operand(p_, k_, a.inputs[1], "k", ax.sk, ax.d, {ax.sq, ax.dv}, ax.batch, &K, &unused);
-  tma_operand(p_, k_, a.inputs[2], "v", ax.sk, ax.dv, {ax.sq, ax.d}, ax.batch, &V, &unused);
+  tma_operand(p_, k_, a.inputs[0], "q", ax.sq, ax.d, kBR, {ax.sk, ax.dv}, ax.batch, &Q, &unused);
+  tma_operand(p_, k_, a.inputs[1], "k", ax.sk, ax.d, kBC, {ax.sq, ax.dv}, ax.batch, &K, &unused);
+  tma_operand(p_, k_, a.inputs[2], "v", ax.sk, ax.dv, kBC, {ax.sq, ax.d}, ax.batch, &V, &unused);
   sm90_ = true;
   const int S = stages_for(D, t_.shared_memory), qb = q_bytes(D), kvb = kv_bytes(D), chunks = int(D / 64);
   // Each block computes a pair of query tiles of one batch entry, MT-1-p then p: under a causal

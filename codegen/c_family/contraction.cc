@@ -52,31 +52,28 @@ int Renderer::contraction(KernelSource* out) {
   w_.line(absl::StrCat(d_.type(at), " rb[", LB, "];"));
   // The slice at k `kb` into ra / rb: the lhs BM x BK with k fastest across threads, the rhs
   // BK x BN with n fastest.
+  // One operand's share of a k slice into registers `reg`: `count` elements per thread, element e
+  // at row `rbase` + e / `cols` (variable `rv`, along `raxis`) and column `cbase` + e % `cols`
+  // (`cv`, along `caxis`), zero outside the bounds; `other` is the axis the operand ignores.
+  auto load_operand = [&](KNodeId node, int count, const char* reg, const char* rv, const std::string& rbase, int raxis,
+                          int64_t rbound, const char* cv, const std::string& cbase, int caxis, int64_t cbound, int cols,
+                          int other) {
+    w_.open(absl::StrCat("for (int r = 0; r < ", count, "; ++r)"));
+    w_.line(absl::StrCat("int e = ", lid, " + r * ", block, ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " ", rv, " = ", rbase, " + ", idx_cast(absl::StrCat("e / ", cols)), ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " ", cv, " = ", cbase, " + ", idx_cast(absl::StrCat("e % ", cols)), ";"));
+    w_.line(absl::StrCat(reg, "[r] = ", zero, ";"));
+    w_.open(absl::StrCat("if (", rv, " < ", w_.ilit(rbound), " && ", cv, " < ", w_.ilit(cbound), ")"));
+    w_.set_axis(raxis, rv);
+    w_.set_axis(caxis, cv);
+    w_.clear_axis(other);
+    w_.line(absl::StrCat(reg, "[r] = ", w_.eval(node), ";"));
+    w_.close();
+    w_.close();
+  };
   auto load = [&](const std::string& kb) {
-    w_.open(absl::StrCat("for (int r = 0; r < ", LA, "; ++r)"));
-    w_.line(absl::StrCat("int e = ", lid, " + r * ", block, ";"));
-    w_.line(absl::StrCat(w_.idx_t(), " am = m0 + ", idx_cast(absl::StrCat("e / ", BK)), ";"));
-    w_.line(absl::StrCat(w_.idx_t(), " ak = ", kb, " + ", idx_cast(absl::StrCat("e % ", BK)), ";"));
-    w_.line(absl::StrCat("ra[r] = ", zero, ";"));
-    w_.open(absl::StrCat("if (am < ", w_.ilit(M), " && ak < ", w_.ilit(K), ")"));
-    w_.set_axis(c.m_axis, "am");
-    w_.set_axis(c.k_axis, "ak");
-    w_.clear_axis(c.n_axis);
-    w_.line(absl::StrCat("ra[r] = ", w_.eval(c.lhs), ";"));
-    w_.close();
-    w_.close();
-    w_.open(absl::StrCat("for (int r = 0; r < ", LB, "; ++r)"));
-    w_.line(absl::StrCat("int e = ", lid, " + r * ", block, ";"));
-    w_.line(absl::StrCat(w_.idx_t(), " bk = ", kb, " + ", idx_cast(absl::StrCat("e / ", BN)), ";"));
-    w_.line(absl::StrCat(w_.idx_t(), " bn = n0 + ", idx_cast(absl::StrCat("e % ", BN)), ";"));
-    w_.line(absl::StrCat("rb[r] = ", zero, ";"));
-    w_.open(absl::StrCat("if (bk < ", w_.ilit(K), " && bn < ", w_.ilit(N), ")"));
-    w_.set_axis(c.n_axis, "bn");
-    w_.set_axis(c.k_axis, "bk");
-    w_.clear_axis(c.m_axis);
-    w_.line(absl::StrCat("rb[r] = ", w_.eval(c.rhs), ";"));
-    w_.close();
-    w_.close();
+    load_operand(c.lhs, LA, "ra", "am", "m0", c.m_axis, M, "ak", kb, c.k_axis, K, BK, c.n_axis);
+    load_operand(c.rhs, LB, "rb", "bk", kb, c.k_axis, K, "bn", "n0", c.n_axis, N, BN, c.m_axis);
     w_.clear_axis(c.k_axis);
   };
   // ra / rb into shared buffer `buf` (0 or 1).
