@@ -121,6 +121,7 @@ Options options() {
       std::fprintf(stderr, "kiln: KILN_CUDA_SM90_SCHEDULE=%s is neither cooperative nor pingpong; using cooperative\n", v);
     }
   }
+  read_switch("KILN_CUDA_CP_ASYNC", &o.cuda_cp_async);
   read_int(o, "KILN_CUDA_ATTENTION_ROWS", &o.cuda_attention_rows);
   read_switch("KILN_CUDA_SM90_ATTENTION", &o.cuda_sm90_attention);
   read_int(o, "KILN_CUDA_SM90_ATTENTION_CLUSTER", &o.cuda_sm90_attention_cluster);

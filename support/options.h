@@ -57,6 +57,7 @@ struct Options {
   int cuda_sm90_grid = 0;        // KILN_CUDA_SM90_GRID: at most this many CTAs (tests; 0: one per SM)
   bool cuda_sm90_staged = true;  // KILN_CUDA_SM90_STAGED=0: epilogue stores straight from registers
   int cuda_sm90_group = 8;       // KILN_CUDA_SM90_GROUP: m-tiles per group of the tile order
+  bool cuda_cp_async = true;     // KILN_CUDA_CP_ASYNC=0: bf16/f16 mma.sync contractions stage operands through registers
   int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block (mma.sync kernel)
   bool cuda_sm90_attention = true;  // KILN_CUDA_SM90_ATTENTION=0: attention keeps the mma.sync kernel on sm_90
   std::string cuda_sm90_attention_schedule;  // KILN_CUDA_SM90_ATTENTION_SCHEDULE=plain|pipelined|pingpong

@@ -99,7 +99,7 @@ absl::StatusOr<int> Renderer::attention(KernelSource* out) {
                                             Dv, " on this target (passes/attention.cc should have expanded it)"));
   const bool bf = dt == DType::kBFloat16;
   const int kBR = rows_knob(), kThreads = 2 * kBR;
-  attn_threads_ = kThreads;
+  dsmem_threads_ = kThreads;
   const bool causal = a.ints[0] != 0;
   const bool has_bias = a.inputs.size() > 3;
   const double scale = a.scalar.as_double();
@@ -114,21 +114,10 @@ absl::StatusOr<int> Renderer::attention(KernelSource* out) {
   const int64_t MT = ceil_div(Sq, kBR), NT = ceil_div(Sk, kBC), tiles = batch * MT;
   const std::string mma = bf ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
                              : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
-  attn_helpers_ = kAttentionHelpers;
+  helpers_ = kAttentionHelpers;
 
-  // Whether operand `id` can be copied 16 bytes at a time along `vec_axis`.
-  auto vectorizable = [&](KNodeId id, int vec_axis) {
-    const ir::KNode& n = k_.nodes[id];
-    if (n.op != Op::kLoad || n.map.views.size() != 1 || n.map.has_mask()) return false;
-    if (p_.buffers[n.buffer].dtype != n.dtype) return false;
-    const ir::View& v = n.map.views[0];
-    if (v.strides.size() != k_.shape.size() || v.strides[vec_axis] != 1 || v.offset % 8 != 0) return false;
-    for (size_t ax = 0; ax < v.strides.size(); ++ax)
-      if (int(ax) != vec_axis && v.strides[ax] % 8 != 0) return false;
-    return true;
-  };
-  const bool fast_q = vectorizable(a.inputs[0], d_ax), fast_k = vectorizable(a.inputs[1], d_ax),
-             fast_v = vectorizable(a.inputs[2], dv_ax);
+  const bool fast_q = copyable16(a.inputs[0], d_ax), fast_k = copyable16(a.inputs[1], d_ax),
+             fast_v = copyable16(a.inputs[2], dv_ax);
   // Emits the loads of a rows x D tile of operand `id` into shared `dst` (swizzled): rows walk
   // `row_axis` from `row0` (bounded by `bound`), columns `col_axis`.
   auto load_tile = [&](KNodeId id, bool fast, int row_axis, int col_axis, const std::string& row0, int64_t bound,
@@ -352,13 +341,13 @@ void Renderer::attention_epilogue(KNodeId an, const std::string& acc) {
   w_.close();
 }
 
-std::string Renderer::attention_kernel_open(const std::string& name) const {
+std::string Renderer::dsmem_kernel_open(const std::string& name) const {
   std::string p;
   for (const BufferParam& b : w_.params())
     absl::StrAppend(&p, p.empty() ? "" : ", ", b.written ? "" : "const ", d_.storage_type(b.dtype), b.aliased ? "* " : "* __restrict__ ",
                     DialectOps::buffer_name(b.id));
   for (int slot : w_.scalar_params()) absl::StrAppend(&p, ", ", d_.param_arg(slot));
-  return absl::StrCat(attn_helpers_, "extern \"C\" __global__ void __launch_bounds__(", attn_threads_, ") ", name, "(", p,
+  return absl::StrCat(helpers_, "extern \"C\" __global__ void __launch_bounds__(", dsmem_threads_, ") ", name, "(", p,
                       ") {\n  extern __shared__ __align__(128) unsigned char kiln_dsmem[];\n");
 }
 

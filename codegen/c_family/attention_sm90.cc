@@ -184,7 +184,7 @@ int Renderer::attention_sm90(KernelSource* out) {
   const int C = support::options().cuda_sm90_attention_cluster == 2 && MT % 4 == 0 ? 2 : 1;
   sm90_maps_ = 3;
   sm90_cluster_ = C;
-  attn_helpers_ = attention_device_helpers();
+  helpers_ = attention_device_helpers();
   K.map.box[1] = V.map.box[1] = uint32_t(kBC / C);
   out->tensor_maps = {Q.map, K.map, V.map};
   const std::string it = w_.idx_t();

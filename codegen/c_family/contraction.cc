@@ -134,6 +134,17 @@ int Renderer::contraction(KernelSource* out) {
 
 namespace kiln::codegen::gpu::render_detail {
 
+bool Renderer::copyable16(KNodeId id, int vec_axis) const {
+  const ir::KNode& n = k_.nodes[id];
+  if (n.op != Op::kLoad || n.map.views.size() != 1 || n.map.has_mask()) return false;
+  if (dtype_size(n.dtype) != 2 || p_.buffers[n.buffer].dtype != n.dtype) return false;
+  const ir::View& v = n.map.views[0];
+  if (v.strides.size() != k_.shape.size() || v.strides[vec_axis] != 1 || v.offset % 8 != 0) return false;
+  for (size_t d = 0; d < v.strides.size(); ++d)
+    if (int(d) != vec_axis && v.strides[d] % 8 != 0) return false;
+  return true;
+}
+
 bool Renderer::half_mma_applies() const {
   if (d_.kind() != Dialect::kCuda || t_.compute_capability < 80) return false;
   const ir::Contraction& c = k_.contraction;
@@ -202,20 +213,10 @@ int Renderer::contraction_mma(KernelSource* out) {
   w_.line(absl::StrCat(it, " n0 = ntile * ", w_.ilit(BN), ";"));
   w_.line("#pragma unroll");
   w_.line("for (int q = 0; q < " + S(ACC) + "; ++q) acc[q] = 0.0f;");
-  // An operand that is a plain load of a 16-bit buffer, contiguous along `vec_axis` from a
-  // 16-byte aligned start, is staged 8 elements at a time with 16-byte loads (no per-element
-  // address arithmetic or conversions).
-  auto vectorizable = [&](KNodeId id, int vec_axis) {
-    const ir::KNode& n = k_.nodes[id];
-    if (n.op != Op::kLoad || n.map.views.size() != 1 || n.map.has_mask()) return false;
-    const ir::View& v = n.map.views[0];
-    if (v.strides[vec_axis] != 1 || v.offset % 8 != 0) return false;
-    for (size_t d = 0; d < v.strides.size(); ++d)
-      if (int(d) != vec_axis && v.strides[d] % 8 != 0) return false;
-    return p_.buffers[n.buffer].dtype == k_.nodes[id].dtype;
-  };
-  bool fast_a = !tf && vectorizable(lhs, c.k_axis) && M % BM == 0 && K % BK == 0;
-  bool fast_b = !tf && vectorizable(rhs, c.n_axis) && N % BN == 0 && K % BK == 0;
+  // An operand copyable 16 bytes at a time is staged 8 elements at a time with 16-byte loads (no
+  // per-element address arithmetic or conversions).
+  bool fast_a = !tf && copyable16(lhs, c.k_axis) && M % BM == 0 && K % BK == 0;
+  bool fast_b = !tf && copyable16(rhs, c.n_axis) && N % BN == 0 && K % BK == 0;
   if (fast_a) w_.line("uint4 va[" + S(BM * BK / 8 / block) + "];");
   if (fast_b) w_.line("uint4 vb[" + S(BK * BN / 8 / block) + "];");
   // Loads one operand's part of a k slice into registers (16-bit patterns, zero outside): a

@@ -353,7 +353,7 @@ std::string Renderer::sm90_kernel_open(const std::string& name) const {
   std::string p;
   for (size_t i = 0; i < params.size(); ++i) absl::StrAppend(&p, i ? ", " : "", params[i]);
   const std::string cluster = sm90_cluster_ > 1 ? absl::StrCat("__cluster_dims__(", sm90_cluster_, ", 1, 1) ") : "";
-  return absl::StrCat(attn_helpers_, sm90_device_helpers(), "extern \"C\" __global__ void ", cluster, "__launch_bounds__(", kThreads, ", 1) ", name, "(", p,
+  return absl::StrCat(helpers_, sm90_device_helpers(), "extern \"C\" __global__ void ", cluster, "__launch_bounds__(", kThreads, ", 1) ", name, "(", p,
                       ") {\n  extern __shared__ __align__(1024) unsigned char kiln_dsmem[];\n");
 }
 

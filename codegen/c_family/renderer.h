@@ -60,6 +60,7 @@ class Renderer {
     } else if (k_.contraction.reduce >= 0) {
       std::string why;
       if (sm90_applies(&why)) block = contraction_sm90(&out);
+      else if (sm80_applies()) block = contraction_sm80(&out);
       else block = half_mma_applies() || tf32_mma_applies() ? contraction_mma(&out) : contraction(&out);
       if (support::debug_level() >= 2)
         std::fprintf(stderr, "kiln: %s: %s%s%s\n", name.c_str(), out.strategy.c_str(), why.empty() ? "" : "; not sm_90a: ",
@@ -79,7 +80,7 @@ class Renderer {
     std::string shared;
     for (auto& [type, nm, n] : shared_) shared += d_.shared_decl(type, nm, n);
     std::string open = sm90_                     ? sm90_kernel_open(name)
-                       : !attn_helpers_.empty() ? attention_kernel_open(name)
+                       : !helpers_.empty() ? dsmem_kernel_open(name)
                                                 : d_.kernel_open(name, w_.params(), out.params, w_.param_base(), block, shared);
     out.source = open + w_.body() + d_.kernel_close();
     return out;
@@ -512,6 +513,14 @@ class Renderer {
   bool half_mma_applies() const;  // bf16/f16 operands (cast to f32 for the sum) on CUDA sm_80+
   bool tf32_mma_applies() const;  // f32 operands of a dot that allows TF32, on CUDA sm_80+
   int contraction_mma(KernelSource* out);
+  // Whether node `id` is a plain load of a 16-bit buffer of its own dtype, contiguous along
+  // `vec_axis` from a 16-byte aligned start with every other stride a multiple of 8 elements, so
+  // that 8 elements along that axis are one aligned 16-byte copy.
+  bool copyable16(KNodeId id, int vec_axis) const;
+  // The pipelined mma.sync variant (contraction_sm80.cc): bf16/f16 operands that cp.async can copy
+  // 16 bytes at a time go through a multi-stage shared-memory ring and ldmatrix.
+  bool sm80_applies() const;
+  int contraction_sm80(KernelSource* out);
   // Hopper variant (contraction_sm90.cc): TMA loads into 128B-swizzled stages, wgmma, warp
   // specialization and a persistent grouped tile order; `why` says why it does not apply.
   bool sm90_applies(std::string* why) const;
@@ -519,18 +528,19 @@ class Renderer {
   KNodeId operand(KNodeId x) const { return k_.nodes[x].op == Op::kCast ? k_.nodes[x].inputs[0] : x; }
   int contraction_sm90(KernelSource* out);
   std::string sm90_kernel_open(const std::string& name) const;
-  // Fused attention (attention_cuda.cc): the kernel's attention node (-1 when none), its body,
-  // and the kernel's opening with its helpers and dynamic shared memory.
+  // Fused attention (attention_cuda.cc): the kernel's attention node (-1 when none), its body.
   KNodeId attention_node() const;
   absl::StatusOr<int> attention(KernelSource* out);
-  std::string attention_kernel_open(const std::string& name) const;
+  // The opening of a kernel with dynamic shared memory (`kiln_dsmem`), `helpers_` before it and
+  // `dsmem_threads_` as its launch bound (the attention kernels, the cp.async contraction).
+  std::string dsmem_kernel_open(const std::string& name) const;
   void attention_epilogue(KNodeId an, const std::string& acc);
   // Hopper variant (attention_sm90.cc): q, k and v through TMA, S = QK^T and O += PV with wgmma,
   // a producer warpgroup and two consumer warpgroups; `why` says why it does not apply.
   bool attention_sm90_applies(std::string* why) const;
   int attention_sm90(KernelSource* out);
-  std::string attn_helpers_;
-  int attn_threads_ = 0;
+  std::string helpers_;
+  int dsmem_threads_ = 0;
   bool sm90_ = false;
   int sm90_maps_ = 0;
   int sm90_cluster_ = 1;  // CTAs per thread-block cluster of the sm_90a kernel

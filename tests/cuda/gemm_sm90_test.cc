@@ -28,11 +28,13 @@
 #include "runtime/compiled_program.h"
 #include "runtime/registry.h"
 #include "testing/reference.h"
+#include "testing/scoped_env.h"
 
 namespace kiln {
 namespace {
 
 using testing::random_tensor;
+using testing::ScopedEnv;
 
 const ir::TargetInfo& h100() {
   static const ir::TargetInfo t = runtime::cuda::cuda_target_info(132, 232448, 90);
@@ -177,28 +179,6 @@ TEST_F(GemmSm90Compile, ModulesCompileForSm90aAndAssemble) {
     expect_assembles_for_sm90a(bin->ptx);
   }
 }
-
-// Sets (or, given "", unsets) environment variables for one scope (the renderer reads them at each compile) and empties
-// the executable cache so that the next realize compiles under them.
-class ScopedEnv {
- public:
-  explicit ScopedEnv(std::initializer_list<std::pair<std::string, std::string>> vars) : vars_(vars) {
-    for (auto& [k, v] : vars_) v.empty() ? unsetenv(k.c_str()) : setenv(k.c_str(), v.c_str(), 1);
-    flush();
-  }
-  ~ScopedEnv() {
-    for (auto& [k, v] : vars_) unsetenv(k.c_str());
-    flush();
-  }
-
- private:
-  static void flush() {
-    const int64_t budget = executable_cache_budget();
-    set_executable_cache_budget(0);
-    set_executable_cache_budget(budget);
-  }
-  std::vector<std::pair<std::string, std::string>> vars_;
-};
 
 std::string strategy_of(const Tensor& t) {
   Rendered r = render_h100({t});

@@ -7,6 +7,7 @@
 
 #include "runtime/device.h"
 #include "runtime/registry.h"
+#include "testing/scoped_env.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace kiln::vktest {
@@ -14,24 +15,7 @@ namespace {
 
 using DeviceTest = VulkanTest;
 
-// Sets (or with nullptr unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_) ::setenv(name_, old_.c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using testing::ScopedEnv;
 
 TEST_F(DeviceTest, TargetInfoComesFromTheDevice) {
   const ir::TargetInfo& t = dev_->target();
@@ -62,21 +46,21 @@ TEST_F(DeviceTest, LavapipeIsNeverTheDefaultDevice) {
 
 TEST_F(DeviceTest, DeviceIndexOverride) {
   {
-    ScopedEnv idx("KILN_VULKAN_DEVICE", "0");
+    ScopedEnv idx({{"KILN_VULKAN_DEVICE", "0"}});
     std::string why;
     auto d = make_device(fresh_dir("idx"), &why);
     ASSERT_NE(d, nullptr) << why;
     EXPECT_NE(d->description().find("device 0"), std::string::npos) << d->description();
   }
   {
-    ScopedEnv idx("KILN_VULKAN_DEVICE", "97");
+    ScopedEnv idx({{"KILN_VULKAN_DEVICE", "97"}});
     auto d = runtime::vk::VulkanDevice::create();
     ASSERT_FALSE(d.ok());
     EXPECT_EQ(d.status().code(), absl::StatusCode::kUnavailable);
     EXPECT_NE(d.status().message().find("KILN_VULKAN_DEVICE=97 but there are only"), std::string::npos) << d.status();
   }
   {
-    ScopedEnv idx("KILN_VULKAN_DEVICE", "gpu");
+    ScopedEnv idx({{"KILN_VULKAN_DEVICE", "gpu"}});
     auto d = runtime::vk::VulkanDevice::create();
     ASSERT_FALSE(d.ok());
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
@@ -86,9 +70,9 @@ TEST_F(DeviceTest, DeviceIndexOverride) {
 
 TEST(VulkanUnavailable, NoDriverIsAnUnavailableStatus) {
   // The loader finds no ICD: vkCreateInstance fails or enumerates no device.
-  ScopedEnv a("VK_DRIVER_FILES", "/nonexistent/kiln_no_icd.json");
-  ScopedEnv b("VK_ICD_FILENAMES", "/nonexistent/kiln_no_icd.json");
-  ScopedEnv c("KILN_VULKAN_VALIDATION", "0");
+  ScopedEnv a({{"VK_DRIVER_FILES", "/nonexistent/kiln_no_icd.json"}});
+  ScopedEnv b({{"VK_ICD_FILENAMES", "/nonexistent/kiln_no_icd.json"}});
+  ScopedEnv c({{"KILN_VULKAN_VALIDATION", "0"}});
   auto d = runtime::vk::VulkanDevice::create();
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), absl::StatusCode::kUnavailable) << d.status();
@@ -99,8 +83,8 @@ TEST(VulkanUnavailable, NoLoaderIsAnUnavailableStatus) {
   // The loader is opened once per process, so this runs in a fresh one (the binary re-executed
   // for this test alone), without KILN_DEVICE so that nothing opens the loader before the body.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  ScopedEnv loader("KILN_VULKAN_LOADER", "/nonexistent/libvulkan.so.1");
-  ScopedEnv device("KILN_DEVICE", nullptr);
+  ScopedEnv loader({{"KILN_VULKAN_LOADER", "/nonexistent/libvulkan.so.1"}});
+  ScopedEnv device({{"KILN_DEVICE", ""}});
   EXPECT_EXIT(
       {
         auto d = runtime::vk::VulkanDevice::create();

@@ -1,0 +1,251 @@
+// Contractions of bf16/f16 operands on CUDA sm_80+ (Ampere, Ada, and Hopper where the sm_90a path
+// does not apply), pipelined the way those GPUs want it:
+//
+//   - cp.async: each operand tile is copied global -> shared memory in 16-byte pieces without
+//     passing through registers, into a ring of up to 4 stages, so that the loads of the next
+//     k blocks are in flight while the tensor cores work on this one (one __syncthreads per k
+//     block). Ragged edges: a piece past the end of m, n or k is zero-filled by the copy itself.
+//   - Each operand is staged in its own memory layout (rows along the other axis, 16-byte pieces
+//     along the contiguous one, rows padded by 16 bytes so that the 8 rows one ldmatrix phase
+//     reads fall in distinct banks); ldmatrix (.trans for an m-major lhs or an n-major rhs) turns
+//     either layout into mma.sync fragments, so transposed views need no copy.
+//   - 128 x 128 output tiles, 8 warps of 64 x 32 (4 x 4 mma.sync m16n8k16 tiles each), 32-deep k
+//     blocks, tiles walked in groups of 8 m-tiles (a wave of blocks shares its operand panels in
+//     L2).
+//   - The epilogue: the accumulators go through shared memory (the stage ring, free by then) one
+//     64-row half at a time, and every thread applies the fused elementwise epilogue to
+//     consecutive outputs (coalesced stores).
+// It applies where both operands are plain loads cp.async can copy (copyable16) along k or along
+// m / n with that axis a multiple of 8 long; anything else keeps contraction_mma.
+#include "codegen/c_family/renderer.h"
+
+namespace kiln::codegen::gpu::render_detail {
+
+namespace {
+
+constexpr int kBM = 128, kBN = 128, kBK = 32, kThreads = 256;
+constexpr int kWM = 64, kWN = 32, kWarpsN = kBN / kWN;  // 2 x 4 warps
+constexpr int kMI = kWM / 16, kNJ = kWN / 8;             // mma tiles per warp along m, n
+constexpr int kPad = 8;                                  // elements after each staged row
+constexpr int kGroupM = 8;                               // m-tiles per group of the tile order
+constexpr int kCPitch = kBN + 4;                         // floats per row of the epilogue buffer
+
+// One operand as staged: `rows` rows of `cols` elements (cols along the contiguous axis), each
+// row padded to `pitch`.
+struct Staging {
+  KNodeId node = -1;
+  bool k_contiguous = false;
+  int row_axis = 0, col_axis = 0, other_axis = 0;
+  int rows = 0, cols = 0, pitch = 0;
+  int64_t row_bound = 0, col_bound = 0;
+  int bytes() const { return rows * pitch * 2; }
+};
+
+// Stages that fit in `shared` bytes (at most 4, at least 2; 0 when 2 do not fit).
+int stages_for(int stage_bytes, int64_t shared) {
+  for (int s = 4; s >= 2; --s)
+    if (int64_t(s) * stage_bytes <= shared) return s;
+  return 0;
+}
+
+}  // namespace
+
+bool Renderer::sm80_applies() const {
+  if (d_.kind() != Dialect::kCuda || t_.compute_capability < 80 || !half_mma_applies()) return false;
+  if (!support::options().cuda_cp_async) return false;
+  const ir::Contraction& c = k_.contraction;
+  auto fits = [&](KNodeId x, int mn_axis) {
+    const KNodeId id = operand(x);
+    if (copyable16(id, c.k_axis) && k_.shape[c.k_axis] % 8 == 0) return true;
+    return copyable16(id, mn_axis) && k_.shape[mn_axis] % 8 == 0;
+  };
+  if (!fits(c.lhs, c.m_axis) || !fits(c.rhs, c.n_axis)) return false;
+  for (const ir::Store& s : k_.stores)
+    if (w_.store_is_inner(s)) return false;
+  const int worst_stage = (kBM + kBN) * (kBK + kPad) * 2;
+  return stages_for(worst_stage, t_.shared_memory) >= 2;
+}
+
+int Renderer::contraction_sm80(KernelSource* out) {
+  const ir::Contraction& c = k_.contraction;
+  const int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
+  std::vector<int> batch_axes;
+  int64_t batch = 1;
+  for (int a = 0; a < int(k_.shape.size()); ++a)
+    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) {
+      batch_axes.push_back(a);
+      batch *= k_.shape[a];
+    }
+  auto staging = [&](KNodeId x, int mn_axis, int other_axis, int tile_mn) {
+    Staging s;
+    s.node = operand(x);
+    s.other_axis = other_axis;
+    s.k_contiguous = copyable16(s.node, c.k_axis) && K % 8 == 0;
+    s.row_axis = s.k_contiguous ? mn_axis : c.k_axis;
+    s.col_axis = s.k_contiguous ? c.k_axis : mn_axis;
+    s.rows = s.k_contiguous ? tile_mn : kBK;
+    s.cols = s.k_contiguous ? kBK : tile_mn;
+    s.pitch = s.cols + kPad;
+    s.row_bound = k_.shape[s.row_axis];
+    s.col_bound = k_.shape[s.col_axis];
+    return s;
+  };
+  const Staging A = staging(c.lhs, c.m_axis, c.n_axis, kBM), B = staging(c.rhs, c.n_axis, c.m_axis, kBN);
+  const int stage_bytes = A.bytes() + B.bytes();
+  const int S = stages_for(stage_bytes, t_.shared_memory);
+  const int c_bytes = 64 * kCPitch * 4;  // one 64-row half of the tile as floats
+  const bool bf = k_.nodes[A.node].dtype == DType::kBFloat16;
+  const std::string mma = bf ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+                             : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+  const int64_t mt = ceil_div(M, kBM), nt = ceil_div(N, kBN), per_batch = mt * nt, tiles = batch * per_batch;
+  const int64_t KB = ceil_div(K, kBK);
+  const std::string it = w_.idx_t();
+  auto S_ = [](int64_t v) { return std::to_string(v); };
+  helpers_ = attention_device_helpers();
+  dsmem_threads_ = kThreads;
+
+  w_.line("const int lid = (int)threadIdx.x, warp = lid >> 5, lane = lid & 31, g = lane >> 2, tg = lane & 3;");
+  w_.line("const int wm = warp / " + S_(kWarpsN) + ", wn = warp % " + S_(kWarpsN) + ";");
+  w_.line("const unsigned sbase = kiln_smem_addr(kiln_dsmem);");
+  // Each lane's ldmatrix row address within a stage's tile (bytes), before the k-step and tile
+  // offsets: see the PTX ISA's ldmatrix fragment layouts. A k-contiguous tile is read as is, an
+  // m/n-contiguous one transposed.
+  if (A.k_contiguous)
+    w_.line("const unsigned a_lane = ((wm * " + S_(kWM) + " + (lane & 7) + ((lane >> 3) & 1) * 8) * " + S_(A.pitch) +
+            " + (lane >> 4) * 8) * 2;");
+  else
+    w_.line("const unsigned a_lane = (((lane & 7) + (lane >> 4) * 8) * " + S_(A.pitch) + " + wm * " + S_(kWM) +
+            " + ((lane >> 3) & 1) * 8) * 2;");
+  if (B.k_contiguous)
+    w_.line("const unsigned b_lane = ((wn * " + S_(kWN) + " + (lane & 7) + (lane >> 4) * 8) * " + S_(B.pitch) +
+            " + ((lane >> 3) & 1) * 8) * 2;");
+  else
+    w_.line("const unsigned b_lane = (((lane & 7) + ((lane >> 3) & 1) * 8) * " + S_(B.pitch) + " + wn * " + S_(kWN) +
+            " + (lane >> 4) * 8) * 2;");
+  w_.line("float acc[" + S_(kMI * kNJ * 4) + "];");
+  grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+  // Batch-major, then groups of kGroupM m-tiles walked n-tile by n-tile.
+  w_.line(absl::StrCat(it, " bt = tile / ", w_.ilit(per_batch), ", rest = tile % ", w_.ilit(per_batch), ";"));
+  w_.line(absl::StrCat(it, " first_m = (rest / ", w_.ilit(kGroupM * nt), ") * ", w_.ilit(kGroupM), ";"));
+  w_.line(absl::StrCat(it, " gsize = ", w_.ilit(mt), " - first_m < ", w_.ilit(kGroupM), " ? ", w_.ilit(mt),
+                       " - first_m : ", w_.ilit(kGroupM), ";"));
+  w_.line(absl::StrCat(it, " in_group = rest % ", w_.ilit(kGroupM * nt), ";"));
+  w_.line(absl::StrCat(it, " m0 = (first_m + in_group % gsize) * ", w_.ilit(kBM), ", n0 = (in_group / gsize) * ",
+                       w_.ilit(kBN), ";"));
+  w_.unravel("bt", batch_axes);
+  w_.line("#pragma unroll");
+  w_.line("for (int q = 0; q < " + S_(kMI * kNJ * 4) + "; ++q) acc[q] = 0.0f;");
+  // The copies of k block `kb` into stage `st`: each thread's share of each operand's 16-byte
+  // pieces, zero-filled outside the operand.
+  auto issue = [&](const std::string& st, const std::string& kb) {
+    for (const Staging* s : {&A, &B}) {
+      const bool is_a = s == &A;
+      const int per_row = s->cols / 8, pieces = s->rows * per_row;
+      const std::string row0 = s->row_axis == c.k_axis ? absl::StrCat("(", it, ")(", kb, ") * ", kBK)
+                                                       : (is_a ? "m0" : "n0");
+      const std::string col0 = s->col_axis == c.k_axis ? absl::StrCat("(", it, ")(", kb, ") * ", kBK)
+                                                       : (is_a ? "m0" : "n0");
+      const ir::KNode& n = k_.nodes[s->node];
+      const std::string buf = DialectOps::buffer_name(n.buffer);
+      w_.line("#pragma unroll");
+      w_.open("for (int q = 0; q < " + S_(pieces / kThreads) + "; ++q)");
+      w_.line("const int e = lid + q * " + S_(kThreads) + ", row = e / " + S_(per_row) + ", col = (e % " + S_(per_row) +
+              ") * 8;");
+      w_.line(absl::StrCat(it, " gr = ", row0, " + row, gc = ", col0, " + col;"));
+      w_.line(absl::StrCat("const bool inside = gr < ", w_.ilit(s->row_bound), " && gc < ", w_.ilit(s->col_bound), ";"));
+      w_.set_axis(s->row_axis, "gr");
+      w_.set_axis(s->col_axis, "gc");
+      w_.clear_axis(s->other_axis);
+      w_.line(absl::StrCat("const ", d_.storage_type(n.dtype), "* src = ", buf, ";"));
+      w_.line(absl::StrCat("if (inside) src += ", w_.element_index(n.map), ";"));
+      w_.line(absl::StrCat("kiln_cp16(sbase + (", st, ") * ", stage_bytes, is_a ? "" : absl::StrCat(" + ", A.bytes()),
+                           " + (row * ", s->pitch, " + col) * 2, src, inside);"));
+      w_.close();
+    }
+    w_.clear_axis(c.k_axis);
+    w_.clear_axis(c.m_axis);
+    w_.clear_axis(c.n_axis);
+  };
+  // Prologue: the first S - 1 k blocks in flight (one commit group each, empty past the end).
+  for (int s = 0; s + 1 < S; ++s) {
+    w_.open(absl::StrCat("if (", s, " < ", w_.ilit(KB), ")"));
+    issue(S_(s), S_(s));
+    w_.close();
+    w_.line("kiln_cp_commit();");
+  }
+  w_.open(absl::StrCat("for (int kb = 0; kb < ", KB, "; ++kb)"));
+  // Block kb has landed once at most S - 2 later groups are pending; the barrier also tells every
+  // warp that block kb - 1's stage, refilled next, has been read.
+  w_.line("asm volatile(\"cp.async.wait_group " + S_(S - 2) + ";\" ::: \"memory\");");
+  w_.line("__syncthreads();");
+  w_.line("const int nk = kb + " + S_(S - 1) + ";");
+  w_.open(absl::StrCat("if (nk < ", KB, ")"));
+  issue("nk % " + S_(S), "nk");
+  w_.close();
+  w_.line("kiln_cp_commit();");
+  w_.line("const unsigned sa = sbase + (kb % " + S_(S) + ") * " + S_(stage_bytes) + ", sb = sa + " + S_(A.bytes()) + ";");
+  w_.line("#pragma unroll");
+  w_.open("for (int ks = 0; ks < " + S_(kBK) + "; ks += 16)");
+  w_.line("unsigned a[" + S_(kMI) + "][4], b[" + S_(kNJ) + "][2];");
+  // Offsets of k step ks and of the warp's i-th m16 (j-th n16) block in each layout.
+  const std::string a_ks = A.k_contiguous ? "ks * 2" : "ks * " + S_(A.pitch * 2);
+  const std::string a_i = A.k_contiguous ? S_(16 * A.pitch * 2) : "32";
+  const std::string b_ks = B.k_contiguous ? "ks * 2" : "ks * " + S_(B.pitch * 2);
+  const std::string b_j = B.k_contiguous ? S_(16 * B.pitch * 2) : "32";
+  const std::string lda = A.k_contiguous ? "kiln_ldsm4" : "kiln_ldsm4t", ldb = B.k_contiguous ? "kiln_ldsm4" : "kiln_ldsm4t";
+  w_.line("#pragma unroll");
+  w_.line(absl::StrCat("for (int i = 0; i < ", kMI, "; ++i) ", lda, "(sa + a_lane + ", a_ks, " + i * ", a_i,
+                       ", a[i][0], a[i][1], a[i][2], a[i][3]);"));
+  w_.line("#pragma unroll");
+  w_.line(absl::StrCat("for (int j = 0; j < ", kNJ / 2, "; ++j) ", ldb, "(sb + b_lane + ", b_ks, " + j * ", b_j,
+                       ", b[2 * j][0], b[2 * j][1], b[2 * j + 1][0], b[2 * j + 1][1]);"));
+  w_.line("#pragma unroll");
+  w_.open("for (int i = 0; i < " + S_(kMI) + "; ++i)");
+  w_.line("#pragma unroll");
+  w_.open("for (int j = 0; j < " + S_(kNJ) + "; ++j)");
+  w_.line("float* d = &acc[(i * " + S_(kNJ) + " + j) * 4];");
+  w_.line(absl::StrCat("asm volatile(\"", mma, " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" "
+                       ": \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) "
+                       ": \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), \"r\"(b[j][0]), \"r\"(b[j][1]));"));
+  w_.close();
+  w_.close();
+  w_.close();
+  w_.close();
+  // Epilogue, one 64-row half at a time through the (now idle) stage ring: the warps holding the
+  // half write their accumulators (thread (g, tg) holds rows g and g + 8, columns 2tg and 2tg + 1
+  // of each 16 x 8 tile), then every thread takes consecutive outputs.
+  w_.line("kiln_cp_wait0();");
+  w_.line("__syncthreads();");
+  w_.line("float* const cs = reinterpret_cast<float*>(kiln_dsmem);");
+  w_.open("for (int h = 0; h < 2; ++h)");
+  w_.open("if (wm == h)");
+  w_.line("#pragma unroll");
+  w_.open("for (int q = 0; q < " + S_(kMI * kNJ * 4) + "; ++q)");
+  w_.line("const int i = q / " + S_(kNJ * 4) + ", j = (q / 4) % " + S_(kNJ) + ", v = q & 3;");
+  w_.line("cs[(i * 16 + g + (v >> 1) * 8) * " + S_(kCPitch) + " + wn * " + S_(kWN) + " + j * 8 + tg * 2 + (v & 1)] = acc[q];");
+  w_.close();
+  w_.close();
+  w_.line("__syncthreads();");
+  w_.open("for (int e = lid; e < " + S_(64 * kBN) + "; e += " + S_(kThreads) + ")");
+  w_.line(absl::StrCat(it, " om = m0 + h * 64 + ", idx_cast("e / " + S_(kBN)), ";"));
+  w_.line(absl::StrCat(it, " on = n0 + ", idx_cast("e % " + S_(kBN)), ";"));
+  w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
+  w_.set_axis(c.m_axis, "om");
+  w_.set_axis(c.n_axis, "on");
+  w_.bind(c.reduce, "cs[(e / " + S_(kBN) + ") * " + S_(kCPitch) + " + e % " + S_(kBN) + "]");
+  for (const ir::Store& st : k_.stores) w_.store(st);
+  w_.close();
+  w_.close();
+  w_.line("__syncthreads();");
+  w_.close();
+  w_.close();
+  out->grid[0] = groups_for(tiles, 1);
+  out->shared_bytes = uint32_t(std::max(S * stage_bytes, c_bytes));
+  out->strategy = absl::StrCat("contraction sm_80: cp.async into ", S, " stages of ", kBM, "x", kBN, "x", kBK, " (lhs ",
+                               A.k_contiguous ? "k" : "m", "-contiguous, rhs ", B.k_contiguous ? "k" : "n",
+                               "-contiguous), ldmatrix, mma.sync m16n8k16 on 8 warps of ", kWM, "x", kWN,
+                               ", tiles in groups of ", kGroupM, " m-tiles");
+  return kThreads;
+}
+
+}  // namespace kiln::codegen::gpu::render_detail
