@@ -117,6 +117,8 @@ Stats stats() {
   s.bytes_allocated = c.bytes_allocated.load();
   s.executables_evicted = c.executables_evicted.load();
   s.executable_cache_bytes = replay::cache_bytes();
+  s.kernels_autotuned = c.kernels_autotuned.load();
+  s.autotune_cache_hits = c.autotune_cache_hits.load();
   s.memory_blocks = c.memory_blocks.load();
   s.memory_block_bytes = c.memory_block_bytes.load();
   s.memory_block_used_bytes = c.memory_block_used_bytes.load();
@@ -133,6 +135,8 @@ void reset_stats() {
   c.kernels_launched = 0;
   c.bytes_allocated = 0;
   c.executables_evicted = 0;
+  c.kernels_autotuned = 0;
+  c.autotune_cache_hits = 0;
 }
 
 void set_executable_cache_budget(int64_t bytes) {
@@ -147,7 +151,8 @@ std::string Stats::to_string() const {
                       " executable_cache_hits=", executable_cache_hits, " kernels_compiled=", kernels_compiled,
                       " kernel_disk_cache_hits=", kernel_disk_cache_hits, " kernels_launched=", kernels_launched,
                       " bytes_allocated=", bytes_allocated, " executables_evicted=", executables_evicted,
-                      " executable_cache_bytes=", executable_cache_bytes, " memory_blocks=", memory_blocks,
+                      " executable_cache_bytes=", executable_cache_bytes, " kernels_autotuned=", kernels_autotuned,
+                      " autotune_cache_hits=", autotune_cache_hits, " memory_blocks=", memory_blocks,
                       " memory_block_bytes=", memory_block_bytes, " memory_block_used_bytes=", memory_block_used_bytes);
 }
 

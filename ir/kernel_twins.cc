@@ -23,6 +23,7 @@ Kernel renamed(const Kernel& k, const Bindings& b) {
   r.reduce = k.reduce;
   r.contraction = k.contraction;
   r.serial = k.serial;
+  r.config = k.config;
   r.nodes = k.nodes;
   r.stores = k.stores;
   for (KNode& n : r.nodes) {
@@ -44,7 +45,7 @@ bool same_stores(const std::vector<Store>& a, const std::vector<Store>& b) {
 
 bool same_code(const Kernel& a, const Kernel& b) {
   const Contraction &ca = a.contraction, &cb = b.contraction;
-  if (a.shape != b.shape || a.reduce != b.reduce || a.serial != b.serial || ca.reduce != cb.reduce || ca.lhs != cb.lhs ||
+  if (a.shape != b.shape || a.reduce != b.reduce || a.serial != b.serial || a.config != b.config || ca.reduce != cb.reduce || ca.lhs != cb.lhs ||
       ca.rhs != cb.rhs || ca.m_axis != cb.m_axis || ca.n_axis != cb.n_axis || ca.k_axis != cb.k_axis || ca.tf32 != cb.tf32)
     return false;
   if (a.nodes.size() != b.nodes.size()) return false;

@@ -135,6 +135,7 @@ std::string kernel_to_string(const Kernel& k) {
     if (s.indexed()) absl::StrAppend(&r, " at $", s.index, " ints=", shape_str(s.ints));
     r += "\n";
   }
+  if (!k.config.empty()) absl::StrAppend(&r, "  config \"", k.config, "\"\n");
   for (const std::string& note : k.notes) absl::StrAppend(&r, "  # ", note, "\n");
   return r + "}\n";
 }

@@ -96,6 +96,10 @@ struct Kernel {
   Contraction contraction;  // reduce < 0 when absent
   bool serial = false;  // reduce axes run in order, in one thread per outer index (a scatter)
   std::vector<std::string> notes;  // fusion decisions, for dumps
+  // A code generator's variant for this kernel ("" = its own heuristic), set by autotuning
+  // (replay/autotune.h) from the compiler's tuning candidates; e.g. "bn=128 schedule=pingpong"
+  // for the CUDA Hopper contraction. Part of the kernel's identity (twins, compiled source).
+  std::string config;
   // The graph nodes (of the graph the passes compiled) whose values this kernel computes, its
   // own and those it inlines, ascending; and the same as text ("%3 exp, %4 add"), for profiles
   // and dumps.

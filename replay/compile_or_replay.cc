@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "ir/params.h"
 #include "passes/pipeline.h"
+#include "replay/autotune.h"
 #include "runtime/registry.h"
 #include "runtime/stats.h"
 #include "support/dump.h"
@@ -75,6 +76,10 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Devi
     planned = passes::compile_graph(graph, (*compiler)->target(), opts);
   }
   if (!planned.ok()) return planned.status();
+  if (env.autotune) {
+    support::TraceSpan span("autotune", "compile");
+    autotune(&planned->program, **compiler, device);
+  }
   absl::StatusOr<runtime::CompiledProgram> compiled;
   {
     support::TraceSpan span("codegen + compiler", "compile");

@@ -81,6 +81,16 @@ class Executable {
                            const ParamValues& params) = 0;
   // Kernels launched by one run().
   virtual int kernels_per_run() const = 0;
+  // One run as run() would do it, with each kernel's device time measured: element k is kernel
+  // k's microseconds (CompiledProgram::kernels order; 0 for a kernel that launches nothing). For
+  // autotuning (replay/autotune.h); the run is synchronous. Unimplemented where the backend
+  // cannot time its kernels one by one.
+  virtual absl::StatusOr<std::vector<double>> kernel_times(const std::vector<Buffer*>& inputs,
+                                                           const std::vector<Buffer*>& outputs,
+                                                           const ParamValues& params) {
+    (void)inputs, (void)outputs, (void)params;
+    return absl::UnimplementedError("this backend does not time kernels one by one");
+  }
 };
 
 // Turns kernel IR into a CompiledProgram for one target, without a device.
@@ -95,6 +105,14 @@ class Compiler {
   // support::options().keep_sources(). Compiled binaries go through the kernel cache on disk
   // (compile_cache.h), counted in stats.
   virtual absl::StatusOr<CompiledProgram> compile(const ir::Program& p) const = 0;
+  // Autotuning (replay/autotune.h): the code variants of kernel `k` of `p` worth timing, as
+  // values of ir::Kernel::config, the first being what compile() chooses for "" by itself;
+  // `shape_class` names what the fastest one depends on (kernels of one class share a result).
+  // Empty (the default) when there is nothing to choose.
+  virtual std::vector<std::string> tuning_candidates(const ir::Program& p, int k, std::string* shape_class) const {
+    (void)p, (void)k, (void)shape_class;
+    return {};
+  }
 };
 
 class Device {

@@ -135,6 +135,7 @@ Options options() {
     }
   }
   read_switch("KILN_CUDA_COPY_STREAM", &o.cuda_copy_stream);
+  read_switch("KILN_AUTOTUNE", &o.autotune);
   read_int(o, "KILN_COMPILE_THREADS", &o.compile_threads);
   if (o.compile_threads < 0) o.compile_threads = 0;
   read_int(o, "KILN_VULKAN_DEVICE", &o.vulkan_device, /*strict=*/true);

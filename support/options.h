@@ -67,6 +67,9 @@ struct Options {
   // kernels and the CPU's LLVM modules compiled side by side); 0 (default): every hardware
   // thread, 1: one.
   int compile_threads = 0;
+  // KILN_AUTOTUNE=1: kernels with code variants get the fastest measured on the device, kept on
+  // disk per device and shape class (replay/autotune.h); default 0: the heuristics decide.
+  bool autotune = false;
 
   // --- Vulkan (backends/vulkan)
   int vulkan_device = -1;        // KILN_VULKAN_DEVICE (-1: discrete GPU, then integrated, then CPU)

@@ -62,6 +62,13 @@ absl::StatusOr<CudaBinary> compile_module(const std::string& source, int cc, int
 
 std::string CudaCompiler::target_key() const { return cuda::target_key(target_); }
 
+std::vector<std::string> CudaCompiler::tuning_candidates(const ir::Program& p, int k, std::string* shape_class) const {
+  std::string cls;
+  std::vector<std::string> out = codegen::gpu::tuning_candidates(p, k, codegen::gpu::Dialect::kCuda, target_, &cls);
+  if (!out.empty()) *shape_class = absl::StrCat("sm_", target_.compute_capability, " ", cls);
+  return out;
+}
+
 absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) const {
   const int cc = target_.compute_capability;
   auto rendered = codegen::gpu::render(p, codegen::gpu::Dialect::kCuda, target_);

@@ -28,6 +28,9 @@ class CudaCompiler : public Compiler {
   const ir::TargetInfo& target() const override { return target_; }
   std::string target_key() const override;
   absl::StatusOr<CompiledProgram> compile(const ir::Program& p) const override;
+  // The renderer's candidates (codegen::gpu::tuning_candidates), the shape class prefixed by the
+  // architecture.
+  std::vector<std::string> tuning_candidates(const ir::Program& p, int k, std::string* shape_class) const override;
 
  private:
   ir::TargetInfo target_;

@@ -142,6 +142,7 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
   buffers_ = c.buffers;
   num_inputs_ = c.num_inputs;
   num_outputs_ = c.num_outputs;
+  num_kernels_ = int(c.kernels.size());
   params_.assign(c.params.size(), 0);
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
 
@@ -268,9 +269,8 @@ absl::Status CudaExecutable::bind(const std::vector<Buffer*>& inputs, const std:
   return absl::OkStatus();
 }
 
-absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
-                                 const ParamValues& params) {
-  std::lock_guard<std::mutex> lock(mu_);
+absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                                    const ParamValues& params) {
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
   bool changed = false;
   if (absl::Status s = bind(inputs, outputs, params, &changed); !s.ok()) return s;
@@ -314,11 +314,36 @@ absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::
     params_ = params;
     values_unknown_ = false;
   }
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                                 const ParamValues& params) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = update(inputs, outputs, params); !s.ok()) return s;
   if (exec_ && support::tracing()) {
     if (absl::Status s = launch_profiled(); !s.ok()) return s;
   } else if (exec_) {
     if (absl::Status s = cu_check(api().cuGraphLaunch(exec_, ctx_->stream), "cuGraphLaunch"); !s.ok()) return s;
   }
+  return finish_run(outputs);
+}
+
+absl::StatusOr<std::vector<double>> CudaExecutable::kernel_times(const std::vector<Buffer*>& inputs,
+                                                                 const std::vector<Buffer*>& outputs,
+                                                                 const ParamValues& params) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = update(inputs, outputs, params); !s.ok()) return s;
+  std::vector<double> per_kernel(size_t(num_kernels_), 0.0), node_us, before_end_us;
+  if (exec_) {
+    if (absl::Status s = launch_timed(&node_us, &before_end_us); !s.ok()) return s;
+    for (size_t i = 0; i < nodes_.size(); ++i) per_kernel[size_t(node_info_[i].kernel)] += node_us[i];
+  }
+  if (absl::Status s = finish_run(outputs); !s.ok()) return s;
+  return per_kernel;
+}
+
+absl::Status CudaExecutable::finish_run(const std::vector<Buffer*>& outputs) {
   auto tick = ctx_->tick();  // the outputs are written when it completes
   if (!tick.ok()) return tick.status();
   done_ = *std::move(tick);
@@ -327,7 +352,7 @@ absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::
   return absl::OkStatus();
 }
 
-absl::Status CudaExecutable::launch_profiled() {
+absl::Status CudaExecutable::launch_timed(std::vector<double>* node_us, std::vector<double>* before_end_us) {
   while (profile_events_.size() < 2 * nodes_.size()) {
     auto e = Event::create(/*timing=*/true);
     if (!e.ok()) return e.status();
@@ -343,17 +368,29 @@ absl::Status CudaExecutable::launch_profiled() {
   }
   const Event& last = *profile_events_[2 * nodes_.size() - 1];
   if (absl::Status s = last.wait(); !s.ok()) return s;
-  // The GPU's clock placed on the trace's by the end of the last kernel, which the wait above has
-  // just seen (an approximation of up to the wait's latency).
-  const double host_end = support::trace_now_us_precise();
+  node_us->clear();
+  before_end_us->clear();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     auto dur = profile_events_[2 * i + 1]->elapsed_ms(*profile_events_[2 * i]);
     auto before_end = last.elapsed_ms(*profile_events_[2 * i]);
     if (!dur.ok()) return dur.status();
     if (!before_end.ok()) return before_end.status();
+    node_us->push_back(*dur * 1000);
+    before_end_us->push_back(*before_end * 1000);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutable::launch_profiled() {
+  std::vector<double> node_us, before_end_us;
+  if (absl::Status s = launch_timed(&node_us, &before_end_us); !s.ok()) return s;
+  // The GPU's clock placed on the trace's by the end of the last kernel, which launch_timed's
+  // wait has just seen (an approximation of up to the wait's latency).
+  const double host_end = support::trace_now_us_precise();
+  for (size_t i = 0; i < nodes_.size(); ++i) {
     support::KernelRun run = node_info_[i];
-    run.start_us = host_end - *before_end * 1000;
-    run.dur_us = *dur * 1000;
+    run.start_us = host_end - before_end_us[i];
+    run.dur_us = node_us[i];
     support::trace_kernel("cuda", run, ctx_->peaks,
                           "\"clock\": \"CUDA events, aligned at the run's end\", \"launch\": \"one kernel at a time "
                           "(a profiled run launches the graph's kernels in step order)\"");

@@ -50,6 +50,9 @@ class CudaExecutable : public Executable {
   absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
                    const ParamValues& params) override;
   int kernels_per_run() const override { return int(nodes_.size()); }
+  // The graph's kernels launched one at a time between timing events (as a profiled run).
+  absl::StatusOr<std::vector<double>> kernel_times(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
+                                                   const ParamValues& params) override;
 
  private:
   // A kernel node and the storage its parameters point into.
@@ -72,15 +75,23 @@ class CudaExecutable : public Executable {
   // Points every input/output buffer id at its binding for this run; false when nothing changed.
   absl::Status bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, const ParamValues& params,
                     bool* changed);
-  // While a profile is on: the graph's kernels launched one at a time between timing events, each
-  // traced as a span on the device's track (support/trace.h).
+  // run()'s first half: binds this run's buffers and param values into the instantiated graph,
+  // updating only the nodes that changed. mu_ held.
+  absl::Status update(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, const ParamValues& params);
+  // run()'s last half: the tick that marks the outputs written.
+  absl::Status finish_run(const std::vector<Buffer*>& outputs);
+  // The graph's kernels launched one at a time between timing events, waited for: each node's
+  // microseconds and how long before the last one's end it started.
+  absl::Status launch_timed(std::vector<double>* node_us, std::vector<double>* before_end_us);
+  // While a profile is on: launch_timed, each kernel traced as a span on the device's track
+  // (support/trace.h).
   absl::Status launch_profiled();
 
   Device* device_;
   Context* ctx_;
   std::shared_ptr<Module> module_;
   std::vector<ir::BufferDesc> buffers_;
-  int num_inputs_ = 0, num_outputs_ = 0;
+  int num_inputs_ = 0, num_outputs_ = 0, num_kernels_ = 0;
   ParamValues params_;  // the values the instantiated graph's nodes hold (zeros until a run)
   bool values_unknown_ = false;  // a failed update left nodes' values unknown: rewrite all next run
   CUdeviceptr arena_ = 0;

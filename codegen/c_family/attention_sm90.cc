@@ -117,9 +117,19 @@ int stages_for(int64_t D, int64_t shared) {
 // the previous tile's P V is waited for), "pingpong" (the default: pipelined, and the two
 // warpgroups take turns issuing their products). On an H200, W9: 391, 408 and 403 TFLOP/s
 // (bench/results/h200-2026-11-26-attention-sm90, call6).
-std::string schedule() {
+std::string schedule(const ir::Kernel& k) {
+  const std::string tuned = config_value(k.config, "schedule");
+  if (tuned == "plain" || tuned == "pipelined" || tuned == "pingpong") return tuned;
   const std::string& s = support::options().cuda_sm90_attention_schedule;
   return s.empty() ? "pingpong" : s;
+}
+
+// Blocks per cluster: 2 with KILN_CUDA_SM90_ATTENTION_CLUSTER=2 or a tuned "cluster=2", where
+// the query tiles pair up in fours (MT % 4 == 0); else 1.
+int cluster_of(const ir::Kernel& k, int64_t MT) {
+  const std::string tuned = config_value(k.config, "cluster");
+  const bool want = tuned.empty() ? support::options().cuda_sm90_attention_cluster == 2 : tuned == "2";
+  return want && MT % 4 == 0 ? 2 : 1;
 }
 
 }  // namespace
@@ -157,6 +167,29 @@ bool Renderer::attention_sm90_applies(std::string* why) const {
          tma_operand(p_, k_, a.inputs[2], "v", ax.sk, ax.dv, kBC, {ax.sq, ax.d}, ax.batch, &v, why);
 }
 
+std::vector<std::string> Renderer::attention_sm90_candidates(std::string* shape_class) const {
+  std::string why;
+  if (attention_node() < 0 || !attention_sm90_applies(&why)) return {};
+  const ir::KNode& a = k_.nodes[attention_node()];
+  const AttnAxes ax = attn_axes(k_);
+  const int64_t Sq = k_.shape[ax.sq], Sk = k_.shape[ax.sk], D = k_.shape[ax.d], MT = ceil_div(Sq, kBR);
+  int64_t batch = 1;
+  for (int b : ax.batch) batch *= k_.shape[b];
+  auto config = [](const std::string& sched, int cluster) {
+    return absl::StrCat("schedule=", sched, " cluster=", cluster);
+  };
+  std::vector<std::string> out = {config(schedule(k_), cluster_of(k_, MT))};
+  for (const char* sched : {"pingpong", "pipelined", "plain"})
+    for (int cluster : {1, 2}) {
+      if (cluster == 2 && MT % 4 != 0) continue;
+      const std::string s = config(sched, cluster);
+      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    }
+  *shape_class = absl::StrCat("cuda sm_90a attention ", dtype_name(k_.nodes[a.inputs[0]].dtype), " batch ", batch, " sq ",
+                              Sq, " sk ", Sk, " d ", D, a.ints[0] ? " causal" : "", a.inputs.size() > 3 ? " bias" : "");
+  return out;
+}
+
 int Renderer::attention_sm90(KernelSource* out) {
   const KNodeId an = attention_node();
   const ir::KNode& a = k_.nodes[an];
@@ -181,7 +214,7 @@ int Renderer::attention_sm90(KernelSource* out) {
   // KILN_CUDA_SM90_ATTENTION_CLUSTER=2: blocks of pairs 2i and 2i+1 form a cluster that shares
   // every k and v tile (each loads half of it, multicast into both), halving what L2 serves.
   // Both walk the longer of their two key ranges (a causal tile past its diagonal is all masked).
-  const int C = support::options().cuda_sm90_attention_cluster == 2 && MT % 4 == 0 ? 2 : 1;
+  const int C = cluster_of(k_, MT);
   sm90_maps_ = 3;
   sm90_cluster_ = C;
   helpers_ = attention_device_helpers();
@@ -278,7 +311,7 @@ int Renderer::attention_sm90(KernelSource* out) {
   w_.close();
 
   // ---- consumer warpgroups: 64 queries each
-  const std::string sched = schedule();
+  const std::string sched = schedule(k_);
   const bool pipelined = sched != "plain", turns = sched == "pingpong";
   w_.open("else");
   w_.line("asm volatile(\"setmaxnreg.inc.sync.aligned.u32 232;\");");

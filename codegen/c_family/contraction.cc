@@ -7,16 +7,23 @@ namespace kiln::codegen::gpu::render_detail {
 using ir::KNodeId;
 using ir::Op;
 
+std::vector<int> batch_axes_of(const ir::Kernel& k, int64_t* batch) {
+  const ir::Contraction& c = k.contraction;
+  std::vector<int> axes;
+  *batch = 1;
+  for (int a = 0; a < int(k.shape.size()); ++a)
+    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) {
+      axes.push_back(a);
+      *batch *= k.shape[a];
+    }
+  return axes;
+}
+
 int Renderer::contraction(KernelSource* out) {
   const ir::Contraction& c = k_.contraction;
   int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
-  std::vector<int> batch_axes;
   int64_t batch = 1;
-  for (int a = 0; a < int(k_.shape.size()); ++a)
-    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) {
-      batch_axes.push_back(a);
-      batch *= k_.shape[a];
-    }
+  const std::vector<int> batch_axes = batch_axes_of(k_, &batch);
   // 256 threads as 16 x 16, each computing TM x TN outputs at rows ty + 16 i and columns tx + 16 j
   // (neighbouring threads on neighbouring columns: conflict-free shared reads, coalesced stores).
   // Large products take 128x128 tiles with 8x8 per thread (four times the multiply-adds per shared
@@ -134,6 +141,20 @@ int Renderer::contraction(KernelSource* out) {
 
 namespace kiln::codegen::gpu::render_detail {
 
+void Renderer::mma_tiles(const std::string& instr, int MI, int NJ) {
+  auto S = [](int v) { return std::to_string(v); };
+  w_.line("#pragma unroll");
+  w_.open("for (int i = 0; i < " + S(MI) + "; ++i)");
+  w_.line("#pragma unroll");
+  w_.open("for (int j = 0; j < " + S(NJ) + "; ++j)");
+  w_.line("float* d = &acc[(i * " + S(NJ) + " + j) * 4];");
+  w_.line(absl::StrCat("asm volatile(\"", instr, " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" "
+                       ": \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) "
+                       ": \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), \"r\"(b[j][0]), \"r\"(b[j][1]));"));
+  w_.close();
+  w_.close();
+}
+
 bool Renderer::copyable16(KNodeId id, int vec_axis) const {
   const ir::KNode& n = k_.nodes[id];
   if (n.op != Op::kLoad || n.map.views.size() != 1 || n.map.has_mask()) return false;
@@ -178,13 +199,8 @@ int Renderer::contraction_mma(KernelSource* out) {
   const int PER_A = BM * BK / block, PER_B = BK * BN / block;
   static_assert((BM / WM) * WARPS_N * 32 == block, "8 warps");
   int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
-  std::vector<int> batch_axes;
   int64_t batch = 1;
-  for (int a = 0; a < int(k_.shape.size()); ++a)
-    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) {
-      batch_axes.push_back(a);
-      batch *= k_.shape[a];
-    }
+  const std::vector<int> batch_axes = batch_axes_of(k_, &batch);
   int64_t mt = ceil_div(M, BM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
   bool bf = !tf && k_.nodes[k_.nodes[c.lhs].inputs[0]].dtype == DType::kBFloat16;
   KNodeId lhs = tf ? c.lhs : k_.nodes[c.lhs].inputs[0], rhs = tf ? c.rhs : k_.nodes[c.rhs].inputs[0];
@@ -317,16 +333,7 @@ int Renderer::contraction_mma(KernelSource* out) {
   w_.line("b[j][0] = *reinterpret_cast<const unsigned*>(&Bs[base]);");
   w_.line("b[j][1] = *reinterpret_cast<const unsigned*>(&Bs[base + " + hk + "]);");
   w_.close();
-  w_.line("#pragma unroll");
-  w_.open("for (int i = 0; i < " + S(MI) + "; ++i)");
-  w_.line("#pragma unroll");
-  w_.open("for (int j = 0; j < " + S(NJ) + "; ++j)");
-  w_.line("float* d = &acc[(i * " + S(NJ) + " + j) * 4];");
-  w_.line(absl::StrCat("asm volatile(\"", mma, " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" "
-                       ": \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) "
-                       ": \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), \"r\"(b[j][0]), \"r\"(b[j][1]));"));
-  w_.close();
-  w_.close();
+  mma_tiles(mma, MI, NJ);
   w_.close();
   w_.line("__syncthreads();");
   w_.close();

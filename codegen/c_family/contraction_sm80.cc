@@ -69,13 +69,8 @@ bool Renderer::sm80_applies() const {
 int Renderer::contraction_sm80(KernelSource* out) {
   const ir::Contraction& c = k_.contraction;
   const int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
-  std::vector<int> batch_axes;
   int64_t batch = 1;
-  for (int a = 0; a < int(k_.shape.size()); ++a)
-    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) {
-      batch_axes.push_back(a);
-      batch *= k_.shape[a];
-    }
+  const std::vector<int> batch_axes = batch_axes_of(k_, &batch);
   auto staging = [&](KNodeId x, int mn_axis, int other_axis, int tile_mn) {
     Staging s;
     s.node = operand(x);
@@ -199,16 +194,7 @@ int Renderer::contraction_sm80(KernelSource* out) {
   w_.line("#pragma unroll");
   w_.line(absl::StrCat("for (int j = 0; j < ", kNJ / 2, "; ++j) ", ldb, "(sb + b_lane + ", b_ks, " + j * ", b_j,
                        ", b[2 * j][0], b[2 * j][1], b[2 * j + 1][0], b[2 * j + 1][1]);"));
-  w_.line("#pragma unroll");
-  w_.open("for (int i = 0; i < " + S_(kMI) + "; ++i)");
-  w_.line("#pragma unroll");
-  w_.open("for (int j = 0; j < " + S_(kNJ) + "; ++j)");
-  w_.line("float* d = &acc[(i * " + S_(kNJ) + " + j) * 4];");
-  w_.line(absl::StrCat("asm volatile(\"", mma, " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" "
-                       ": \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) "
-                       ": \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), \"r\"(b[j][0]), \"r\"(b[j][1]));"));
-  w_.close();
-  w_.close();
+  mma_tiles(mma, kMI, kNJ);
   w_.close();
   w_.close();
   // Epilogue, one 64-row half at a time through the (now idle) stage ring: the warps holding the

@@ -118,19 +118,6 @@ bool analyze(const ir::Program& p, const ir::Kernel& k, KNodeId id, int mn_axis,
   return true;
 }
 
-// The kernel axes other than m, n and k (map dims 2.. of the tensor maps), and their product.
-std::vector<int> batch_axes_of(const ir::Kernel& k, int64_t* batch) {
-  const ir::Contraction& c = k.contraction;
-  std::vector<int> axes;
-  *batch = 1;
-  for (int a = 0; a < int(k.shape.size()); ++a)
-    if (a != c.m_axis && a != c.n_axis && a != c.k_axis) {
-      axes.push_back(a);
-      *batch *= k.shape[a];
-    }
-  return axes;
-}
-
 // Columns per tile: the widest of 256, 128 and 64 that still gives every multiprocessor a tile
 // (decode-like shapes, M <= 128, have one row of tiles: narrower tiles spread the rhs, which
 // dominates the bytes, over the whole GPU); never wider than N needs. KILN_CUDA_SM90_BN=64|128|256
@@ -177,7 +164,19 @@ TileConfig tile_config(const ir::Kernel& k, int parallelism) {
     t.pingpong = true;
     t.bn = std::min(t.bn, 128);
   }
+  // A tuned config (sm90_tile_configs' strings) replaces the heuristic's choices.
+  if (!k.config.empty()) {
+    const std::string bn = config_value(k.config, "bn"), sched = config_value(k.config, "schedule"),
+                      cl = config_value(k.config, "cluster");
+    if (bn == "64" || bn == "128" || bn == "256") t.bn = std::stoi(bn);
+    if (!sched.empty()) t.pingpong = sched == "pingpong";
+    if (!cl.empty()) t.cluster = cl == "2" ? 2 : 1;
+  }
   return t;
+}
+
+std::string config_string(const TileConfig& t) {
+  return absl::StrCat("bn=", t.bn, " schedule=", t.pingpong ? "pingpong" : "cooperative", " cluster=", t.cluster);
 }
 
 // Pipeline stages of operands of `eb` bytes that fit beside `extra` bytes (the epilogue's staging
@@ -343,6 +342,37 @@ bool Renderer::sm90_applies(std::string* why) const {
   return true;
 }
 
+std::vector<std::string> Renderer::contraction_sm90_candidates(std::string* shape_class) const {
+  std::string why;
+  if (!sm90_applies(&why)) return {};
+  const ir::Contraction& c = k_.contraction;
+  const int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
+  int64_t batch = 1;
+  const std::vector<int> batch_axes = batch_axes_of(k_, &batch);
+  const bool tf32 = !half_mma_applies();
+  int eb = 0;
+  const bool staged = staged_store(p_, k_, &eb);
+  std::vector<std::string> out = {config_string(tile_config(k_, t_.parallelism))};
+  auto add = [&](int bn, int cluster, bool pingpong) {
+    const std::string s = config_string(TileConfig{bn, cluster, pingpong});
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  };
+  for (int bn : {256, 128, 64}) {
+    if (bn > 64 && N <= bn / 2) continue;  // half the tile or more would be empty
+    if (stages_for(bn, tf32 ? 4 : 2, t_.shared_memory, staged ? kStagedBytes : 0) < 2) continue;
+    add(bn, 1, false);
+    if (bn <= 128) add(bn, 1, true);
+    if (bn >= 128 && ceil_div(M, int64_t(kBM)) >= 2) add(bn, 2, false);
+  }
+  Operand a, b;
+  analyze(p_, k_, operand(c.lhs), c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &a, &why);
+  analyze(p_, k_, operand(c.rhs), c.n_axis, c.k_axis, c.m_axis, batch_axes, 64, &b, &why);
+  *shape_class = absl::StrCat("cuda sm_90a contraction ", tf32 ? "tf32" : a.map.bf16 ? "bf16" : "f16", " batch ", batch,
+                              " m ", M, " n ", N, " k ", K, " lhs ", a.mn_major ? "m" : "k", "-major rhs ",
+                              b.mn_major ? "n" : "k", "-major", staged ? absl::StrCat(" staged ", eb) : " unstaged");
+  return out;
+}
+
 std::string Renderer::sm90_kernel_open(const std::string& name) const {
   std::vector<std::string> params;
   for (const BufferParam& b : w_.params())
@@ -378,6 +408,18 @@ int Renderer::contraction_sm90(KernelSource* out) {
   Operand A, B;
   std::string unused;
   analyze(p_, k_, operand(c.lhs), c.m_axis, c.k_axis, c.n_axis, batch_axes, kBM, &A, &unused);
+  // Fewer rows than a tile (decode-like products): a k-major lhs box of only the rows there are
+  // (rounded up to 8), since the copy engine is slow to fill rows past the end with zeros (M = 16
+  // ran at 2/3 of M = 128's speed). The stage's other rows keep stale values: their results are
+  // never stored, and each output row depends only on its own lhs row.
+  const int a_rows = !A.mn_major && M < kBM ? int(ceil_div(M, 8) * 8) : kBM;
+  if (a_rows != kBM) {
+    A = Operand{};
+    analyze(p_, k_, operand(c.lhs), c.m_axis, c.k_axis, c.n_axis, batch_axes, a_rows, &A, &unused);
+  }
+  // ... and with at most 64 rows, the second consumer warpgroup's rows are all past the end: it
+  // issues no wgmma (it still frees its stages).
+  const bool idle_wg1 = !pp && M <= 64;
   analyze(p_, k_, operand(c.rhs), c.n_axis, c.k_axis, c.m_axis, batch_axes, BN / C, &B, &unused);
   sm90_ = true;
   sm90_cluster_ = C;
@@ -446,7 +488,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   w_.line("const int k0 = kb * " + S_(kBK) + ";");
   w_.line("const unsigned full = full0 + 8 * s, sa = smem + s * " + S_(stage_bytes) + ", sb = sa + " + S_(a_bytes) + ";");
   w_.line("kiln_mbar_wait(empty0 + 8 * s, ph ^ 1u);");
-  w_.line("kiln_mbar_expect_tx(full, " + S_(stage_bytes) + ");");
+  w_.line("kiln_mbar_expect_tx(full, " + S_(stage_bytes - (kBM - a_rows) * RB) + ");");
   // One operand's copies: its k-major box, or its 64-wide mn boxes. With a cluster (rhs only),
   // this CTA fetches its share of the boxes and multicasts them into both CTAs.
   auto issue = [&](const Operand& op, int map, const std::string& dst, const std::string& mn0, int box_mn, bool shared) {
@@ -504,6 +546,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   w_.line("const unsigned sa = smem + s * " + S_(stage_bytes) + (pp ? "" : " + wg * " + S_(64 * RB)) +
           ", sb = smem + s * " + S_(stage_bytes) + " + " + S_(a_bytes) + ";");
   w_.line("kiln_mbar_wait(full0 + 8 * s, ph);");
+  if (idle_wg1) w_.open("if (wg == 0)");
   w_.line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
   // The wgmma of one k16 step, every accumulator an operand.
   std::string regs;
@@ -543,6 +586,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   }
   w_.close();
   w_.line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
+  if (idle_wg1) w_.close();
   if (wait0) {
     w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
     w_.line("if (lane == 0) " + release("empty0 + 8 * s"));
@@ -652,6 +696,8 @@ int Renderer::contraction_sm90(KernelSource* out) {
                                pp ? " taking turns (ping-pong, 128 rows each)" : " (64 rows each)", " + 1 producer warp, persistent ",
                                "grid over ", tiles * C, " tiles in groups of ", group * C,
                                C > 1 ? absl::StrCat(", clusters of ", C, " sharing the rhs tile (multicast)") : "",
+                               a_rows != kBM ? absl::StrCat(", lhs boxes of ", a_rows, " rows") : "",
+                               idle_wg1 ? ", the second consumer idle (m <= 64)" : "",
                                staged ? ", epilogue staged through shared memory (16-byte stores)" : ", epilogue in registers",
                                wait0 ? ", wgmma waited per k block" : "");
   return kThreads;

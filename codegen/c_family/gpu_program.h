@@ -85,4 +85,11 @@ std::string canonical_text(const std::string& text, const KernelSource& k);
 
 absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir::TargetInfo& t);
 
+// Autotuning: the values of ir::Kernel::config worth timing for kernel `k` (the heuristic's own
+// choice first) and the shape class the fastest depends on; empty when the renderer has nothing
+// to choose for it (today: the CUDA sm_90a contraction's tile width, schedule and cluster, and
+// the sm_90a attention kernel's schedule and cluster).
+std::vector<std::string> tuning_candidates(const ir::Program& p, int k, Dialect d, const ir::TargetInfo& t,
+                                           std::string* shape_class);
+
 }  // namespace kiln::codegen::gpu

@@ -166,4 +166,20 @@ absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir
   return out;
 }
 
+std::vector<std::string> tuning_candidates(const ir::Program& p, int k, Dialect d, const ir::TargetInfo& t,
+                                           std::string* shape_class) {
+  std::unique_ptr<DialectOps> ops = make_dialect(d);
+  if (!ops || k < 0 || size_t(k) >= p.kernels.size()) return {};
+  return Renderer(p, p.kernels[size_t(k)], *ops, t).tuning_candidates(shape_class);
+}
+
+namespace render_detail {
+
+std::vector<std::string> Renderer::tuning_candidates(std::string* shape_class) const {
+  if (attention_node() >= 0) return attention_sm90_candidates(shape_class);
+  if (k_.contraction.reduce >= 0) return contraction_sm90_candidates(shape_class);
+  return {};
+}
+
+}  // namespace render_detail
 }  // namespace kiln::codegen::gpu

@@ -28,9 +28,23 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // cp.async and ldmatrix of the attention kernels (attention_cuda.cc).
 std::string sm90_device_helpers();
 const char* attention_device_helpers();
+// A contraction kernel's batch axes (every axis but m, n and k), and their product.
+std::vector<int> batch_axes_of(const ir::Kernel& k, int64_t* batch);
 // Whether node `id` (operand `which`, for messages) is a load the copy engine could fetch as it
 // stands: one strided view following the kernel's axes, no mask, of a buffer of its own dtype.
 bool tma_plain_load(const ir::Program& p, const ir::Kernel& k, KNodeId id, const char* which, std::string* why);
+// The value of `key` in a kernel's config (ir::Kernel::config, "bn=128 schedule=pingpong"), or ""
+// when the config does not set it (the heuristic decides).
+inline std::string config_value(const std::string& config, const std::string& key) {
+  const std::string k = key + "=";
+  for (size_t at = 0; at < config.size();) {
+    size_t end = config.find(' ', at);
+    if (end == std::string::npos) end = config.size();
+    if (config.compare(at, k.size(), k) == 0) return config.substr(at + k.size(), end - at - k.size());
+    at = end + 1;
+  }
+  return "";
+}
 inline int64_t pow2_at_least(int64_t v) {
   int64_t p = 1;
   while (p < v) p *= 2;
@@ -88,6 +102,11 @@ class Renderer {
 
   // Whether the kernel needs the arch-specific target (sm_90a).
   bool arch_specific() const { return sm90_; }
+
+  // Autotuning (runtime::Compiler::tuning_candidates): the configs worth timing for this kernel,
+  // the heuristic's own first, and its shape class; empty when there is nothing to choose
+  // (tuning.cc).
+  std::vector<std::string> tuning_candidates(std::string* shape_class) const;
 
   Features features() const {
     Features f = w_.features();
@@ -513,6 +532,9 @@ class Renderer {
   bool half_mma_applies() const;  // bf16/f16 operands (cast to f32 for the sum) on CUDA sm_80+
   bool tf32_mma_applies() const;  // f32 operands of a dot that allows TF32, on CUDA sm_80+
   int contraction_mma(KernelSource* out);
+  // One k step of a warp's MI x NJ mma.sync tiles: acc[(i * NJ + j) * 4 ..] += a[i] x b[j], with
+  // A fragments a[MI][4] and B fragments b[NJ][2] in registers.
+  void mma_tiles(const std::string& instr, int MI, int NJ);
   // Whether node `id` is a plain load of a 16-bit buffer of its own dtype, contiguous along
   // `vec_axis` from a 16-byte aligned start with every other stride a multiple of 8 elements, so
   // that 8 elements along that axis are one aligned 16-byte copy.
@@ -527,6 +549,7 @@ class Renderer {
   // The load a tensor-core operand reads: under the cast to f32 (16-bit), or itself (TF32).
   KNodeId operand(KNodeId x) const { return k_.nodes[x].op == Op::kCast ? k_.nodes[x].inputs[0] : x; }
   int contraction_sm90(KernelSource* out);
+  std::vector<std::string> contraction_sm90_candidates(std::string* shape_class) const;
   std::string sm90_kernel_open(const std::string& name) const;
   // Fused attention (attention_cuda.cc): the kernel's attention node (-1 when none), its body.
   KNodeId attention_node() const;
@@ -539,6 +562,7 @@ class Renderer {
   // a producer warpgroup and two consumer warpgroups; `why` says why it does not apply.
   bool attention_sm90_applies(std::string* why) const;
   int attention_sm90(KernelSource* out);
+  std::vector<std::string> attention_sm90_candidates(std::string* shape_class) const;
   std::string helpers_;
   int dsmem_threads_ = 0;
   bool sm90_ = false;

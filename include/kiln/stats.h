@@ -16,6 +16,8 @@ struct Stats {
   int64_t bytes_allocated = 0;        // device bytes allocated (buffers and arenas)
   int64_t executables_evicted = 0;    // executables dropped from the cache to stay in its budget
   int64_t executable_cache_bytes = 0; // device bytes the cached executables hold now (not reset)
+  int64_t kernels_autotuned = 0;      // kernels whose code variants were timed on the device (KILN_AUTOTUNE)
+  int64_t autotune_cache_hits = 0;    // kernels given a variant an earlier tuning kept on disk
   // Device memory blocks buffers are placed in (Vulkan: one VkDeviceMemory holds many buffers),
   // now (not reset): how many, their bytes, and the bytes buffers use in them (the rest is free
   // space or alignment: 1 - used / bytes is the fragmentation).

@@ -11,13 +11,11 @@
 #include <vector>
 
 #include "backends/cuda/nvrtc.h"
-#include "backends/cuda/target.h"
 #include "codegen/c_family/gpu_program.h"
 #include "absl/strings/str_cat.h"
+#include "cuda/contraction_fixtures.h"
 #include "cuda/ptxas.h"
-#include "frontend/capture.h"
 #include "kiln/kiln.h"
-#include "passes/pipeline.h"
 #include "runtime/registry.h"
 #include "testing/reference.h"
 #include "testing/scoped_env.h"
@@ -28,21 +26,11 @@ namespace {
 using testing::random_tensor;
 using testing::ScopedEnv;
 
-const ir::TargetInfo& a100() {
-  static const ir::TargetInfo t = runtime::cuda::cuda_target_info(108, 166912, 80);
-  return t;
-}
-const ir::TargetInfo& l4() {
-  static const ir::TargetInfo t = runtime::cuda::cuda_target_info(58, 101376, 89);
-  return t;
-}
+using cudatest::a100;
+using cudatest::l4;
 
 codegen::gpu::RenderedProgram render(const std::vector<Tensor>& outs, const ir::TargetInfo& target) {
-  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
-  auto compiled = passes::compile_graph(detail::capture(outs, &bufs), target, passes::Options{});
-  EXPECT_TRUE(compiled.ok()) << compiled.status();
-  if (!compiled.ok()) return {};
-  auto r = codegen::gpu::render(compiled->program, codegen::gpu::Dialect::kCuda, target);
+  auto r = codegen::gpu::render(cudatest::planned(outs, target), codegen::gpu::Dialect::kCuda, target);
   EXPECT_TRUE(r.ok()) << r.status();
   return r.ok() ? *std::move(r) : codegen::gpu::RenderedProgram{};
 }
@@ -54,16 +42,7 @@ std::string contraction_strategy(const codegen::gpu::RenderedProgram& r) {
   return "";
 }
 
-class GemmSm80Compile : public ::testing::Test {
- protected:
-  void SetUp() override {
-    try {
-      (void)default_device();
-    } catch (const Error& e) {
-      GTEST_SKIP() << "no default device to hold the inputs: " << e.what();
-    }
-  }
-};
+class GemmSm80Compile : public cudatest::NeedsDefaultDevice {};
 
 // Row-major, transposed (m-major lhs, k-major rhs), batched, broadcast and f16 operands with
 // ragged sizes take the cp.async kernel in one kernel (no copy of a transposed view), each with
@@ -130,18 +109,8 @@ TEST_F(GemmSm80Compile, OtherOperandsKeepTheRegisterStagedKernel) {
 
 // ---------------------------------------------------------------- on a GPU
 
-class GemmSm80Run : public ::testing::Test {
+class GemmSm80Run : public cudatest::OnCudaGpu {
  protected:
-  void SetUp() override {
-    auto d = Device::get("cuda");
-    if (!d.ok()) GTEST_SKIP() << d.status().message();
-    prev_ = default_device().name();
-    ASSERT_TRUE(set_default_device("cuda").ok());
-  }
-  void TearDown() override {
-    if (!prev_.empty()) (void)set_default_device(prev_);
-  }
-  std::string prev_;
   // On Hopper, contractions the sm_90a path would take come here instead.
   ScopedEnv env_{{"KILN_CUDA_SM90_GEMM", "0"}};
 };

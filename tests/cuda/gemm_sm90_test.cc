@@ -21,6 +21,7 @@
 #include "backends/cuda/nvrtc.h"
 #include "backends/cuda/target.h"
 #include "codegen/c_family/gpu_program.h"
+#include "cuda/contraction_fixtures.h"
 #include "cuda/ptxas.h"
 #include "frontend/capture.h"
 #include "kiln/kiln.h"
@@ -36,10 +37,7 @@ namespace {
 using testing::random_tensor;
 using testing::ScopedEnv;
 
-const ir::TargetInfo& h100() {
-  static const ir::TargetInfo t = runtime::cuda::cuda_target_info(132, 232448, 90);
-  return t;
-}
+using cudatest::h100;
 
 struct Rendered {
   ir::Program program;
@@ -85,16 +83,7 @@ void expect_assembles_for_sm90a(const std::string& ptx) {
   EXPECT_EQ(log.find("C7508"), std::string::npos) << "setmaxnreg ignored:\n" << log;
 }
 
-class GemmSm90Compile : public ::testing::Test {
- protected:
-  void SetUp() override {
-    try {
-      (void)default_device();
-    } catch (const Error& e) {
-      GTEST_SKIP() << "no default device to hold the inputs: " << e.what();
-    }
-  }
-};
+class GemmSm90Compile : public cudatest::NeedsDefaultDevice {};
 
 TEST_F(GemmSm90Compile, TakesTheHopperPathWhereTheCopyEngineCanFetchTheOperands) {
   Tensor a = random_tensor({256, 96}, bfloat16, 1), b = random_tensor({96, 128}, bfloat16, 2);
@@ -183,6 +172,34 @@ TEST_F(GemmSm90Compile, ModulesCompileForSm90aAndAssemble) {
 std::string strategy_of(const Tensor& t) {
   Rendered r = render_h100({t});
   return r.r.kernels.empty() ? "" : r.r.kernels[0].strategy;
+}
+
+// Fewer rows than a tile: a k-major lhs is fetched in boxes of only its rows (rounded up to 8;
+// the copy engine is slow to zero-fill past the end), and with at most 64 rows the second
+// consumer warpgroup issues no wgmma. An m-major lhs keeps its 64-wide boxes.
+TEST_F(GemmSm90Compile, DecodeShapesFetchOnlyTheirRows) {
+  Tensor b = random_tensor({512, 1024}, bfloat16, 1);
+  struct Case {
+    int64_t m;
+    const char* box;
+    bool idle;
+  };
+  for (const Case& c : std::vector<Case>{{8, "lhs boxes of 8 rows", true}, {16, "lhs boxes of 16 rows", true},
+                                         {64, "lhs boxes of 64 rows", true}, {100, "lhs boxes of 104 rows", false}}) {
+    SCOPED_TRACE(c.m);
+    const std::string s = strategy_of(matmul(random_tensor({c.m, 512}, bfloat16, 2), b));
+    EXPECT_NE(s.find(c.box), std::string::npos) << s;
+    EXPECT_EQ(s.find("second consumer idle") != std::string::npos, c.idle) << s;
+  }
+  // Batched: the map keeps one coordinate per batch axis; the module compiles and assembles.
+  Rendered batched = render_h100({matmul(random_tensor({2, 3, 40, 512}, bfloat16, 5), b)});
+  ASSERT_EQ(batched.r.kernels.size(), 1u);
+  EXPECT_NE(batched.r.kernels[0].strategy.find("lhs boxes of 40 rows"), std::string::npos);
+  auto bin = runtime::cuda::nvrtc_compile(batched.r.module_source, 90, /*keep_ptx=*/true, /*arch_specific=*/true);
+  ASSERT_TRUE(bin.ok()) << bin.status();
+  expect_assembles_for_sm90a(bin->ptx);
+  EXPECT_EQ(strategy_of(matmul(random_tensor({200, 512}, bfloat16, 3), b)).find("lhs boxes"), std::string::npos);
+  EXPECT_EQ(strategy_of(matmul(random_tensor({512, 16}, bfloat16, 4).t(), b)).find("lhs boxes"), std::string::npos);
 }
 
 TEST_F(GemmSm90Compile, TileWidthAndClusterFollowTheShape) {
@@ -328,20 +345,7 @@ TEST(GemmSm90Target, ArchSpecificKeyAndCache) {
 
 // ---------------------------------------------------------------- on an sm_90 GPU
 
-class GemmSm90Run : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto d = Device::get("cuda");
-    if (!d.ok()) GTEST_SKIP() << d.status().message();
-    if (d->description().find("sm_90") == std::string::npos) GTEST_SKIP() << "not a compute capability 9.0 GPU";
-    prev_ = default_device().name();
-    ASSERT_TRUE(set_default_device("cuda").ok());
-  }
-  void TearDown() override {
-    if (!prev_.empty()) (void)set_default_device(prev_);
-  }
-  std::string prev_;
-};
+class GemmSm90Run : public cudatest::OnSm90Gpu {};
 
 const testing::Tolerance kHalf{3e-2, 3e-2};
 
@@ -349,7 +353,7 @@ TEST_F(GemmSm90Run, RaggedShapes) {
   uint32_t seed = 100;
   for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{
            {128, 64, 128}, {256, 512, 256}, {300, 136, 200}, {1000, 72, 520}, {64, 1024, 8}, {8, 40, 264},
-           {129, 8, 129}, {520, 1024, 776}}) {
+           {129, 8, 129}, {520, 1024, 776}, {1, 64, 200}, {16, 2048, 1024}, {40, 136, 264}, {100, 72, 520}}) {
     SCOPED_TRACE(::testing::Message() << m << "x" << k << "x" << n);
     Tensor a = random_tensor({m, k}, bfloat16, seed++), b = random_tensor({k, n}, bfloat16, seed++);
     EXPECT_MATCHES_REFERENCE({matmul(a, b)}, kHalf);
