@@ -158,11 +158,12 @@ void Renderer::mma_tiles(const std::string& instr, int MI, int NJ) {
 bool Renderer::copyable16(KNodeId id, int vec_axis) const {
   const ir::KNode& n = k_.nodes[id];
   if (n.op != Op::kLoad || n.map.views.size() != 1 || n.map.has_mask()) return false;
-  if (dtype_size(n.dtype) != 2 || p_.buffers[n.buffer].dtype != n.dtype) return false;
+  const int64_t eb = dtype_size(n.dtype), per = 16 / eb;
+  if ((eb != 2 && eb != 4) || p_.buffers[n.buffer].dtype != n.dtype) return false;
   const ir::View& v = n.map.views[0];
-  if (v.strides.size() != k_.shape.size() || v.strides[vec_axis] != 1 || v.offset % 8 != 0) return false;
+  if (v.strides.size() != k_.shape.size() || v.strides[vec_axis] != 1 || v.offset % per != 0) return false;
   for (size_t d = 0; d < v.strides.size(); ++d)
-    if (int(d) != vec_axis && v.strides[d] % 8 != 0) return false;
+    if (int(d) != vec_axis && v.strides[d] % per != 0) return false;
   return true;
 }
 

@@ -1,5 +1,6 @@
-// Contractions of bf16/f16 operands on CUDA sm_80+ (Ampere, Ada, and Hopper where the sm_90a path
-// does not apply), pipelined the way those GPUs want it:
+// Contractions of bf16/f16 operands, or of float32 operands a dot allows to take as TF32, on CUDA
+// sm_80+ (Ampere, Ada, and Hopper where the sm_90a path does not apply, e.g. a TF32 product whose
+// rhs is n-major), pipelined the way those GPUs want it:
 //
 //   - cp.async: each operand tile is copied global -> shared memory in 16-byte pieces without
 //     passing through registers, into a ring of up to 4 stages, so that the loads of the next
@@ -9,9 +10,12 @@
 //     along the contiguous one, rows padded by 16 bytes so that the 8 rows one ldmatrix phase
 //     reads fall in distinct banks); ldmatrix (.trans for an m-major lhs or an n-major rhs) turns
 //     either layout into mma.sync fragments, so transposed views need no copy.
-//   - 128 x 128 output tiles, 8 warps of 64 x 32 (4 x 4 mma.sync m16n8k16 tiles each), 32-deep k
-//     blocks, tiles walked in groups of 8 m-tiles (a wave of blocks shares its operand panels in
-//     L2).
+//   - 128 x 128 output tiles, 8 warps of 64 x 32 (4 x 4 mma.sync tiles each), k blocks of 64
+//     bytes per row (32 bf16/f16 values: m16n8k16; 16 TF32 values: m16n8k8), tiles walked in
+//     groups of 8 m-tiles (a wave of blocks shares its operand panels in L2).
+//   - TF32: in bytes a k-contiguous tile is laid out as a 16-bit one, so the same ldmatrix reads
+//     give m16n8k8 fragments; an m/n-contiguous one is read with 32-bit loads (ldmatrix cannot
+//     transpose 32-bit values); each fragment is rounded to TF32 (cvt.rna) before the mma.
 //   - The epilogue: the accumulators go through shared memory (the stage ring, free by then) one
 //     64-row half at a time, and every thread applies the fused elementwise epilogue to
 //     consecutive outputs (coalesced stores).
@@ -23,23 +27,39 @@ namespace kiln::codegen::gpu::render_detail {
 
 namespace {
 
-constexpr int kBM = 128, kBN = 128, kBK = 32, kThreads = 256;
+constexpr int kBM = 128, kBN = 128, kThreads = 256;
+constexpr int kRowBytes = 64;  // a k block: 32 bf16/f16 values (two m16n8k16 steps), 16 TF32 (two m16n8k8)
 constexpr int kWM = 64, kWN = 32, kWarpsN = kBN / kWN;  // 2 x 4 warps
 constexpr int kMI = kWM / 16, kNJ = kWN / 8;             // mma tiles per warp along m, n
-constexpr int kPad = 8;                                  // elements after each staged row
 constexpr int kGroupM = 8;                               // m-tiles per group of the tile order
 constexpr int kCPitch = kBN + 4;                         // floats per row of the epilogue buffer
 
-// One operand as staged: `rows` rows of `cols` elements (cols along the contiguous axis), each
-// row padded to `pitch`.
+// One operand as staged: `rows` rows of `cols` elements of `eb` bytes (cols along the contiguous
+// axis), each row padded to `pitch` elements.
 struct Staging {
   KNodeId node = -1;
   bool k_contiguous = false;
+  int eb = 2;
   int row_axis = 0, col_axis = 0, other_axis = 0;
   int rows = 0, cols = 0, pitch = 0;
   int64_t row_bound = 0, col_bound = 0;
-  int bytes() const { return rows * pitch * 2; }
+  int bytes() const { return rows * pitch * eb; }
 };
+
+const char* kHelpers = R"(#ifndef KILN_SM80_HELPERS
+#define KILN_SM80_HELPERS
+__device__ __forceinline__ unsigned kiln_lds32(unsigned a) {
+  unsigned r;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(r) : "r"(a));
+  return r;
+}
+__device__ __forceinline__ unsigned kiln_tf32(unsigned x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(x)));
+  return r;
+}
+#endif
+)";
 
 // Stages that fit in `shared` bytes (at most 4, at least 2; 0 when 2 do not fit).
 int stages_for(int stage_bytes, int64_t shared) {
@@ -51,18 +71,21 @@ int stages_for(int stage_bytes, int64_t shared) {
 }  // namespace
 
 bool Renderer::sm80_applies() const {
-  if (d_.kind() != Dialect::kCuda || t_.compute_capability < 80 || !half_mma_applies()) return false;
+  if (d_.kind() != Dialect::kCuda || t_.compute_capability < 80 || !(half_mma_applies() || tf32_mma_applies()))
+    return false;
   if (!support::options().cuda_cp_async) return false;
   const ir::Contraction& c = k_.contraction;
+  // 16-byte pieces along k or along m / n, that axis a whole number of pieces long.
   auto fits = [&](KNodeId x, int mn_axis) {
     const KNodeId id = operand(x);
-    if (copyable16(id, c.k_axis) && k_.shape[c.k_axis] % 8 == 0) return true;
-    return copyable16(id, mn_axis) && k_.shape[mn_axis] % 8 == 0;
+    const int64_t per = 16 / int64_t(dtype_size(k_.nodes[id].dtype));
+    if (copyable16(id, c.k_axis) && k_.shape[c.k_axis] % per == 0) return true;
+    return copyable16(id, mn_axis) && k_.shape[mn_axis] % per == 0;
   };
   if (!fits(c.lhs, c.m_axis) || !fits(c.rhs, c.n_axis)) return false;
   for (const ir::Store& s : k_.stores)
     if (w_.store_is_inner(s)) return false;
-  const int worst_stage = (kBM + kBN) * (kBK + kPad) * 2;
+  const int worst_stage = (kBM + kBN) * (kRowBytes + 32);
   return stages_for(worst_stage, t_.shared_memory) >= 2;
 }
 
@@ -71,16 +94,22 @@ int Renderer::contraction_sm80(KernelSource* out) {
   const int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
   int64_t batch = 1;
   const std::vector<int> batch_axes = batch_axes_of(k_, &batch);
+  const bool tf = !half_mma_applies();  // float32 operands taken as TF32
+  const int eb = tf ? 4 : 2, kBK = kRowBytes / eb, KM = 32 / eb;  // k per block, per mma step
   auto staging = [&](KNodeId x, int mn_axis, int other_axis, int tile_mn) {
     Staging s;
     s.node = operand(x);
+    s.eb = eb;
     s.other_axis = other_axis;
-    s.k_contiguous = copyable16(s.node, c.k_axis) && K % 8 == 0;
+    s.k_contiguous = copyable16(s.node, c.k_axis) && K % (16 / eb) == 0;
     s.row_axis = s.k_contiguous ? mn_axis : c.k_axis;
     s.col_axis = s.k_contiguous ? c.k_axis : mn_axis;
     s.rows = s.k_contiguous ? tile_mn : kBK;
     s.cols = s.k_contiguous ? kBK : tile_mn;
-    s.pitch = s.cols + kPad;
+    // Rows padded by 16 bytes: the 8 rows one ldmatrix phase reads fall in distinct banks. A
+    // TF32 m/n-contiguous tile is read by 32-bit loads instead (ldmatrix cannot transpose 32-bit
+    // values): 8 words of padding put the lanes' rows k = tg, tg + 4 in distinct banks.
+    s.pitch = s.cols + (tf && !s.k_contiguous ? 8 : 16 / eb);
     s.row_bound = k_.shape[s.row_axis];
     s.col_bound = k_.shape[s.col_axis];
     return s;
@@ -90,13 +119,14 @@ int Renderer::contraction_sm80(KernelSource* out) {
   const int S = stages_for(stage_bytes, t_.shared_memory);
   const int c_bytes = 64 * kCPitch * 4;  // one 64-row half of the tile as floats
   const bool bf = k_.nodes[A.node].dtype == DType::kBFloat16;
-  const std::string mma = bf ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-                             : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+  const std::string mma = tf   ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+                          : bf ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+                               : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
   const int64_t mt = ceil_div(M, kBM), nt = ceil_div(N, kBN), per_batch = mt * nt, tiles = batch * per_batch;
   const int64_t KB = ceil_div(K, kBK);
   const std::string it = w_.idx_t();
   auto S_ = [](int64_t v) { return std::to_string(v); };
-  helpers_ = attention_device_helpers();
+  helpers_ = std::string(attention_device_helpers()) + kHelpers;
   dsmem_threads_ = kThreads;
 
   w_.line("const int lid = (int)threadIdx.x, warp = lid >> 5, lane = lid & 31, g = lane >> 2, tg = lane & 3;");
@@ -105,18 +135,26 @@ int Renderer::contraction_sm80(KernelSource* out) {
   // Each lane's ldmatrix row address within a stage's tile (bytes), before the k-step and tile
   // offsets: see the PTX ISA's ldmatrix fragment layouts. A k-contiguous tile is read as is, an
   // m/n-contiguous one transposed.
+  // In bytes, a TF32 k-contiguous tile is laid out as a 16-bit one (16-byte pieces of 4 values
+  // instead of 8), so the same ldmatrix addresses give the m16n8k8 fragments. A TF32 m/n-contiguous
+  // tile: each lane's word at k = tg and column g instead.
+  const std::string P8 = S_(16 / eb);  // elements per 16 bytes
   if (A.k_contiguous)
     w_.line("const unsigned a_lane = ((wm * " + S_(kWM) + " + (lane & 7) + ((lane >> 3) & 1) * 8) * " + S_(A.pitch) +
-            " + (lane >> 4) * 8) * 2;");
-  else
+            " + (lane >> 4) * " + P8 + ") * " + S_(eb) + ";");
+  else if (!tf)
     w_.line("const unsigned a_lane = (((lane & 7) + (lane >> 4) * 8) * " + S_(A.pitch) + " + wm * " + S_(kWM) +
             " + ((lane >> 3) & 1) * 8) * 2;");
+  else
+    w_.line("const unsigned a_lane = (tg * " + S_(A.pitch) + " + wm * " + S_(kWM) + " + g) * 4;");
   if (B.k_contiguous)
     w_.line("const unsigned b_lane = ((wn * " + S_(kWN) + " + (lane & 7) + (lane >> 4) * 8) * " + S_(B.pitch) +
-            " + ((lane >> 3) & 1) * 8) * 2;");
-  else
+            " + ((lane >> 3) & 1) * " + P8 + ") * " + S_(eb) + ";");
+  else if (!tf)
     w_.line("const unsigned b_lane = (((lane & 7) + ((lane >> 3) & 1) * 8) * " + S_(B.pitch) + " + wn * " + S_(kWN) +
             " + (lane >> 4) * 8) * 2;");
+  else
+    w_.line("const unsigned b_lane = (tg * " + S_(B.pitch) + " + wn * " + S_(kWN) + " + g) * 4;");
   w_.line("float acc[" + S_(kMI * kNJ * 4) + "];");
   grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
   // Batch-major, then groups of kGroupM m-tiles walked n-tile by n-tile.
@@ -135,7 +173,7 @@ int Renderer::contraction_sm80(KernelSource* out) {
   auto issue = [&](const std::string& st, const std::string& kb) {
     for (const Staging* s : {&A, &B}) {
       const bool is_a = s == &A;
-      const int per_row = s->cols / 8, pieces = s->rows * per_row;
+      const int per = 16 / s->eb, per_row = s->cols / per, pieces = s->rows * per_row;
       const std::string row0 = s->row_axis == c.k_axis ? absl::StrCat("(", it, ")(", kb, ") * ", kBK)
                                                        : (is_a ? "m0" : "n0");
       const std::string col0 = s->col_axis == c.k_axis ? absl::StrCat("(", it, ")(", kb, ") * ", kBK)
@@ -145,7 +183,7 @@ int Renderer::contraction_sm80(KernelSource* out) {
       w_.line("#pragma unroll");
       w_.open("for (int q = 0; q < " + S_(pieces / kThreads) + "; ++q)");
       w_.line("const int e = lid + q * " + S_(kThreads) + ", row = e / " + S_(per_row) + ", col = (e % " + S_(per_row) +
-              ") * 8;");
+              ") * " + S_(per) + ";");
       w_.line(absl::StrCat(it, " gr = ", row0, " + row, gc = ", col0, " + col;"));
       w_.line(absl::StrCat("const bool inside = gr < ", w_.ilit(s->row_bound), " && gc < ", w_.ilit(s->col_bound), ";"));
       w_.set_axis(s->row_axis, "gr");
@@ -154,7 +192,7 @@ int Renderer::contraction_sm80(KernelSource* out) {
       w_.line(absl::StrCat("const ", d_.storage_type(n.dtype), "* src = ", buf, ";"));
       w_.line(absl::StrCat("if (inside) src += ", w_.element_index(n.map), ";"));
       w_.line(absl::StrCat("kiln_cp16(sbase + (", st, ") * ", stage_bytes, is_a ? "" : absl::StrCat(" + ", A.bytes()),
-                           " + (row * ", s->pitch, " + col) * 2, src, inside);"));
+                           " + (row * ", s->pitch, " + col) * ", s->eb, ", src, inside);"));
       w_.close();
     }
     w_.clear_axis(c.k_axis);
@@ -180,20 +218,41 @@ int Renderer::contraction_sm80(KernelSource* out) {
   w_.line("kiln_cp_commit();");
   w_.line("const unsigned sa = sbase + (kb % " + S_(S) + ") * " + S_(stage_bytes) + ", sb = sa + " + S_(A.bytes()) + ";");
   w_.line("#pragma unroll");
-  w_.open("for (int ks = 0; ks < " + S_(kBK) + "; ks += 16)");
+  w_.open("for (int ks = 0; ks < " + S_(kBK) + "; ks += " + S_(KM) + ")");
   w_.line("unsigned a[" + S_(kMI) + "][4], b[" + S_(kNJ) + "][2];");
-  // Offsets of k step ks and of the warp's i-th m16 (j-th n16) block in each layout.
-  const std::string a_ks = A.k_contiguous ? "ks * 2" : "ks * " + S_(A.pitch * 2);
-  const std::string a_i = A.k_contiguous ? S_(16 * A.pitch * 2) : "32";
-  const std::string b_ks = B.k_contiguous ? "ks * 2" : "ks * " + S_(B.pitch * 2);
-  const std::string b_j = B.k_contiguous ? S_(16 * B.pitch * 2) : "32";
-  const std::string lda = A.k_contiguous ? "kiln_ldsm4" : "kiln_ldsm4t", ldb = B.k_contiguous ? "kiln_ldsm4" : "kiln_ldsm4t";
-  w_.line("#pragma unroll");
-  w_.line(absl::StrCat("for (int i = 0; i < ", kMI, "; ++i) ", lda, "(sa + a_lane + ", a_ks, " + i * ", a_i,
-                       ", a[i][0], a[i][1], a[i][2], a[i][3]);"));
-  w_.line("#pragma unroll");
-  w_.line(absl::StrCat("for (int j = 0; j < ", kNJ / 2, "; ++j) ", ldb, "(sb + b_lane + ", b_ks, " + j * ", b_j,
-                       ", b[2 * j][0], b[2 * j][1], b[2 * j + 1][0], b[2 * j + 1][1]);"));
+  // Offsets (bytes) of k step ks and of the warp's i-th m16 (j-th n16 / n8) block in each layout.
+  const std::string a_ks = A.k_contiguous ? "ks * " + S_(eb) : "ks * " + S_(A.pitch * eb);
+  const std::string b_ks = B.k_contiguous ? "ks * " + S_(eb) : "ks * " + S_(B.pitch * eb);
+  if (A.k_contiguous || !tf) {
+    const std::string a_i = A.k_contiguous ? S_(16 * A.pitch * eb) : "32";
+    w_.line("#pragma unroll");
+    w_.line(absl::StrCat("for (int i = 0; i < ", kMI, "; ++i) ", A.k_contiguous ? "kiln_ldsm4" : "kiln_ldsm4t",
+                         "(sa + a_lane + ", a_ks, " + i * ", a_i, ", a[i][0], a[i][1], a[i][2], a[i][3]);"));
+  } else {  // TF32 [k][m]: rows g, g + 8 at k = tg, tg + 4
+    const std::string k4 = S_(4 * A.pitch * 4);
+    w_.line("#pragma unroll");
+    w_.open(absl::StrCat("for (int i = 0; i < ", kMI, "; ++i)"));
+    w_.line(absl::StrCat("const unsigned at = sa + a_lane + ", a_ks, " + i * 64;"));
+    w_.line(absl::StrCat("a[i][0] = kiln_lds32(at), a[i][1] = kiln_lds32(at + 32), a[i][2] = kiln_lds32(at + ", k4,
+                         "), a[i][3] = kiln_lds32(at + ", k4, " + 32);"));
+    w_.close();
+  }
+  if (B.k_contiguous || !tf) {
+    const std::string b_j = B.k_contiguous ? S_(16 * B.pitch * eb) : "32";
+    w_.line("#pragma unroll");
+    w_.line(absl::StrCat("for (int j = 0; j < ", kNJ / 2, "; ++j) ", B.k_contiguous ? "kiln_ldsm4" : "kiln_ldsm4t",
+                         "(sb + b_lane + ", b_ks, " + j * ", b_j, ", b[2 * j][0], b[2 * j][1], b[2 * j + 1][0], b[2 * j + 1][1]);"));
+  } else {  // TF32 [k][n]: column g at k = tg, tg + 4
+    w_.line("#pragma unroll");
+    w_.line(absl::StrCat("for (int j = 0; j < ", kNJ, "; ++j) b[j][0] = kiln_lds32(sb + b_lane + ", b_ks,
+                         " + j * 32), b[j][1] = kiln_lds32(sb + b_lane + ", b_ks, " + j * 32 + ", 4 * B.pitch * 4, ");"));
+  }
+  if (tf) {  // the operands rounded to TF32 (cvt.rna), as the register-staged kernel does
+    w_.line("#pragma unroll");
+    w_.line(absl::StrCat("for (int i = 0; i < ", kMI, "; ++i) for (int r = 0; r < 4; ++r) a[i][r] = kiln_tf32(a[i][r]);"));
+    w_.line("#pragma unroll");
+    w_.line(absl::StrCat("for (int j = 0; j < ", kNJ, "; ++j) for (int r = 0; r < 2; ++r) b[j][r] = kiln_tf32(b[j][r]);"));
+  }
   mma_tiles(mma, kMI, kNJ);
   w_.close();
   w_.close();
@@ -229,7 +288,8 @@ int Renderer::contraction_sm80(KernelSource* out) {
   out->shared_bytes = uint32_t(std::max(S * stage_bytes, c_bytes));
   out->strategy = absl::StrCat("contraction sm_80: cp.async into ", S, " stages of ", kBM, "x", kBN, "x", kBK, " (lhs ",
                                A.k_contiguous ? "k" : "m", "-contiguous, rhs ", B.k_contiguous ? "k" : "n",
-                               "-contiguous), ldmatrix, mma.sync m16n8k16 on 8 warps of ", kWM, "x", kWN,
+                               "-contiguous), ldmatrix, ", tf ? "mma.sync m16n8k8 in TF32 (operands rounded)" : "mma.sync m16n8k16",
+                               " on 8 warps of ", kWM, "x", kWN,
                                ", tiles in groups of ", kGroupM, " m-tiles");
   return kThreads;
 }

@@ -535,12 +535,13 @@ class Renderer {
   // One k step of a warp's MI x NJ mma.sync tiles: acc[(i * NJ + j) * 4 ..] += a[i] x b[j], with
   // A fragments a[MI][4] and B fragments b[NJ][2] in registers.
   void mma_tiles(const std::string& instr, int MI, int NJ);
-  // Whether node `id` is a plain load of a 16-bit buffer of its own dtype, contiguous along
-  // `vec_axis` from a 16-byte aligned start with every other stride a multiple of 8 elements, so
-  // that 8 elements along that axis are one aligned 16-byte copy.
+  // Whether node `id` is a plain load of a 2- or 4-byte buffer of its own dtype, contiguous along
+  // `vec_axis` from a 16-byte aligned start with every other stride a multiple of 16 bytes, so
+  // that 16 bytes along that axis (8 or 4 elements) are one aligned copy.
   bool copyable16(KNodeId id, int vec_axis) const;
-  // The pipelined mma.sync variant (contraction_sm80.cc): bf16/f16 operands that cp.async can copy
-  // 16 bytes at a time go through a multi-stage shared-memory ring and ldmatrix.
+  // The pipelined mma.sync variant (contraction_sm80.cc): bf16/f16 operands, or float32 ones a dot
+  // allows TF32, that cp.async can copy 16 bytes at a time go through a multi-stage shared-memory
+  // ring and ldmatrix.
   bool sm80_applies() const;
   int contraction_sm80(KernelSource* out);
   // Hopper variant (contraction_sm90.cc): TMA loads into 128B-swizzled stages, wgmma, warp

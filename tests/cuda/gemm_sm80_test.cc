@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,46 @@ TEST_F(GemmSm80Compile, CopyableOperandsTakeThePipelinedKernel) {
   }
 }
 
+// Float32 products allowed TF32 in every operand layout take the same kernel (m16n8k8, operands
+// rounded); on Hopper those wgmma cannot read (an n-major rhs or an m-major lhs) come here too.
+TEST_F(GemmSm80Compile, Tf32InEveryLayoutTakesThePipelinedKernel) {
+  const MatmulPrecision tf32 = MatmulPrecision::kTf32;
+  Tensor a = random_tensor({300, 136}, float32, 1), b = random_tensor({136, 200}, float32, 2);
+  Tensor at = random_tensor({136, 300}, float32, 3), bt = random_tensor({200, 136}, float32, 4);
+  struct Case {
+    Tensor t;
+    const char* layouts;
+    bool hopper;  // sm_90a takes it (both operands k-major)
+  };
+  for (const Case& c : std::vector<Case>{{matmul(a, b, tf32), "lhs k-contiguous, rhs n-contiguous", false},
+                                         {matmul(at.t(), b, tf32), "lhs m-contiguous, rhs n-contiguous", false},
+                                         {matmul(a, bt.t(), tf32), "lhs k-contiguous, rhs k-contiguous", true},
+                                         {relu(matmul(at.t(), bt.t(), tf32)), "lhs m-contiguous, rhs k-contiguous", false}}) {
+    for (const ir::TargetInfo* target : {&a100(), &cudatest::h100()}) {
+      codegen::gpu::RenderedProgram r = render({c.t}, *target);
+      ASSERT_EQ(r.kernels.size(), 1u);
+      const std::string s = contraction_strategy(r);
+      if (target->compute_capability == 90 && c.hopper) {
+        EXPECT_NE(s.find("sm_90a"), std::string::npos) << s;
+        continue;
+      }
+      EXPECT_NE(s.find("contraction sm_80: cp.async"), std::string::npos) << s;
+      EXPECT_NE(s.find("m16n8k8 in TF32"), std::string::npos) << s;
+      EXPECT_NE(s.find(c.layouts), std::string::npos) << s;
+      auto bin = runtime::cuda::nvrtc_compile(r.module_source, target->compute_capability, /*keep_ptx=*/true);
+      ASSERT_TRUE(bin.ok()) << bin.status() << "\n" << r.module_source;
+      EXPECT_NE(bin->ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
+      EXPECT_NE(bin->ptx.find("cvt.rna.tf32.f32"), std::string::npos);
+      if (testing_ptxas::available()) {
+        std::string log;
+        EXPECT_TRUE(testing_ptxas::assemble(bin->ptx, absl::StrCat("sm_", target->compute_capability), &log)) << log;
+      }
+    }
+  }
+  // Exact float32 keeps the SIMT kernel.
+  EXPECT_EQ(contraction_strategy(render({matmul(a, b)}, a100())).find("TF32"), std::string::npos);
+}
+
 // A contiguous axis that is not a whole number of 16-byte pieces (k = 70 with a row-major lhs),
 // a view that does not start 16-byte aligned, float32 operands and KILN_CUDA_CP_ASYNC=0 keep the register-staged
 // kernels; so does everything on a GPU older than sm_80.
@@ -140,6 +181,22 @@ TEST_F(GemmSm80Run, BatchedBroadcastAndHalf) {
   // Many tiles and k blocks: the grid walks tiles in groups, the stage ring wraps many times.
   Tensor big = random_tensor({24, 256, 512}, bfloat16, 10), bw = random_tensor({512, 384}, bfloat16, 11);
   EXPECT_MATCHES_REFERENCE({matmul(big, bw)}, kHalf);
+}
+
+// TF32 rounds each operand to 10 mantissa bits (cvt.rna): a product of values in [-1, 1] is off
+// by at most 2 * 2^-11, an output by K * 2^-10 (plus f32 sums), as in the MatmulPrecision tests.
+TEST_F(GemmSm80Run, Tf32InEveryLayout) {
+  const MatmulPrecision tf32 = MatmulPrecision::kTf32;
+  uint32_t seed = 300;
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{128, 16, 128}, {300, 136, 200}, {8, 1000, 264}, {520, 72, 776}}) {
+    SCOPED_TRACE(::testing::Message() << m << "x" << k << "x" << n);
+    Tensor a = random_tensor({m, k}, float32, seed++, -1, 1), b = random_tensor({k, n}, float32, seed++, -1, 1);
+    Tensor at = random_tensor({k, m}, float32, seed++, -1, 1), bt = random_tensor({n, k}, float32, seed++, -1, 1);
+    const testing::Tolerance bound{0.0, double(k) * std::ldexp(1.0, -10)};
+    EXPECT_MATCHES_REFERENCE({matmul(a, b, tf32), matmul(at.t(), b, tf32), matmul(a, bt.t(), tf32),
+                              matmul(at.t(), bt.t(), tf32)},
+                             bound);
+  }
 }
 
 TEST_F(GemmSm80Run, FusedEpilogues) {
