@@ -152,15 +152,52 @@ struct TileConfig {
   bool pingpong = false;
 };
 
+// Whether the epilogue reads a tensor of the output's size (a residual): each consumer thread
+// then loads scattered elements per output, and the cooperative schedule's tensor cores idle
+// through it. Measured on an H200 (bench/results/h200-2026-11-26-autotune): W8's residual GEMM
+// spends 30% of its stalls at the staged epilogue's barriers, and ping-pong, where one
+// warpgroup's epilogue runs under the other's main loop, is 18% faster there. (A GELU epilogue
+// alone is not enough: W5's first GEMM, k = 4096, is 1.3% slower in ping-pong.)
+bool heavy_epilogue(const ir::Kernel& k) {
+  const ir::Contraction& c = k.contraction;
+  std::vector<bool> seen(k.nodes.size(), false);
+  std::vector<KNodeId> todo;
+  for (const ir::Store& st : k.stores) todo.push_back(st.value);
+  while (!todo.empty()) {
+    const KNodeId id = todo.back();
+    todo.pop_back();
+    if (id < 0 || id == c.reduce || seen[size_t(id)]) continue;
+    seen[size_t(id)] = true;
+    const ir::KNode& n = k.nodes[size_t(id)];
+    if (n.op == Op::kLoad) {
+      if (n.map.views.size() != 1) return true;
+      const ir::View& v = n.map.views[0];
+      if (v.strides.size() == k.shape.size() && v.strides[size_t(c.m_axis)] != 0 && v.strides[size_t(c.n_axis)] != 0 &&
+          k.shape[size_t(c.m_axis)] > 1 && k.shape[size_t(c.n_axis)] > 1)
+        return true;
+    }
+    for (KNodeId x : n.inputs) todo.push_back(x);
+  }
+  return false;
+}
+
 TileConfig tile_config(const ir::Kernel& k, int parallelism) {
   const ir::Contraction& c = k.contraction;
-  const int64_t M = k.shape[c.m_axis];
+  const int64_t M = k.shape[c.m_axis], K = k.shape[c.k_axis];
   int64_t batch = 1;
   batch_axes_of(k, &batch);
   TileConfig t;
   t.bn = bn_for(M, k.shape[c.n_axis], batch, parallelism);
   t.cluster = cluster_for(M, t.bn);
-  if (support::options().cuda_sm90_schedule == "pingpong" && t.cluster == 1) {
+  const std::string& forced = support::options().cuda_sm90_schedule;
+  // Ping-pong by default for 16-bit products of several row tiles whose epilogue reads a
+  // residual or whose k is short next to the epilogue (1024..2048: W8's projections, 7-9% faster
+  // on the H200; at 4096 and up the schedules tie or cooperative wins by 1-2%, at k = 128
+  // cooperative by 6%): W8 3.39 -> 3.23 ms.
+  const bool sixteen_bit = c.lhs >= 0 && k.nodes[size_t(c.lhs)].op == Op::kCast;
+  const bool prefer_pingpong = forced.empty() && sixteen_bit && ceil_div(M, int64_t(kBM)) >= 2 &&
+                               (heavy_epilogue(k) || (K >= 1024 && K <= 2048));
+  if ((forced == "pingpong" || prefer_pingpong) && t.cluster == 1) {
     t.pingpong = true;
     t.bn = std::min(t.bn, 128);
   }

@@ -202,6 +202,27 @@ TEST_F(GemmSm90Compile, DecodeShapesFetchOnlyTheirRows) {
   EXPECT_EQ(strategy_of(matmul(random_tensor({512, 16}, bfloat16, 4).t(), b)).find("lhs boxes"), std::string::npos);
 }
 
+// The schedule by default: ping-pong (one warpgroup's epilogue under the other's main loop) where
+// the epilogue reads a tensor of the output's size, or k is 1024..2048; cooperative otherwise
+// (a bias or a GELU alone at k = 4096 included), for one row of tiles, and when the environment
+// says so.
+TEST_F(GemmSm90Compile, HeavyEpiloguesAndShortKTakePingPong) {
+  Tensor a = random_tensor({256, 4096}, bfloat16, 1), b = random_tensor({4096, 512}, bfloat16, 2);
+  Tensor res = random_tensor({256, 512}, bfloat16, 3), bias = random_tensor({512}, bfloat16, 4);
+  Tensor a2 = random_tensor({256, 1536}, bfloat16, 5), b2 = random_tensor({1536, 512}, bfloat16, 6);
+  Tensor x = random_tensor({16, 4096}, bfloat16, 7), res16 = random_tensor({16, 512}, bfloat16, 8);
+  auto pingpong = [](const Tensor& t) { return strategy_of(t).find("ping-pong") != std::string::npos; };
+  EXPECT_TRUE(pingpong(matmul(a, b) + res));
+  EXPECT_FALSE(pingpong(gelu(matmul(a, b) + bias, true)));
+  EXPECT_TRUE(pingpong(gelu(matmul(a2, b2) + bias, true)));
+  EXPECT_TRUE(pingpong(matmul(a2, b2)));
+  EXPECT_FALSE(pingpong(matmul(a, b)));
+  EXPECT_FALSE(pingpong(matmul(a, b) + bias));
+  EXPECT_FALSE(pingpong(matmul(x, b) + res16));
+  ScopedEnv env({{"KILN_CUDA_SM90_SCHEDULE", "cooperative"}});
+  EXPECT_FALSE(pingpong(matmul(a, b) + res));
+}
+
 TEST_F(GemmSm90Compile, TileWidthAndClusterFollowTheShape) {
   // Enough 128x256 tiles for 132 multiprocessors: 256 wide; no cluster unless asked for.
   Tensor a = random_tensor({2048, 64}, bfloat16, 1), b = random_tensor({64, 4096}, bfloat16, 2);
