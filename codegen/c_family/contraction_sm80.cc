@@ -10,7 +10,8 @@
 //     along the contiguous one, rows padded by 16 bytes so that the 8 rows one ldmatrix phase
 //     reads fall in distinct banks); ldmatrix (.trans for an m-major lhs or an n-major rhs) turns
 //     either layout into mma.sync fragments, so transposed views need no copy.
-//   - 128 x 128 output tiles, 8 warps of 64 x 32 (4 x 4 mma.sync tiles each), k blocks of 64
+//   - 128 x 128 output tiles (128 x 64 when that leaves multiprocessors idle: decode-like
+//     products), 8 warps of 64 x 32 (or 64 x 16) mma.sync tiles, k blocks of 64
 //     bytes per row (32 bf16/f16 values: m16n8k16; 16 TF32 values: m16n8k8), tiles walked in
 //     groups of 8 m-tiles (a wave of blocks shares its operand panels in L2).
 //   - TF32: in bytes a k-contiguous tile is laid out as a 16-bit one, so the same ldmatrix reads
@@ -27,12 +28,10 @@ namespace kiln::codegen::gpu::render_detail {
 
 namespace {
 
-constexpr int kBM = 128, kBN = 128, kThreads = 256;
+constexpr int kBM = 128, kThreads = 256;
 constexpr int kRowBytes = 64;  // a k block: 32 bf16/f16 values (two m16n8k16 steps), 16 TF32 (two m16n8k8)
-constexpr int kWM = 64, kWN = 32, kWarpsN = kBN / kWN;  // 2 x 4 warps
-constexpr int kMI = kWM / 16, kNJ = kWN / 8;             // mma tiles per warp along m, n
+constexpr int kWM = 64, kWarpsN = 4, kMI = kWM / 16;   // 2 x 4 warps; m16 tiles per warp
 constexpr int kGroupM = 8;                               // m-tiles per group of the tile order
-constexpr int kCPitch = kBN + 4;                         // floats per row of the epilogue buffer
 
 // One operand as staged: `rows` rows of `cols` elements of `eb` bytes (cols along the contiguous
 // axis), each row padded to `pitch` elements.
@@ -85,7 +84,7 @@ bool Renderer::sm80_applies() const {
   if (!fits(c.lhs, c.m_axis) || !fits(c.rhs, c.n_axis)) return false;
   for (const ir::Store& s : k_.stores)
     if (w_.store_is_inner(s)) return false;
-  const int worst_stage = (kBM + kBN) * (kRowBytes + 32);
+  const int worst_stage = (kBM + 128) * (kRowBytes + 32);
   return stages_for(worst_stage, t_.shared_memory) >= 2;
 }
 
@@ -114,6 +113,11 @@ int Renderer::contraction_sm80(KernelSource* out) {
     s.col_bound = k_.shape[s.col_axis];
     return s;
   };
+  // 128 columns per tile, or 64 where 128-wide tiles would leave multiprocessors idle (decode-like
+  // products: twice the blocks streaming the rhs).
+  const int kBN = batch * ceil_div(M, kBM) * ceil_div(N, 128) < t_.parallelism ? 64 : 128;
+  const int kWN = kBN / kWarpsN, kNJ = kWN / 8;  // a warp's columns, its n8 mma tiles
+  const int kCPitch = kBN + 4;                    // floats per row of the epilogue buffer
   const Staging A = staging(c.lhs, c.m_axis, c.n_axis, kBM), B = staging(c.rhs, c.n_axis, c.m_axis, kBN);
   const int stage_bytes = A.bytes() + B.bytes();
   const int S = stages_for(stage_bytes, t_.shared_memory);

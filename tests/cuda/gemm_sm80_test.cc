@@ -86,6 +86,16 @@ TEST_F(GemmSm80Compile, CopyableOperandsTakeThePipelinedKernel) {
   }
 }
 
+// 128 columns per tile, or 64 where 128-wide tiles would leave multiprocessors idle (a
+// decode-like product: twice the blocks streaming the rhs).
+TEST_F(GemmSm80Compile, TileWidthFollowsTheShape) {
+  Tensor w = random_tensor({512, 8192}, bfloat16, 1);
+  EXPECT_NE(contraction_strategy(render({matmul(random_tensor({16, 512}, bfloat16, 2), w)}, a100())).find("128x64x32"),
+            std::string::npos);
+  EXPECT_NE(contraction_strategy(render({matmul(random_tensor({2048, 512}, bfloat16, 3), w)}, a100())).find("128x128x32"),
+            std::string::npos);
+}
+
 // Float32 products allowed TF32 in every operand layout take the same kernel (m16n8k8, operands
 // rounded); on Hopper those wgmma cannot read (an n-major rhs or an m-major lhs) come here too.
 TEST_F(GemmSm80Compile, Tf32InEveryLayoutTakesThePipelinedKernel) {
