@@ -353,6 +353,9 @@ absl::Status CudaExecutable::finish_run(const std::vector<Buffer*>& outputs) {
 }
 
 absl::Status CudaExecutable::launch_timed(std::vector<double>* node_us, std::vector<double>* before_end_us) {
+  node_us->clear();
+  before_end_us->clear();
+  if (nodes_.empty()) return absl::OkStatus();
   while (profile_events_.size() < 2 * nodes_.size()) {
     auto e = Event::create(/*timing=*/true);
     if (!e.ok()) return e.status();
@@ -368,8 +371,6 @@ absl::Status CudaExecutable::launch_timed(std::vector<double>* node_us, std::vec
   }
   const Event& last = *profile_events_[2 * nodes_.size() - 1];
   if (absl::Status s = last.wait(); !s.ok()) return s;
-  node_us->clear();
-  before_end_us->clear();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     auto dur = profile_events_[2 * i + 1]->elapsed_ms(*profile_events_[2 * i]);
     auto before_end = last.elapsed_ms(*profile_events_[2 * i]);
