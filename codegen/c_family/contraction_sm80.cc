@@ -21,7 +21,7 @@
 //     64-row half at a time, and every thread applies the fused elementwise epilogue to
 //     consecutive outputs (coalesced stores).
 // It applies where both operands are plain loads cp.async can copy (copyable16) along k or along
-// m / n with that axis a multiple of 8 long; anything else keeps contraction_mma.
+// m / n, that axis a whole number of 16-byte pieces long; anything else keeps contraction_mma.
 #include "codegen/c_family/renderer.h"
 
 namespace kiln::codegen::gpu::render_detail {
@@ -115,18 +115,18 @@ int Renderer::contraction_sm80(KernelSource* out) {
   };
   // 128 columns per tile, or 64 where 128-wide tiles would leave multiprocessors idle (decode-like
   // products: twice the blocks streaming the rhs).
-  const int kBN = batch * ceil_div(M, kBM) * ceil_div(N, 128) < t_.parallelism ? 64 : 128;
-  const int kWN = kBN / kWarpsN, kNJ = kWN / 8;  // a warp's columns, its n8 mma tiles
-  const int kCPitch = kBN + 4;                    // floats per row of the epilogue buffer
-  const Staging A = staging(c.lhs, c.m_axis, c.n_axis, kBM), B = staging(c.rhs, c.n_axis, c.m_axis, kBN);
+  const int BN = batch * ceil_div(M, kBM) * ceil_div(N, 128) < t_.parallelism ? 64 : 128;
+  const int WN = BN / kWarpsN, NJ = WN / 8;  // a warp's columns, its n8 mma tiles
+  const int CPitch = BN + 4;                 // floats per row of the epilogue buffer
+  const Staging A = staging(c.lhs, c.m_axis, c.n_axis, kBM), B = staging(c.rhs, c.n_axis, c.m_axis, BN);
   const int stage_bytes = A.bytes() + B.bytes();
   const int S = stages_for(stage_bytes, t_.shared_memory);
-  const int c_bytes = 64 * kCPitch * 4;  // one 64-row half of the tile as floats
+  const int c_bytes = 64 * CPitch * 4;  // one 64-row half of the tile as floats
   const bool bf = k_.nodes[A.node].dtype == DType::kBFloat16;
   const std::string mma = tf   ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
                           : bf ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
                                : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
-  const int64_t mt = ceil_div(M, kBM), nt = ceil_div(N, kBN), per_batch = mt * nt, tiles = batch * per_batch;
+  const int64_t mt = ceil_div(M, kBM), nt = ceil_div(N, BN), per_batch = mt * nt, tiles = batch * per_batch;
   const int64_t KB = ceil_div(K, kBK);
   const std::string it = w_.idx_t();
   auto S_ = [](int64_t v) { return std::to_string(v); };
@@ -152,14 +152,14 @@ int Renderer::contraction_sm80(KernelSource* out) {
   else
     w_.line("const unsigned a_lane = (tg * " + S_(A.pitch) + " + wm * " + S_(kWM) + " + g) * 4;");
   if (B.k_contiguous)
-    w_.line("const unsigned b_lane = ((wn * " + S_(kWN) + " + (lane & 7) + (lane >> 4) * 8) * " + S_(B.pitch) +
+    w_.line("const unsigned b_lane = ((wn * " + S_(WN) + " + (lane & 7) + (lane >> 4) * 8) * " + S_(B.pitch) +
             " + ((lane >> 3) & 1) * " + P8 + ") * " + S_(eb) + ";");
   else if (!tf)
-    w_.line("const unsigned b_lane = (((lane & 7) + ((lane >> 3) & 1) * 8) * " + S_(B.pitch) + " + wn * " + S_(kWN) +
+    w_.line("const unsigned b_lane = (((lane & 7) + ((lane >> 3) & 1) * 8) * " + S_(B.pitch) + " + wn * " + S_(WN) +
             " + (lane >> 4) * 8) * 2;");
   else
-    w_.line("const unsigned b_lane = (tg * " + S_(B.pitch) + " + wn * " + S_(kWN) + " + g) * 4;");
-  w_.line("float acc[" + S_(kMI * kNJ * 4) + "];");
+    w_.line("const unsigned b_lane = (tg * " + S_(B.pitch) + " + wn * " + S_(WN) + " + g) * 4;");
+  w_.line("float acc[" + S_(kMI * NJ * 4) + "];");
   grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
   // Batch-major, then groups of kGroupM m-tiles walked n-tile by n-tile.
   w_.line(absl::StrCat(it, " bt = tile / ", w_.ilit(per_batch), ", rest = tile % ", w_.ilit(per_batch), ";"));
@@ -168,10 +168,10 @@ int Renderer::contraction_sm80(KernelSource* out) {
                        " - first_m : ", w_.ilit(kGroupM), ";"));
   w_.line(absl::StrCat(it, " in_group = rest % ", w_.ilit(kGroupM * nt), ";"));
   w_.line(absl::StrCat(it, " m0 = (first_m + in_group % gsize) * ", w_.ilit(kBM), ", n0 = (in_group / gsize) * ",
-                       w_.ilit(kBN), ";"));
+                       w_.ilit(BN), ";"));
   w_.unravel("bt", batch_axes);
   w_.line("#pragma unroll");
-  w_.line("for (int q = 0; q < " + S_(kMI * kNJ * 4) + "; ++q) acc[q] = 0.0f;");
+  w_.line("for (int q = 0; q < " + S_(kMI * NJ * 4) + "; ++q) acc[q] = 0.0f;");
   // The copies of k block `kb` into stage `st`: each thread's share of each operand's 16-byte
   // pieces, zero-filled outside the operand.
   auto issue = [&](const std::string& st, const std::string& kb) {
@@ -223,7 +223,7 @@ int Renderer::contraction_sm80(KernelSource* out) {
   w_.line("const unsigned sa = sbase + (kb % " + S_(S) + ") * " + S_(stage_bytes) + ", sb = sa + " + S_(A.bytes()) + ";");
   w_.line("#pragma unroll");
   w_.open("for (int ks = 0; ks < " + S_(kBK) + "; ks += " + S_(KM) + ")");
-  w_.line("unsigned a[" + S_(kMI) + "][4], b[" + S_(kNJ) + "][2];");
+  w_.line("unsigned a[" + S_(kMI) + "][4], b[" + S_(NJ) + "][2];");
   // Offsets (bytes) of k step ks and of the warp's i-th m16 (j-th n16 / n8) block in each layout.
   const std::string a_ks = A.k_contiguous ? "ks * " + S_(eb) : "ks * " + S_(A.pitch * eb);
   const std::string b_ks = B.k_contiguous ? "ks * " + S_(eb) : "ks * " + S_(B.pitch * eb);
@@ -244,20 +244,20 @@ int Renderer::contraction_sm80(KernelSource* out) {
   if (B.k_contiguous || !tf) {
     const std::string b_j = B.k_contiguous ? S_(16 * B.pitch * eb) : "32";
     w_.line("#pragma unroll");
-    w_.line(absl::StrCat("for (int j = 0; j < ", kNJ / 2, "; ++j) ", B.k_contiguous ? "kiln_ldsm4" : "kiln_ldsm4t",
+    w_.line(absl::StrCat("for (int j = 0; j < ", NJ / 2, "; ++j) ", B.k_contiguous ? "kiln_ldsm4" : "kiln_ldsm4t",
                          "(sb + b_lane + ", b_ks, " + j * ", b_j, ", b[2 * j][0], b[2 * j][1], b[2 * j + 1][0], b[2 * j + 1][1]);"));
   } else {  // TF32 [k][n]: column g at k = tg, tg + 4
     w_.line("#pragma unroll");
-    w_.line(absl::StrCat("for (int j = 0; j < ", kNJ, "; ++j) b[j][0] = kiln_lds32(sb + b_lane + ", b_ks,
+    w_.line(absl::StrCat("for (int j = 0; j < ", NJ, "; ++j) b[j][0] = kiln_lds32(sb + b_lane + ", b_ks,
                          " + j * 32), b[j][1] = kiln_lds32(sb + b_lane + ", b_ks, " + j * 32 + ", 4 * B.pitch * 4, ");"));
   }
   if (tf) {  // the operands rounded to TF32 (cvt.rna), as the register-staged kernel does
     w_.line("#pragma unroll");
     w_.line(absl::StrCat("for (int i = 0; i < ", kMI, "; ++i) for (int r = 0; r < 4; ++r) a[i][r] = kiln_tf32(a[i][r]);"));
     w_.line("#pragma unroll");
-    w_.line(absl::StrCat("for (int j = 0; j < ", kNJ, "; ++j) for (int r = 0; r < 2; ++r) b[j][r] = kiln_tf32(b[j][r]);"));
+    w_.line(absl::StrCat("for (int j = 0; j < ", NJ, "; ++j) for (int r = 0; r < 2; ++r) b[j][r] = kiln_tf32(b[j][r]);"));
   }
-  mma_tiles(mma, kMI, kNJ);
+  mma_tiles(mma, kMI, NJ);
   w_.close();
   w_.close();
   // Epilogue, one 64-row half at a time through the (now idle) stage ring: the warps holding the
@@ -269,19 +269,19 @@ int Renderer::contraction_sm80(KernelSource* out) {
   w_.open("for (int h = 0; h < 2; ++h)");
   w_.open("if (wm == h)");
   w_.line("#pragma unroll");
-  w_.open("for (int q = 0; q < " + S_(kMI * kNJ * 4) + "; ++q)");
-  w_.line("const int i = q / " + S_(kNJ * 4) + ", j = (q / 4) % " + S_(kNJ) + ", v = q & 3;");
-  w_.line("cs[(i * 16 + g + (v >> 1) * 8) * " + S_(kCPitch) + " + wn * " + S_(kWN) + " + j * 8 + tg * 2 + (v & 1)] = acc[q];");
+  w_.open("for (int q = 0; q < " + S_(kMI * NJ * 4) + "; ++q)");
+  w_.line("const int i = q / " + S_(NJ * 4) + ", j = (q / 4) % " + S_(NJ) + ", v = q & 3;");
+  w_.line("cs[(i * 16 + g + (v >> 1) * 8) * " + S_(CPitch) + " + wn * " + S_(WN) + " + j * 8 + tg * 2 + (v & 1)] = acc[q];");
   w_.close();
   w_.close();
   w_.line("__syncthreads();");
-  w_.open("for (int e = lid; e < " + S_(64 * kBN) + "; e += " + S_(kThreads) + ")");
-  w_.line(absl::StrCat(it, " om = m0 + h * 64 + ", idx_cast("e / " + S_(kBN)), ";"));
-  w_.line(absl::StrCat(it, " on = n0 + ", idx_cast("e % " + S_(kBN)), ";"));
+  w_.open("for (int e = lid; e < " + S_(64 * BN) + "; e += " + S_(kThreads) + ")");
+  w_.line(absl::StrCat(it, " om = m0 + h * 64 + ", idx_cast("e / " + S_(BN)), ";"));
+  w_.line(absl::StrCat(it, " on = n0 + ", idx_cast("e % " + S_(BN)), ";"));
   w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
   w_.set_axis(c.m_axis, "om");
   w_.set_axis(c.n_axis, "on");
-  w_.bind(c.reduce, "cs[(e / " + S_(kBN) + ") * " + S_(kCPitch) + " + e % " + S_(kBN) + "]");
+  w_.bind(c.reduce, "cs[(e / " + S_(BN) + ") * " + S_(CPitch) + " + e % " + S_(BN) + "]");
   for (const ir::Store& st : k_.stores) w_.store(st);
   w_.close();
   w_.close();
@@ -290,10 +290,10 @@ int Renderer::contraction_sm80(KernelSource* out) {
   w_.close();
   out->grid[0] = groups_for(tiles, 1);
   out->shared_bytes = uint32_t(std::max(S * stage_bytes, c_bytes));
-  out->strategy = absl::StrCat("contraction sm_80: cp.async into ", S, " stages of ", kBM, "x", kBN, "x", kBK, " (lhs ",
+  out->strategy = absl::StrCat("contraction sm_80: cp.async into ", S, " stages of ", kBM, "x", BN, "x", kBK, " (lhs ",
                                A.k_contiguous ? "k" : "m", "-contiguous, rhs ", B.k_contiguous ? "k" : "n",
                                "-contiguous), ldmatrix, ", tf ? "mma.sync m16n8k8 in TF32 (operands rounded)" : "mma.sync m16n8k16",
-                               " on 8 warps of ", kWM, "x", kWN,
+                               " on 8 warps of ", kWM, "x", WN,
                                ", tiles in groups of ", kGroupM, " m-tiles");
   return kThreads;
 }
