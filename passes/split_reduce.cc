@@ -33,7 +33,8 @@ Scalar identity_of(Op op, DType t) {
 // Split-K (SplitPolicy::min_dot_tiles): returns the node that replaces dot `n` (inputs already
 // mapped into `r`), or -1 to keep it.
 NodeId split_dot(Graph* r, const Node& n, const SplitPolicy& policy) {
-  if (policy.min_dot_tiles <= 0 || (n.dtype != DType::kFloat32 && n.dtype != DType::kFloat64)) return -1;
+  const bool half = n.dtype == DType::kBFloat16 || n.dtype == DType::kFloat16;
+  if (policy.min_dot_tiles <= 0 || (n.dtype != DType::kFloat32 && n.dtype != DType::kFloat64 && !half)) return -1;
   const Shape& a = r->node(n.inputs[0]).shape;
   const Shape& b = r->node(n.inputs[1]).shape;
   const size_t rank = a.size();
@@ -41,10 +42,18 @@ NodeId split_dot(Graph* r, const Node& n, const SplitPolicy& policy) {
   const int64_t M = a[rank - 2], K = a[rank - 1], N = b[rank - 1];
   int64_t batch = 1;
   for (size_t d = 0; d + 2 < rank; ++d) batch *= a[d];
-  const int64_t tiles = batch * ((M + 63) / 64) * ((N + 63) / 64);
+  // 16-bit products run on tensor-core kernels of 128-row tiles; a split of them keeps to one wave
+  // (those kernels walk their tiles from one block per multiprocessor) and to chunks that stay
+  // 16-byte aligned views (no padding: the copy engines read them in place).
+  const int64_t rows = half ? 128 : 64;
+  const int64_t tiles = batch * ((M + rows - 1) / rows) * ((N + 63) / 64);
   if (tiles == 0 || tiles >= policy.min_dot_tiles) return -1;
   int64_t S = 1;
-  while (tiles * S * 2 <= 4 * policy.min_dot_tiles && K / (S * 2) >= policy.min_dot_chunk) S *= 2;  // up to 4 per multiprocessor
+  if (half) {
+    while (tiles * S * 2 <= policy.min_dot_tiles && K / (S * 2) >= policy.min_dot_chunk && K % (S * 2 * 8) == 0) S *= 2;
+  } else {
+    while (tiles * S * 2 <= 4 * policy.min_dot_tiles && K / (S * 2) >= policy.min_dot_chunk) S *= 2;  // up to 4 per multiprocessor
+  }
   if (S == 1) return -1;
   const int64_t chunk = (K + S - 1) / S;
   const Shape batch_dims(a.begin(), a.end() - 2);
@@ -71,8 +80,16 @@ NodeId split_dot(Graph* r, const Node& n, const SplitPolicy& policy) {
   x = add_node(r, Op::kPermute, n.dtype, with({S, M, chunk}), {x}, perm);
   // rhs [B..., K, N] -> [B..., S, chunk, N]; S partial products [B..., S, M, N], summed over S.
   y = add_node(r, Op::kReshape, n.dtype, with({S, chunk, N}), {y});
-  NodeId partial = add_node(r, Op::kDot, n.dtype, with({S, M, N}), {x, y}, n.ints, n.scalar);
-  NodeId sum = add_node(r, Op::kReduceSum, n.dtype, with({1, M, N}), {partial}, {int64_t(rank - 2)});
+  // 16-bit products: float32 partial sums (the tensor cores accumulate in float32; rounding each
+  // partial to the dtype would add S roundings), summed in float32, rounded once.
+  const DType acc = half ? DType::kFloat32 : n.dtype;
+  if (half) {
+    x = add_node(r, Op::kCast, acc, r->node(x).shape, {x});
+    y = add_node(r, Op::kCast, acc, r->node(y).shape, {y});
+  }
+  NodeId partial = add_node(r, Op::kDot, acc, with({S, M, N}), {x, y}, half ? std::vector<int64_t>{} : n.ints, n.scalar);
+  NodeId sum = add_node(r, Op::kReduceSum, acc, with({1, M, N}), {partial}, {int64_t(rank - 2)});
+  if (half) sum = add_node(r, Op::kCast, n.dtype, with({1, M, N}), {sum});
   return add_node(r, Op::kReshape, n.dtype, n.shape, {sum});
 }
 

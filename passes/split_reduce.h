@@ -21,7 +21,9 @@ struct SplitPolicy {
   // Split-K: a float32/float64 dot with fewer 64x64 output tiles than this (0: never) and a long
   // k becomes S dots over k chunks of at least `min_dot_chunk` (a batch axis of S partial
   // products, up to four tiles per unit of min_dot_tiles) and a sum over them, so that S times
-  // the workgroups share the work.
+  // the workgroups share the work. A bf16/f16 dot likewise with 128x64 tiles, float32 partial
+  // products of its operands (rounded once, after the sum), at most min_dot_tiles tiles in all,
+  // and only where the chunks are whole 16-byte pieces (no padding).
   int64_t min_dot_tiles = 0;
   int64_t min_dot_chunk = 512;
 };

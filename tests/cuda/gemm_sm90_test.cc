@@ -207,10 +207,11 @@ TEST_F(GemmSm90Compile, DecodeShapesFetchOnlyTheirRows) {
 // (a bias or a GELU alone at k = 4096 included), for one row of tiles, and when the environment
 // says so.
 TEST_F(GemmSm90Compile, HeavyEpiloguesAndShortKTakePingPong) {
-  Tensor a = random_tensor({256, 4096}, bfloat16, 1), b = random_tensor({4096, 512}, bfloat16, 2);
-  Tensor res = random_tensor({256, 512}, bfloat16, 3), bias = random_tensor({512}, bfloat16, 4);
-  Tensor a2 = random_tensor({256, 1536}, bfloat16, 5), b2 = random_tensor({1536, 512}, bfloat16, 6);
-  Tensor x = random_tensor({16, 4096}, bfloat16, 7), res16 = random_tensor({16, 512}, bfloat16, 8);
+  // 17 x 16 tiles: enough that none of these is split over k.
+  Tensor a = random_tensor({2176, 4096}, bfloat16, 1), b = random_tensor({4096, 1024}, bfloat16, 2);
+  Tensor res = random_tensor({2176, 1024}, bfloat16, 3), bias = random_tensor({1024}, bfloat16, 4);
+  Tensor a2 = random_tensor({2176, 1536}, bfloat16, 5), b2 = random_tensor({1536, 1024}, bfloat16, 6);
+  Tensor x = random_tensor({16, 4096}, bfloat16, 7), res16 = random_tensor({16, 1024}, bfloat16, 8);
   auto pingpong = [](const Tensor& t) { return strategy_of(t).find("ping-pong") != std::string::npos; };
   EXPECT_TRUE(pingpong(matmul(a, b) + res));
   EXPECT_FALSE(pingpong(gelu(matmul(a, b) + bias, true)));

@@ -1,6 +1,7 @@
-// Split-K (passes/split_reduce.h, SplitPolicy::min_dot_tiles): on a GPU target a float32/float64
-// matmul with fewer 64x64 output tiles than multiprocessors and a long k becomes a batched dot of
-// partial products over k chunks (zero-padded when k does not divide) and their sum. Pinned: when
+// Split-K (passes/split_reduce.h, SplitPolicy::min_dot_tiles): on a GPU target a matmul with
+// fewer output tiles than multiprocessors and a long k becomes a batched dot of partial products
+// over k chunks (float32/float64: zero-padded when k does not divide; bf16/f16: float32 partials)
+// and their sum. Pinned: when
 // it applies, the kernels it makes, and that the split graph computes the original's values.
 #include <gtest/gtest.h>
 
@@ -74,6 +75,27 @@ TEST(SplitK, AMatmulWithFewTilesAndLongKIsSplit) {
   expect_same_values(g, c->graph, 1e-12);
 }
 
+// 16-bit products: float32 partial products of the 16-bit operands (the tensor cores' own
+// accumulation), summed in float32 and rounded once; at most one wave of 128x64 tiles (the
+// tensor-core kernels walk their tiles from one block per multiprocessor); chunks that are
+// whole 16-byte pieces, so the operands stay views the copy engines read in place.
+TEST(SplitK, SixteenBitProductsSplitWithFloat32Partials) {
+  // 16x512: 8 tiles of 128x64 for 132 multiprocessors; k = 4096 in 8 chunks of 512 (64 tiles).
+  for (const char* dt : {"bf16", "f16"}) {
+    ir::Graph g = dot_graph("", 16, 4096, 512, dt);
+    auto c = passes::compile_graph(g, testing::gpu_target(), passes::Options{});
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_EQ(dots_of(c->graph), (std::vector<Shape>{{8, 16, 512}})) << ir::print(c->graph);
+    for (size_t i = 0; i < c->graph.size(); ++i) {
+      if (c->graph.node(ir::NodeId(i)).op == ir::Op::kDot) {
+        EXPECT_EQ(c->graph.node(ir::NodeId(i)).dtype, DType::kFloat32) << ir::print(c->graph);
+      }
+    }
+    EXPECT_EQ(c->program.kernels.size(), 2u) << c->program.to_string();
+    expect_same_values(g, c->graph, 1e-2);  // the result's own rounding
+  }
+}
+
 TEST(SplitK, OtherMatmulsStayOneDot) {
   struct Case {
     const char* what;
@@ -83,7 +105,8 @@ TEST(SplitK, OtherMatmulsStayOneDot) {
   std::vector<Case> cases = {
       {"enough tiles (2048x2048)", dot_graph("", 2048, 4096, 2048, "f32"), testing::gpu_target()},
       {"short k", dot_graph("", 16, 768, 512, "f32"), testing::gpu_target()},
-      {"bf16 (partial sums would round to bf16)", dot_graph("", 16, 4096, 512, "bf16"), testing::gpu_target()},
+      {"bf16, k not a whole number of 16-byte chunks", dot_graph("", 16, 3000, 512, "bf16"), testing::gpu_target()},
+      {"bf16, a full wave of 128x64 tiles", dot_graph("", 16, 4096, 8192, "bf16"), testing::gpu_target()},
       {"a CPU target", dot_graph("", 16, 4096, 512, "f32"), testing::cpu_target()},
   };
   for (const Case& k : cases) {
