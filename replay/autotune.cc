@@ -95,10 +95,36 @@ std::vector<char> scratch_values(const ir::BufferDesc& b) {
   return out;
 }
 
+// Scratch bindings for the timing runs, made once for every round (the memory plan does not
+// depend on the variants). Inputs hold values like real data's (the tensor cores draw less power,
+// so run faster, on zeros: measured 20% on an H200), integers and booleans zero (an index read
+// from them is always in range); outputs are only written.
+struct Scratch {
+  std::vector<std::shared_ptr<runtime::Buffer>> held;
+  std::vector<runtime::Buffer*> inputs, outputs;
+};
+
+absl::Status make_scratch(const ir::Program& p, runtime::Device* device, Scratch* s) {
+  for (const ir::BufferDesc& b : p.buffers) {
+    if (b.kind == ir::BufferKind::kIntermediate) continue;
+    std::vector<runtime::Buffer*>& side = b.kind == ir::BufferKind::kInput ? s->inputs : s->outputs;
+    if (side.size() <= size_t(b.index)) side.resize(size_t(b.index) + 1, nullptr);
+    auto buf = device->alloc(std::max<int64_t>(b.bytes(), 1));
+    if (!buf.ok()) return buf.status();
+    if (b.kind == ir::BufferKind::kInput) {
+      const std::vector<char> data = scratch_values(b);
+      if (absl::Status st = device->upload(buf->get(), data.data(), b.bytes()); !st.ok()) return st;
+    }
+    side[size_t(b.index)] = buf->get();
+    s->held.push_back(*std::move(buf));
+  }
+  return absl::OkStatus();
+}
+
 // One round: `p` compiled with each tuned kernel on its candidate `round` (or its last), loaded,
-// and timed; each kernel's time goes to that candidate.
+// and timed over `scratch`; each kernel's time goes to that candidate.
 absl::Status time_round(const ir::Program& p, int round, std::vector<Tuning>* tunings, const runtime::Compiler& compiler,
-                        runtime::Device* device) {
+                        runtime::Device* device, const Scratch& scratch) {
   ir::Program q = p;
   std::vector<size_t> pick(tunings->size());
   for (size_t t = 0; t < tunings->size(); ++t) {
@@ -110,26 +136,10 @@ absl::Status time_round(const ir::Program& p, int round, std::vector<Tuning>* tu
   if (!compiled.ok()) return compiled.status();
   auto exe = device->load(*compiled);
   if (!exe.ok()) return exe.status();
-  // Scratch bindings. Inputs hold values like real data's (the tensor cores draw less power, so
-  // run faster, on zeros: measured 20% on an H200), integers and booleans zero (an index read
-  // from them is always in range); outputs are only written.
-  std::vector<std::shared_ptr<runtime::Buffer>> held;
-  std::vector<runtime::Buffer*> inputs(size_t(compiled->num_inputs)), outputs(size_t(compiled->num_outputs));
-  for (const ir::BufferDesc& b : compiled->buffers) {
-    if (b.kind == ir::BufferKind::kIntermediate) continue;
-    auto buf = device->alloc(std::max<int64_t>(b.bytes(), 1));
-    if (!buf.ok()) return buf.status();
-    if (b.kind == ir::BufferKind::kInput) {
-      const std::vector<char> data = scratch_values(b);
-      if (absl::Status s = device->upload(buf->get(), data.data(), b.bytes()); !s.ok()) return s;
-    }
-    (b.kind == ir::BufferKind::kInput ? inputs : outputs)[size_t(b.index)] = buf->get();
-    held.push_back(*std::move(buf));
-  }
   const runtime::ParamValues params(compiled->params.size(), 0);
   std::vector<double> best(q.kernels.size(), std::numeric_limits<double>::infinity());
   for (int run = 0; run <= kTimedRuns; ++run) {
-    auto us = (*exe)->kernel_times(inputs, outputs, params);
+    auto us = (*exe)->kernel_times(scratch.inputs, scratch.outputs, params);
     if (!us.ok()) return us.status();
     if (run == 0) continue;  // warm-up: first-launch costs
     for (size_t k = 0; k < best.size() && k < us->size(); ++k)
@@ -167,8 +177,14 @@ void autotune(ir::Program* p, const runtime::Compiler& compiler, runtime::Device
   if (tunings.empty()) return;
   size_t rounds = 0;
   for (const Tuning& tu : tunings) rounds = std::max(rounds, tu.candidates.size());
+  Scratch scratch;
+  if (absl::Status s = make_scratch(*p, device, &scratch); !s.ok()) {
+    if (debug) std::fprintf(stderr, "kiln: autotune: no scratch bindings (%s); the heuristics decide\n",
+                            std::string(s.message()).c_str());
+    return;
+  }
   for (size_t r = 0; r < rounds; ++r) {
-    absl::Status s = time_round(*p, int(r), &tunings, compiler, device);
+    absl::Status s = time_round(*p, int(r), &tunings, compiler, device, scratch);
     if (absl::IsUnimplemented(s)) {
       if (debug) std::fprintf(stderr, "kiln: autotune: %s; the heuristics decide\n", std::string(s.message()).c_str());
       return;
