@@ -33,6 +33,9 @@ struct TargetInfo {
   bool spirv_1_6 = false;
   bool scalar_layout = false;
   bool preserve_inf_nan16 = false, preserve_inf_nan32 = false, preserve_inf_nan64 = false;
+  // Vulkan: the shape (rows x columns x depth) of the subgroup-scope cooperative matrices
+  // (VK_NV_cooperative_matrix) that multiply f16 operands into f32 accumulators; 0 = none.
+  int coop_m = 0, coop_n = 0, coop_k = 0;
 };
 
 }  // namespace kiln::ir

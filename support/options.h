@@ -58,6 +58,9 @@ struct Options {
   bool cuda_sm90_staged = true;  // KILN_CUDA_SM90_STAGED=0: epilogue stores straight from registers
   int cuda_sm90_group = 8;       // KILN_CUDA_SM90_GROUP: m-tiles per group of the tile order
   bool cuda_cp_async = true;     // KILN_CUDA_CP_ASYNC=0: bf16/f16 mma.sync contractions stage operands through registers
+  bool vulkan_coop_matrix = true;  // KILN_VULKAN_COOP_MATRIX=0: Vulkan devices open without cooperative matrices
+  int vulkan_coop_warps = 4;  // KILN_VULKAN_COOP_WARPS=8: subgroups per cooperative-matrix tile (64x32 each)
+  int vulkan_coop_bk = 32;    // KILN_VULKAN_COOP_BK=64: k per block (one shared stage instead of two)
   int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block (mma.sync kernel)
   bool cuda_sm90_attention = true;  // KILN_CUDA_SM90_ATTENTION=0: attention keeps the mma.sync kernel on sm_90
   std::string cuda_sm90_attention_schedule;  // KILN_CUDA_SM90_ATTENTION_SCHEDULE=plain|pipelined|pingpong

@@ -174,6 +174,14 @@ absl::Status Context::create_device(const ContextOptions& o) {
   f13.computeFullSubgroups = f.compute_full_subgroups;
   f13.synchronization2 = f.synchronization2;
   f13.maintenance4 = f.maintenance4;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop =
+      vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  std::vector<const char*> extensions;
+  if (f.coop_matrix) {
+    coop.cooperativeMatrix = VK_TRUE;
+    (caps.vulkan13 ? f13.pNext : f12.pNext) = &coop;
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qi = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
@@ -184,6 +192,8 @@ absl::Status Context::create_device(const ContextOptions& o) {
   di.pNext = &f2;
   di.queueCreateInfoCount = 1;
   di.pQueueCreateInfos = &qi;
+  di.enabledExtensionCount = uint32_t(extensions.size());
+  di.ppEnabledExtensionNames = extensions.data();
   VkResult r = vkCreateDevice(physical, &di, nullptr, &device);
   if (r != VK_SUCCESS) {
     device = VK_NULL_HANDLE;

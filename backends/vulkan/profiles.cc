@@ -15,10 +15,11 @@ struct Profile {
   int parallelism, subgroup_size, max_workgroup;
   int64_t shared_memory, max_buffer_range;
   bool f32_denormals;
+  int coop_n;  // f16 cooperative matrices 16 x coop_n x 16 (0: none)
 };
 constexpr Profile kProfiles[] = {
-    {"lavapipe", false, 8, 8, 1024, 32768, int64_t(1) << 31, false},
-    {"nvidia-sm90", true, 132, 32, 1024, 49152, 4292870144, true},
+    {"lavapipe", false, 8, 8, 1024, 32768, int64_t(1) << 31, false, 0},
+    {"nvidia-sm90", true, 132, 32, 1024, 49152, 4292870144, false, 16},
 };
 
 ir::TargetInfo target_of(const Profile& p) {
@@ -37,6 +38,10 @@ ir::TargetInfo target_of(const Profile& p) {
   t.shared_memory = p.shared_memory;
   t.max_buffer_range = p.max_buffer_range;
   t.f32_denormals = p.f32_denormals;
+  if (p.coop_n) {
+    t.coop_m = t.coop_k = 16;
+    t.coop_n = p.coop_n;
+  }
   return t;
 }
 

@@ -19,6 +19,7 @@ struct OptionalFeatures {
   bool scalar_layout = false, memory_model = false, memory_model_device_scope = false;
   bool subgroup_size_control = false, compute_full_subgroups = false;
   bool synchronization2 = false, maintenance4 = false;
+  bool coop_matrix = false;  // VK_NV_cooperative_matrix, enabled where kernels may use it
 };
 
 struct DeviceChoice {

@@ -32,6 +32,30 @@ int multiprocessors(const Probe& p) {
   }
 }
 
+// The f16 x f16 + f32 -> f32 subgroup-scope shape to use from the device's list (16x16x16 where
+// offered: the fewest loads per multiply-add), into `shape`.
+void read_coop_shapes(VkPhysicalDevice pd, int shape[3]) {
+  if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) return;
+  uint32_t n = 0;
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, nullptr) != VK_SUCCESS || n == 0) return;
+  std::vector<VkCooperativeMatrixPropertiesNV> props(
+      n, vk_struct<VkCooperativeMatrixPropertiesNV>(VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV));
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, props.data()) != VK_SUCCESS) return;
+  for (const auto& c : props) {
+    if (c.scope != VK_SCOPE_SUBGROUP_NV || c.AType != VK_COMPONENT_TYPE_FLOAT16_NV ||
+        c.BType != VK_COMPONENT_TYPE_FLOAT16_NV || c.CType != VK_COMPONENT_TYPE_FLOAT32_NV ||
+        c.DType != VK_COMPONENT_TYPE_FLOAT32_NV)
+      continue;
+    // Shapes the kernel can tile: rows 16, columns 8 or 16, depth 16 (codegen contraction_coop).
+    if (c.MSize != 16 || (c.NSize != 16 && c.NSize != 8) || c.KSize != 16) continue;
+    if (shape[0] == 0 || c.NSize > uint32_t(shape[1])) {
+      shape[0] = int(c.MSize);
+      shape[1] = int(c.NSize);
+      shape[2] = int(c.KSize);
+    }
+  }
+}
+
 }  // namespace
 
 void probe(VkPhysicalDevice pd, Probe* p) {
@@ -40,6 +64,7 @@ void probe(VkPhysicalDevice pd, Probe* p) {
   p->v13 = p->props.apiVersion >= VK_API_VERSION_1_3;
   p->nv_sm = has_extension(pd, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
   p->amd_core = has_extension(pd, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
+  p->nv_coop = has_extension(pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   VkPhysicalDeviceProperties2 props2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   void** next = &props2.pNext;
   *next = &p->p11, next = &p->p11.pNext;
@@ -51,7 +76,9 @@ void probe(VkPhysicalDevice pd, Probe* p) {
   p->f.pNext = &p->f11;
   p->f11.pNext = &p->f12;
   if (p->v13) p->f12.pNext = &p->f13;
+  if (p->nv_coop) (p->v13 ? p->f13.pNext : p->f12.pNext) = &p->coop;
   vkGetPhysicalDeviceFeatures2(pd, &p->f);
+  if (p->nv_coop && p->coop.cooperativeMatrix) read_coop_shapes(pd, p->coop_shape);
   uint32_t nq = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, nullptr);
   std::vector<VkQueueFamilyProperties> q(nq);
@@ -102,6 +129,11 @@ ir::TargetInfo read_target(const Probe& p, const OptionalFeatures& f) {
   // DenormPreserve for f32 alone is allowed unless every width must share one behaviour.
   t.f32_denormals = p.p12.shaderDenormPreserveFloat32 &&
                     p.p12.denormBehaviorIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
+  if (f.coop_matrix) {
+    t.coop_m = p.coop_shape[0];
+    t.coop_n = p.coop_shape[1];
+    t.coop_k = p.coop_shape[2];
+  }
   return t;
 }
 
@@ -115,7 +147,8 @@ std::string target_key(const ir::TargetInfo& t) {
   return absl::StrCat("SPIR-V ", t.spirv_1_6 ? "1.6" : "1.5", ", subgroup ", t.subgroup_size, ", workgroup <= ", t.max_workgroup,
                       ", shared ", t.shared_memory, " bytes, ", t.scalar_layout ? "scalar" : "std430", " layout, types",
                       types.empty() ? " -" : types, ", inf/nan kept", inf_nan.empty() ? " -" : inf_nan, ", f32 denormals ",
-                      t.f32_denormals ? "kept" : "flushed");
+                      t.f32_denormals ? "kept" : "flushed",
+                      t.coop_m ? absl::StrCat(", f16 cooperative matrices ", t.coop_m, "x", t.coop_n, "x", t.coop_k) : "");
 }
 
 }  // namespace kiln::runtime::vk

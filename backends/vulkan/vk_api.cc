@@ -19,6 +19,7 @@ PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;
 KILN_VK_GLOBAL_FUNCTIONS(KILN_VK_DEFINE)
 KILN_VK_INSTANCE_FUNCTIONS(KILN_VK_DEFINE)
 #undef KILN_VK_DEFINE
+PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV vkGetPhysicalDeviceCooperativeMatrixPropertiesNV = nullptr;
 
 absl::Status load_loader() {
   static std::once_flag once;
@@ -107,6 +108,8 @@ absl::Status load_instance_functions(VkInstance instance) {
   if (!name) return absl::UnavailableError("vulkan: the Vulkan loader lacks " #name " (Vulkan 1.2 is needed)");
   KILN_VK_INSTANCE_FUNCTIONS(KILN_VK_LOAD_INSTANCE)
 #undef KILN_VK_LOAD_INSTANCE
+  vkGetPhysicalDeviceCooperativeMatrixPropertiesNV = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
   loaded = true;
   return absl::OkStatus();
 }

@@ -96,6 +96,8 @@ extern PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
 KILN_VK_GLOBAL_FUNCTIONS(KILN_VK_DECLARE)
 KILN_VK_INSTANCE_FUNCTIONS(KILN_VK_DECLARE)
 #undef KILN_VK_DECLARE
+// Optional (an extension's command): null where the loader or no driver provides it.
+extern PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV vkGetPhysicalDeviceCooperativeMatrixPropertiesNV;
 
 // Opens libvulkan.so.1 ($KILN_VULKAN_LOADER if set) and resolves the global commands, once per
 // process. Unavailable "vulkan: no Vulkan loader (libvulkan.so.1): ..." when it cannot be opened.

@@ -4,6 +4,7 @@
 //
 //   anchor_bench [--device cuda] [--results results.jsonl] [--only W1,W6,H]
 //   anchor_bench --first-call W1|W3 --var cold|warm [--device cuda] [--results results.jsonl]
+//   anchor_bench --w11 [--device cuda] [--results results.jsonl]   (in a fresh process)
 //
 // Timing, per workload and path ("jit": kiln::Jit replay; "realize": record + realize each call):
 //   first_call_s  first call including compilation, then a device sync
@@ -58,6 +59,15 @@ float bf16_round(float f) {  // round to nearest even, as the device stores bflo
   std::memcpy(&u, &f, 4);
   u += 0x7fffu + ((u >> 16) & 1u);
   u &= 0xffff0000u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+float half_round(float f) {  // to f16's 11 significant bits (normal range: the values used here)
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0xfffu + ((u >> 13) & 1u);
+  u &= 0xffffe000u;
   std::memcpy(&f, &u, 4);
   return f;
 }
@@ -161,18 +171,20 @@ Workload make(const std::string& id, const Device& d) {
       for (double& v : ref) v /= double(rows);
       return rel_err(out.to_vector<float>(), ref);
     };
-  } else if (id == "W5") {
+  } else if (id == "W5" || id == "W5h") {
+    // W5h: the same block in float16 (Vulkan's cooperative matrices take f16 only).
     const int64_t n = 4096;
-    auto make_bf16 = [](std::vector<float> v) {
-      for (float& f : v) f = bf16_round(f);
+    const DType wdt = id == "W5h" ? float16 : bfloat16;
+    auto make_bf16 = [wdt](std::vector<float> v) {
+      for (float& f : v) f = wdt == float16 ? half_round(f) : bf16_round(f);
       return std::make_shared<std::vector<float>>(std::move(v));
     };
     const float s = 1.0f / 64.0f;  // keeps activations O(1) through two 4096-wide products
     auto x = make_bf16(uniform(size_t(n * n), 10, -1, 1));
     auto W1 = make_bf16(uniform(size_t(n * n), 11, -s, s)), W2 = make_bf16(uniform(size_t(n * n), 13, -s, s));
     auto b1 = make_bf16(uniform(size_t(n), 12, -0.5f, 0.5f)), b2 = make_bf16(uniform(size_t(n), 14, -0.5f, 0.5f));
-    w.inputs = {upload(*x, {n, n}, d, bfloat16), upload(*W1, {n, n}, d, bfloat16), upload(*b1, {n}, d, bfloat16),
-                upload(*W2, {n, n}, d, bfloat16), upload(*b2, {n}, d, bfloat16)};
+    w.inputs = {upload(*x, {n, n}, d, wdt), upload(*W1, {n, n}, d, wdt), upload(*b1, {n}, d, wdt),
+                upload(*W2, {n, n}, d, wdt), upload(*b2, {n}, d, wdt)};
     w.fn = [](const V& in) { return V{w5(in[0], in[1], in[2], in[3], in[4])}; };
     w.flops = 2.0 * 2.0 * double(n) * double(n) * double(n);
     w.bytes = 2.0 * double(4 * n * n);
@@ -279,13 +291,15 @@ Workload make(const std::string& id, const Device& d) {
         if (!std::isfinite(f)) return double(INFINITY);
       return 0.0;
     };
-  } else if (id.rfind("MM", 0) == 0 || id.rfind("BMM", 0) == 0 || id.rfind("FMM", 0) == 0) {
+  } else if (id.rfind("MM", 0) == 0 || id.rfind("BMM", 0) == 0 || id.rfind("FMM", 0) == 0 || id.rfind("HMM", 0) == 0 ||
+             id.rfind("HBMM", 0) == 0) {
     // The bf16 matmul sweep (issue 10), f32 accumulation: MM<n> is [n x n] @ [n x n], MM<m>x<n>x<k>
     // is [m x k] @ [k x n], BMM<b>x<m>x<n>x<k> the same batched. FMM<...>: float32 operands, at
     // the process's matmul precision (KILN_MATMUL_PRECISION=tf32 for tensor cores). FMMT<...>:
     // the same with the rhs stored [n x k] and transposed (x @ W^T, a linear layer's layout).
-    const bool f32 = id[0] == 'F', rhs_t = id.rfind("FMMT", 0) == 0;
-    const std::string shape_id = rhs_t ? "MM" + id.substr(4) : f32 ? id.substr(1) : id;
+    // HMM<...>: float16 operands.
+    const bool f32 = id[0] == 'F', f16 = id[0] == 'H', rhs_t = id.rfind("FMMT", 0) == 0;
+    const std::string shape_id = rhs_t ? "MM" + id.substr(4) : f32 || f16 ? id.substr(1) : id;
     const bool batched = shape_id[0] == 'B';
     std::vector<int64_t> dims;
     for (absl::string_view p : absl::StrSplit(shape_id.substr(batched ? 3 : 2), 'x')) dims.push_back(std::stoll(std::string(p)));
@@ -293,9 +307,9 @@ Workload make(const std::string& id, const Device& d) {
     if (!batched) dims.insert(dims.begin(), 1);
     if (dims.size() != 4) throw std::invalid_argument("bad matmul workload " + id);
     const int64_t bs = dims[0], m = dims[1], n = dims[2], kk = dims[3];
-    auto make_bf16 = [f32](std::vector<float> v) {
+    auto make_bf16 = [f32, f16](std::vector<float> v) {
       if (!f32)
-        for (float& f : v) f = bf16_round(f);
+        for (float& f : v) f = f16 ? half_round(f) : bf16_round(f);
       return std::make_shared<std::vector<float>>(std::move(v));
     };
     auto a = make_bf16(uniform(size_t(bs * m * kk), 20, -1, 1)), b = make_bf16(uniform(size_t(bs * kk * n), 21, -1, 1));
@@ -304,7 +318,7 @@ Workload make(const std::string& id, const Device& d) {
       as.insert(as.begin(), bs);
       bsh.insert(bsh.begin(), bs);
     }
-    const DType dt = f32 ? float32 : bfloat16;
+    const DType dt = f32 ? float32 : f16 ? float16 : bfloat16;
     w.inputs = {upload(*a, as, d, dt), upload(*b, bsh, d, dt)};
     w.fn = [rhs_t](const V& in) { return V{matmul(in[0], rhs_t ? in[1].transpose(-1, -2) : in[1])}; };
     w.flops = 2.0 * double(bs) * double(m) * double(n) * double(kk);
@@ -482,6 +496,53 @@ int first_call(const std::string& id, const std::string& var, const Device& dev,
   return 0;
 }
 
+// W11: the W8-style MLP block (d 2048, 4x hidden, bf16: y = x + gelu_tanh(layer_norm(x) @ W1 +
+// b1) @ W2 + b2) called at batch sizes 1, 7, 64 and 1000 in sequence in this fresh process: for
+// each new size the time to its first result (recording, compiles, run, device sync), the kernels
+// it compiled, then the steady time of one more call (median of 20). Frameworks: w11_anchor.py.
+int w11(const Device& dev, Output* out) {
+  const int64_t D = 2048, Hd = 4 * D;
+  auto bf = [](std::vector<float> v) {
+    for (float& f : v) f = bf16_round(f);
+    return v;
+  };
+  const Tensor W1 = upload(bf(uniform(size_t(D * Hd), 60, -1.0f / 64, 1.0f / 64)), {D, Hd}, dev, bfloat16);
+  const Tensor W2 = upload(bf(uniform(size_t(Hd * D), 61, -1.0f / 128, 1.0f / 128)), {Hd, D}, dev, bfloat16);
+  const Tensor b1 = upload(bf(uniform(size_t(Hd), 62, -0.05f, 0.05f)), {Hd}, dev, bfloat16);
+  const Tensor b2 = upload(bf(uniform(size_t(D), 63, -0.05f, 0.05f)), {D}, dev, bfloat16);
+  const Tensor g = upload(std::vector<float>(size_t(D), 1.0f), {D}, dev, bfloat16);
+  const Tensor beta = upload(std::vector<float>(size_t(D), 0.0f), {D}, dev, bfloat16);
+  auto block = [&](const Tensor& x) {
+    return x + matmul(gelu(matmul(layer_norm(x, g, beta, 1e-5), W1) + b1, true), W2) + b2;
+  };
+  dev.synchronize();
+  for (int64_t size : {1, 7, 64, 1000}) {
+    const std::vector<float> xv = bf(uniform(size_t(size * D), 64 + uint64_t(size), -1, 1));
+    const Tensor x = upload(xv, {size, D}, dev, bfloat16);
+    dev.synchronize();
+    const Stats before = stats();
+    auto t0 = Clock::now();
+    Tensor y = block(x).realize();
+    dev.synchronize();
+    const double first = since_ms(t0);
+    const int64_t compiled = stats().kernels_compiled - before.kernels_compiled;
+    std::vector<double> steady;
+    for (int i = 0; i < 20; ++i) {
+      t0 = Clock::now();
+      y = block(x).realize();
+      dev.synchronize();
+      steady.push_back(since_ms(t0));
+    }
+    out->emit(absl::StrFormat(
+        R"({"sec": "W11", "wl": "W11", "fw": "kiln", "batch": %d, "first_ms": %s, "steady_ms": %s, )"
+        R"("kernels_compiled": %d, "device": "%s"})",
+        size, num(first), num(median(steady)), compiled, dev.description()));
+    std::printf("W11 kiln batch %lld: first result %.1f ms (%lld kernels compiled), then %.3f ms per call\n",
+                (long long)size, first, (long long)compiled, median(steady));
+  }
+  return 0;
+}
+
 int main_impl(int argc, char** argv) {
   std::string device = "cuda", results, only = "W1,W2,W3,W4a,W4b,W5,W6,H", first, var = "cold";
   for (int i = 1; i < argc; ++i) {
@@ -492,9 +553,10 @@ int main_impl(int argc, char** argv) {
     else if (a == "--only") only = value();
     else if (a == "--first-call") first = value();
     else if (a == "--var") var = value();
+    else if (a == "--w11") first = "W11";
     else {
       std::fprintf(stderr, "usage: anchor_bench [--device cuda] [--results f.jsonl] [--only W1,...] "
-                           "[--first-call W1|W3 --var cold|warm]\n");
+                           "[--first-call W1|W3 --var cold|warm] [--w11]\n");
       return 2;
     }
   }
@@ -509,6 +571,7 @@ int main_impl(int argc, char** argv) {
     return 2;
   }
   std::printf("anchor_bench on %s\n", dev->description().c_str());
+  if (first == "W11") return w11(*dev, &out);
   if (!first.empty()) return first_call(first, var, *dev, &out);
   std::unique_ptr<GpuTimer> timer = GpuTimer::create(*dev);
   for (absl::string_view id : absl::StrSplit(only, ',', absl::SkipEmpty())) run_workload(std::string(id), *dev, timer.get(), &out);

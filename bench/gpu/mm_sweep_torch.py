@@ -3,7 +3,7 @@ torch.mm / torch.bmm on the same shapes, timed like the anchors (triton.testing.
 events, L2 flushed). Arguments are the workload ids (MM<n>, MM<m>x<n>x<k>, BMM<b>x<m>x<n>x<k>);
 prints one line and one RESULT json line per shape. FMM<...> ids: float32 operands, timed exact and
 with TF32 allowed (torch.backends.cuda.matmul.allow_tf32); FMMT<...>: the same with the rhs stored
-[n x k] and transposed (a @ b.t())."""
+[n x k] and transposed (a @ b.t()); HMM<...>: float16 operands."""
 import json
 import sys
 
@@ -41,5 +41,7 @@ for wl in ids:
             rhs_t = wl.startswith("FMMT")
             run(wl, "MM" + wl[4:] if rhs_t else wl[1:], torch.float32, "f32 tf32" if tf32 else "f32 exact", rhs_t)
         torch.backends.cuda.matmul.allow_tf32 = False
+    elif wl.startswith("H"):  # float16 operands
+        run(wl, wl[1:], torch.float16, "f16")
     else:
         run(wl, wl, torch.bfloat16, "bf16")

@@ -8,6 +8,9 @@
 #   env      GPU, driver, libraries, whether kiln sees the device          -> env.txt
 #   tests    cuda_test (the CUDA runtime on the GPU), every *_test binary with KILN_DEVICE=cuda
 #            (op suite, fusion suite, ...), the differential fuzzer on cuda -> tests.log
+#   coop     Vulkan's cooperative-matrix matmuls: tests, f16 matmuls and W5h beside cuda and torch
+#   coopvar  the cooperative-matrix kernel's variants, tested and timed
+#   w11      W11: time to first result at batch sizes 1, 7, 64, 1000, kiln beside torch and jax
 #   vkperf   Vulkan's host path and W4a/W4b/W6/H beside cuda (also the end of `vulkan`)
 #   vulkan   vulkan_test, the op, pass and AOT suites with KILN_DEVICE=vulkan (not in the default
 #            set). Where the machine has no Vulkan loader / GLVND, the bundle's Debian .debs
@@ -168,6 +171,57 @@ for s in $SECTIONS; do
         vk_perf
       } >> "$OUT/tests.log" 2>&1
       tail -5 "$OUT/.test_summary"
+      ;;
+    coop)
+      # Vulkan's cooperative-matrix contraction (issue 10): its tests with the validation layer,
+      # the strategies the op suite's matmuls take, then f16 matmuls and W5 in f16 on vulkan
+      # (cooperative matrices, then the SIMT kernel), on cuda, and torch's in the same call.
+      {
+        KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 run_test "vulkan_test GemmCoop*" 300 "$BIN/vulkan_test" \
+          --gtest_filter='GemmCoop*:VulkanCompiler*'
+        KILN_DEVICE=vulkan KILN_DEBUG=2 run_test "ops_test Matmul* (vulkan)" 300 "$BIN/ops_test" \
+          --gtest_filter='Matmul*:Jit*:Conv*' --gtest_brief=1 2>&1 | grep -v "^kiln: \(fus\|realize\|compile\)" |
+          grep -E "contraction|FAILED|PASSED|exit" | sed -E 's/^kiln: kiln_k[0-9]+_[a-z_0-9]*: //' | sort | uniq -c | sort -rn | head -20
+        SHAPES=HMM4096,HMM8192,HMM16x8192x8192,HMM128x8192x8192,HBMM64x1024x1024x128
+        echo "--- vulkan, cooperative matrices"
+        timeout 200 "$BIN/anchor_bench" --device vulkan --only "$SHAPES,W5h" --results "$RESULTS" 2>&1 | grep -v "^RESULT"
+        echo "--- vulkan, SIMT kernel (KILN_VULKAN_COOP_MATRIX=0)"
+        KILN_VULKAN_COOP_MATRIX=0 timeout 200 "$BIN/anchor_bench" --device vulkan --only "HMM4096,W5h" \
+          --results "$OUT/results_simt.jsonl" 2>&1 | grep -v "^RESULT"
+        echo "--- cuda"
+        timeout 100 "$BIN/anchor_bench" --device cuda --only "$SHAPES,W5h,W5" --results "$OUT/results_cuda.jsonl" 2>&1 | grep -v "^RESULT"
+        echo "--- torch"
+        timeout 150 python3 "$HERE/../bench/gpu/mm_sweep_torch.py" ${SHAPES//,/ } MM4096
+        timeout 200 python3 "$HERE/anchors/wl_torch.py" W5
+      } >> "$OUT/tests.log" 2>&1
+      tail -5 "$OUT/.test_summary"
+      ;;
+    coopvar)
+      # The cooperative-matrix kernel's shapes side by side (KILN_VULKAN_COOP_WARPS, _BK): each
+      # checked against the interpreter, then timed; cuda's W5 in the same call.
+      {
+        for v in "" "KILN_VULKAN_COOP_WARPS=4" "KILN_VULKAN_COOP_BK=64" "KILN_VULKAN_COOP_WARPS=4 KILN_VULKAN_COOP_BK=64"; do
+          echo "--- variant: ${v:-default}"
+          env $v KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 120 "$BIN/vulkan_test" --gtest_filter='GemmCoopRun*' \
+            --gtest_brief=1 2>&1 | tail -3
+          env $v timeout 150 "$BIN/anchor_bench" --device vulkan --only HMM4096,HMM8192,HMM128x8192x8192,HBMM64x1024x1024x128,W5h \
+            --results "$RESULTS" 2>&1 | grep -v "^RESULT"
+        done
+        timeout 100 "$BIN/anchor_bench" --device cuda --only HBMM64x1024x1024x128,W5h,W5 --results "$OUT/results_cuda.jsonl" 2>&1 | grep -v "^RESULT"
+      } 2>&1 | tee -a "$OUT/bench.log" | grep -E "variant|PASSED|FAILED|jit" | cut -c1-150
+      ;;
+    w11)
+      # W11 (issue 14): the MLP block at batch sizes 1, 7, 64, 1000 in a fresh process each: time to
+      # each new size's first result, kiln (cuda, then vulkan, empty kernel caches) and the frameworks.
+      {
+        for d in cuda vulkan; do
+          KILN_CACHE_DIR=$(mktemp -d /tmp/kiln-w11.XXXXXX) timeout 300 "$BIN/anchor_bench" --device $d --w11 \
+            --results "$RESULTS" 2>&1 | grep -v "^RESULT"
+        done
+        for fw in torch-compile torch-eager jax; do
+          timeout 300 python3 "$HERE/../bench/gpu/w11_anchor.py" $fw 2>&1 | grep -E "^W11|Error|error" | head -8
+        done
+      } 2>&1 | tee -a "$OUT/bench.log"
       ;;
     vkperf)
       vk_perf >> "$OUT/tests.log" 2>&1

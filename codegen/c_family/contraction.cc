@@ -167,14 +167,18 @@ bool Renderer::copyable16(KNodeId id, int vec_axis) const {
   return true;
 }
 
-bool Renderer::half_mma_applies() const {
-  if (d_.kind() != Dialect::kCuda || t_.compute_capability < 80) return false;
+DType Renderer::half_operands() const {
   const ir::Contraction& c = k_.contraction;
   const ir::KNode& l = k_.nodes[c.lhs];
   const ir::KNode& r = k_.nodes[c.rhs];
-  if (l.op != Op::kCast || r.op != Op::kCast || l.dtype != DType::kFloat32 || r.dtype != DType::kFloat32) return false;
+  if (l.op != Op::kCast || r.op != Op::kCast || l.dtype != DType::kFloat32 || r.dtype != DType::kFloat32)
+    return DType::kFloat32;
   DType a = k_.nodes[l.inputs[0]].dtype, b = k_.nodes[r.inputs[0]].dtype;
-  return a == b && (a == DType::kBFloat16 || a == DType::kFloat16);
+  return a == b && (a == DType::kBFloat16 || a == DType::kFloat16) ? a : DType::kFloat32;
+}
+
+bool Renderer::half_mma_applies() const {
+  return d_.kind() == Dialect::kCuda && t_.compute_capability >= 80 && half_operands() != DType::kFloat32;
 }
 
 bool Renderer::tf32_mma_applies() const {

@@ -58,6 +58,7 @@ struct Features {
   bool f64 = false, i64 = false, i8 = false, f16_storage = false;
   bool shared = false;
   bool subgroup = false;
+  bool coop = false;  // GLSL: cooperative matrices (GL_NV_cooperative_matrix, float16_t, uvec4 buffers)
 };
 
 class DialectOps {

@@ -205,6 +205,9 @@ class GlslDialect : public DialectOps {
       p += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n#extension GL_EXT_shader_8bit_storage : require\n";
     if (f.f16_storage)
       p += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n#extension GL_EXT_shader_16bit_storage : require\n";
+    if (f.coop)
+      p += "#extension GL_KHR_memory_scope_semantics : require\n#extension GL_NV_cooperative_matrix : require\n"
+           "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n#extension GL_EXT_control_flow_attributes : require\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Table { uint64_t a[]; };\n";
     p += "layout(push_constant) uniform PC { uint64_t table; } pc;\n";
     // Each block type twice: as written buffers see it, and readonly restrict (suffix R) for the
@@ -225,6 +228,7 @@ class GlslDialect : public DialectOps {
       blocks("BufI8", 1, "int8_t");
     }
     if (f.f16_storage) blocks("BufU16", 2, "uint16_t");
+    if (f.coop) blocks("BufQ", 16, "uvec4");  // 16-byte pieces of 16-bit operands
     if (f.f64) blocks("BufF64", 8, "double");
     // Half values live in float registers: rounding helpers work on 32-bit patterns, and the
     // 16-bit conversions exist only when 16-bit storage is declared.

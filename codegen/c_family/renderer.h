@@ -75,6 +75,7 @@ class Renderer {
       std::string why;
       if (sm90_applies(&why)) block = contraction_sm90(&out);
       else if (sm80_applies()) block = contraction_sm80(&out);
+      else if (coop_applies()) block = contraction_coop(&out);
       else block = half_mma_applies() || tf32_mma_applies() ? contraction_mma(&out) : contraction(&out);
       if (support::debug_level() >= 2)
         std::fprintf(stderr, "kiln: %s: %s%s%s\n", name.c_str(), out.strategy.c_str(), why.empty() ? "" : "; not sm_90a: ",
@@ -111,6 +112,7 @@ class Renderer {
   Features features() const {
     Features f = w_.features();
     f.shared = !shared_.empty();
+    f.coop = coop_;
     return f;
   }
 
@@ -544,6 +546,14 @@ class Renderer {
   // ring and ldmatrix.
   bool sm80_applies() const;
   int contraction_sm80(KernelSource* out);
+  // The Vulkan tensor-core variant (contraction_coop.cc): f16 operands 16-byte pieces can be read
+  // from, multiplied by subgroup-scope cooperative matrices (t_.coop_m/n/k).
+  bool coop_applies() const;
+  int contraction_coop(KernelSource* out);
+  // The dtype of both operands under their casts to f32 when they share one (f16/bf16
+  // contractions accumulate in f32 that way); kFloat32 otherwise.
+  DType half_operands() const;
+  bool coop_ = false;
   // Hopper variant (contraction_sm90.cc): TMA loads into 128B-swizzled stages, wgmma, warp
   // specialization and a persistent grouped tile order; `why` says why it does not apply.
   bool sm90_applies(std::string* why) const;
