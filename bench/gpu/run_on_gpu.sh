@@ -200,7 +200,9 @@ for s in $SECTIONS; do
       # The cooperative-matrix kernel's shapes side by side (KILN_VULKAN_COOP_WARPS, _BK): each
       # checked against the interpreter, then timed; cuda's W5 in the same call.
       {
-        for v in "" "KILN_VULKAN_COOP_WARPS=4" "KILN_VULKAN_COOP_BK=64" "KILN_VULKAN_COOP_WARPS=4 KILN_VULKAN_COOP_BK=64"; do
+        for v in ${KILN_COOP_VARIANTS:-default KILN_VULKAN_COOP_WARPS=8 KILN_VULKAN_COOP_BK=64}; do
+          v=${v//+/ }  # KILN_COOP_VARIANTS="default A=1+B=2": two variants, the second setting two variables
+          [ "$v" = default ] && v=""
           echo "--- variant: ${v:-default}"
           env $v KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 120 "$BIN/vulkan_test" --gtest_filter='GemmCoopRun*' \
             --gtest_brief=1 2>&1 | tail -3
