@@ -125,6 +125,7 @@ Options options() {
   read_switch("KILN_VULKAN_COOP_MATRIX", &o.vulkan_coop_matrix);
   read_int(o, "KILN_VULKAN_COOP_WARPS", &o.vulkan_coop_warps);
   read_int(o, "KILN_VULKAN_COOP_BK", &o.vulkan_coop_bk);
+  read_int(o, "KILN_VULKAN_TRANSFER_QUEUE", &o.vulkan_transfer_queue);
   read_int(o, "KILN_CUDA_ATTENTION_ROWS", &o.cuda_attention_rows);
   read_switch("KILN_CUDA_SM90_ATTENTION", &o.cuda_sm90_attention);
   read_int(o, "KILN_CUDA_SM90_ATTENTION_CLUSTER", &o.cuda_sm90_attention_cluster);

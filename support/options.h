@@ -61,6 +61,10 @@ struct Options {
   bool vulkan_coop_matrix = true;  // KILN_VULKAN_COOP_MATRIX=0: Vulkan devices open without cooperative matrices
   int vulkan_coop_warps = 4;  // KILN_VULKAN_COOP_WARPS=8: subgroups per cooperative-matrix tile (64x32 each)
   int vulkan_coop_bk = 32;    // KILN_VULKAN_COOP_BK=64: k per block (one shared stage instead of two)
+  // KILN_VULKAN_TRANSFER_QUEUE: 1 (default) uploads on the device's copy-engine queue where it has
+  // one; 0 on the compute queue; 2 on the compute queue with the copy queue's own timeline (tests
+  // the bookkeeping on any device).
+  int vulkan_transfer_queue = 1;
   int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block (mma.sync kernel)
   bool cuda_sm90_attention = true;  // KILN_CUDA_SM90_ATTENTION=0: attention keeps the mma.sync kernel on sm_90
   std::string cuda_sm90_attention_schedule;  // KILN_CUDA_SM90_ATTENTION_SCHEDULE=plain|pipelined|pingpong

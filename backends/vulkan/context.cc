@@ -74,7 +74,7 @@ absl::StatusOr<std::shared_ptr<Context>> Context::create(const ContextOptions& o
   if (absl::Status s = c->create_instance(o); !s.ok()) return s;
   if (absl::Status s = c->create_device(o); !s.ok()) return s;
   c->spin_us_ = o.spin_us >= 0 ? o.spin_us : c->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0 : 50;
-  track_device(c->device, &c->queue_mu_);
+  track_device(c->device, &c->queue_mu_, c->dedicated_copy_queue() ? &c->copy_mu_ : nullptr);
   watch_process_exit();
   return c;
 }
@@ -183,15 +183,22 @@ absl::Status Context::create_device(const ContextOptions& o) {
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   }
 
+  // Uploads on the copy engines' queue where the device has one, or, in the test mode, on the
+  // compute queue with a timeline of their own.
+  const bool dedicated = caps.copy_family != UINT32_MAX && o.transfer_queue != 0 && o.transfer_queue != 2;
+  if (!dedicated) caps.copy_family = UINT32_MAX;
   float priority = 1.0f;
-  VkDeviceQueueCreateInfo qi = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
-  qi.queueFamilyIndex = caps.queue_family;
-  qi.queueCount = 1;
-  qi.pQueuePriorities = &priority;
+  VkDeviceQueueCreateInfo qi[2];
+  for (int i = 0; i < 2; ++i) {
+    qi[i] = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+    qi[i].queueFamilyIndex = i == 0 ? caps.queue_family : caps.copy_family;
+    qi[i].queueCount = 1;
+    qi[i].pQueuePriorities = &priority;
+  }
   VkDeviceCreateInfo di = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
   di.pNext = &f2;
-  di.queueCreateInfoCount = 1;
-  di.pQueueCreateInfos = &qi;
+  di.queueCreateInfoCount = dedicated ? 2 : 1;
+  di.pQueueCreateInfos = qi;
   di.enabledExtensionCount = uint32_t(extensions.size());
   di.ppEnabledExtensionNames = extensions.data();
   VkResult r = vkCreateDevice(physical, &di, nullptr, &device);
@@ -200,12 +207,11 @@ absl::Status Context::create_device(const ContextOptions& o) {
     return absl::UnavailableError(check(r, absl::StrCat("vkCreateDevice on ", caps.name)).message());
   }
   vkGetDeviceQueue(device, caps.queue_family, 0, &queue);
-
-  VkSemaphoreTypeCreateInfo ti = vk_struct<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO);
-  ti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
-  VkSemaphoreCreateInfo si = vk_struct<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO);
-  si.pNext = &ti;
-  KILN_VK_RETURN_IF_ERROR(vkCreateSemaphore(device, &si, nullptr, &timeline), "vkCreateSemaphore (timeline)");
+  if (dedicated) vkGetDeviceQueue(device, caps.copy_family, 0, &copy_queue);
+  else if (o.transfer_queue == 2) copy_queue = queue;
+  if (absl::Status s = make_timeline(&timeline, "timeline"); !s.ok()) return s;
+  if (copy_queue)
+    if (absl::Status s = make_timeline(&copy_timeline, "copy timeline"); !s.ok()) return s;
 
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(uint64_t)};
   VkPipelineLayoutCreateInfo li = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
@@ -213,6 +219,14 @@ absl::Status Context::create_device(const ContextOptions& o) {
   li.pPushConstantRanges = &range;
   KILN_VK_RETURN_IF_ERROR(vkCreatePipelineLayout(device, &li, nullptr, &pipeline_layout), "vkCreatePipelineLayout");
   return open_pipeline_cache(this);
+}
+
+absl::Status Context::make_timeline(VkSemaphore* s, const char* what) {
+  VkSemaphoreTypeCreateInfo ti = vk_struct<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO);
+  ti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  VkSemaphoreCreateInfo si = vk_struct<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO);
+  si.pNext = &ti;
+  return check(vkCreateSemaphore(device, &si, nullptr, s), absl::StrCat("vkCreateSemaphore (", what, ")"));
 }
 
 Context::~Context() {
@@ -229,36 +243,54 @@ Context::~Context() {
   if (pipeline_cache) vkDestroyPipelineCache(device, pipeline_cache, nullptr);
   if (pipeline_layout) vkDestroyPipelineLayout(device, pipeline_layout, nullptr);
   if (timeline) vkDestroySemaphore(device, timeline, nullptr);
+  if (copy_timeline) vkDestroySemaphore(device, copy_timeline, nullptr);
+  if (gate_) vkDestroySemaphore(device, gate_, nullptr);
   if (device) vkDestroyDevice(device, nullptr);
   if (messenger_) destroy_messenger_(instance, messenger_, nullptr);
   if (instance) vkDestroyInstance(instance, nullptr);
 }
 
-absl::StatusOr<uint64_t> Context::submit(VkCommandBuffer cb, uint64_t wait_value, VkPipelineStageFlags wait_stage) {
-  std::lock_guard<std::mutex> lock(queue_mu_);
-  uint64_t value = next_value_ + 1;
+absl::StatusOr<uint64_t> Context::submit(Queue q, VkCommandBuffer cb, Stamp wait, VkPipelineStageFlags wait_stage) {
+  const bool copy = q == Queue::kCopy && copy_timeline;
+  // A VkQueue is externally synchronized: the copy queue has its own lock unless it is the
+  // compute queue (the test mode).
+  std::lock_guard<std::mutex> lock(copy && dedicated_copy_queue() ? copy_mu_ : queue_mu_);
+  uint64_t& next = copy ? next_copy_value_ : next_value_;
+  uint64_t value = next + 1;
+  VkSemaphore waits[3];
+  uint64_t values[3];
+  VkPipelineStageFlags stages[3];
+  uint32_t n = 0;
+  auto add = [&](VkSemaphore s, uint64_t v) {
+    waits[n] = s;
+    values[n] = v;
+    stages[n++] = wait_stage;
+  };
+  if (wait.compute > 0) add(timeline, wait.compute);
+  if (wait.copy > 0 && copy_timeline) add(copy_timeline, wait.copy);
+  if (copy && gated_) add(gate_, gate_value_);
+  VkSemaphore signal = copy ? copy_timeline : timeline;
   VkTimelineSemaphoreSubmitInfo ts = vk_struct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
   ts.signalSemaphoreValueCount = 1;
   ts.pSignalSemaphoreValues = &value;
+  ts.waitSemaphoreValueCount = n;
+  ts.pWaitSemaphoreValues = values;
   VkSubmitInfo si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
   si.pNext = &ts;
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cb;
   si.signalSemaphoreCount = 1;
-  si.pSignalSemaphores = &timeline;
-  if (wait_value > 0) {
-    ts.waitSemaphoreValueCount = 1;
-    ts.pWaitSemaphoreValues = &wait_value;
-    si.waitSemaphoreCount = 1;
-    si.pWaitSemaphores = &timeline;
-    si.pWaitDstStageMask = &wait_stage;
-  }
-  KILN_VK_RETURN_IF_ERROR(vkQueueSubmit(queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
-  next_value_ = value;
+  si.pSignalSemaphores = &signal;
+  si.waitSemaphoreCount = n;
+  si.pWaitSemaphores = waits;
+  si.pWaitDstStageMask = stages;
+  KILN_VK_RETURN_IF_ERROR(vkQueueSubmit(copy ? copy_queue : queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+  next = value;
+  last_waits_[copy ? 1 : 0] = wait;
   return value;
 }
 
-absl::Status Context::wait(uint64_t value) {
+absl::Status Context::wait_one(VkSemaphore s, uint64_t value) {
   if (value == 0) return absl::OkStatus();
   // A short run finishes in a few microseconds, and a blocking wait costs more than that to wake
   // up (about 10 us on NVIDIA's driver): poll the counter first, as CUDA's default sync does.
@@ -266,16 +298,23 @@ absl::Status Context::wait(uint64_t value) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
     for (int polls = 0;; ++polls) {
       uint64_t v = 0;
-      if (vkGetSemaphoreCounterValue(device, timeline, &v) != VK_SUCCESS) break;  // the blocking wait reports it
+      if (vkGetSemaphoreCounterValue(device, s, &v) != VK_SUCCESS) break;  // the blocking wait reports it
       if (v >= value) return absl::OkStatus();
       if ((polls & 15) == 15 && std::chrono::steady_clock::now() >= until) break;
     }
   }
   VkSemaphoreWaitInfo wi = vk_struct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
   wi.semaphoreCount = 1;
-  wi.pSemaphores = &timeline;
+  wi.pSemaphores = &s;
   wi.pValues = &value;
   return check(vkWaitSemaphores(device, &wi, UINT64_MAX), "vkWaitSemaphores");
+}
+
+absl::Status Context::wait(uint64_t value) { return wait_one(timeline, value); }
+
+absl::Status Context::wait(Stamp s) {
+  if (absl::Status st = wait_one(timeline, s.compute); !st.ok()) return st;
+  return copy_timeline ? wait_one(copy_timeline, s.copy) : absl::OkStatus();
 }
 
 uint64_t Context::completed() {
@@ -284,9 +323,47 @@ uint64_t Context::completed() {
   return v;
 }
 
+uint64_t Context::copy_completed() {
+  uint64_t v = 0;
+  if (!copy_timeline || vkGetSemaphoreCounterValue(device, copy_timeline, &v) != VK_SUCCESS) return 0;
+  return v;
+}
+
 uint64_t Context::last_submitted() {
   std::lock_guard<std::mutex> lock(queue_mu_);
   return next_value_;
+}
+
+uint64_t Context::copy_last_submitted() {
+  std::lock_guard<std::mutex> lock(dedicated_copy_queue() ? copy_mu_ : queue_mu_);
+  return next_copy_value_;
+}
+
+Stamp Context::last_waits(Queue q) {
+  const bool copy = q == Queue::kCopy && copy_timeline;
+  std::lock_guard<std::mutex> lock(copy && dedicated_copy_queue() ? copy_mu_ : queue_mu_);
+  return last_waits_[copy ? 1 : 0];
+}
+
+absl::Status Context::hold_copies() {
+  if (!dedicated_copy_queue())
+    return absl::FailedPreconditionError("vulkan: holding copies back needs a copy queue of its own (it would stall the compute queue)");
+  std::lock_guard<std::mutex> lock(copy_mu_);
+  if (!gate_)
+    if (absl::Status s = make_timeline(&gate_, "copy gate"); !s.ok()) return s;
+  gate_value_ += 1;
+  gated_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Context::open_copies() {
+  std::lock_guard<std::mutex> lock(copy_mu_);
+  if (!gated_) return absl::OkStatus();
+  gated_ = false;
+  VkSemaphoreSignalInfo si = vk_struct<VkSemaphoreSignalInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO);
+  si.semaphore = gate_;
+  si.value = gate_value_;
+  return check(vkSignalSemaphore(device, &si), "vkSignalSemaphore (copy gate)");
 }
 
 }  // namespace kiln::runtime::vk

@@ -34,6 +34,7 @@ absl::StatusOr<std::unique_ptr<VulkanDevice>> VulkanDevice::create() {
   o.validation = env.vulkan_validation;
   o.device_index = env.vulkan_device;
   o.spin_us = env.vulkan_spin_us;
+  o.transfer_queue = env.vulkan_transfer_queue;
   o.cache_dir = DiskCache::for_backend("vulkan").dir();  // "" when disabled
   auto ctx = Context::create(o);
   if (!ctx.ok()) return ctx.status();
@@ -62,7 +63,7 @@ std::string VulkanDevice::description() const {
   return absl::StrFormat("vulkan (%s, %s, Vulkan %d.%d.%d, device %d, subgroup %d%s)", c.name, type_name(c.type),
                          VK_API_VERSION_MAJOR(c.api_version), VK_API_VERSION_MINOR(c.api_version),
                          VK_API_VERSION_PATCH(c.api_version), c.index, ctx_->target.subgroup_size,
-                         c.validation ? ", validation on" : "");
+                         std::string(ctx_->dedicated_copy_queue() ? ", copy queue" : "") + (c.validation ? ", validation on" : ""));
 }
 
 absl::StatusOr<std::shared_ptr<Buffer>> VulkanDevice::alloc(int64_t bytes) {
@@ -116,8 +117,14 @@ absl::StatusOr<std::unique_ptr<Executable>> VulkanDevice::load(const CompiledPro
   return std::unique_ptr<Executable>(std::move(*e));
 }
 
+absl::StatusOr<uint64_t> VulkanDevice::upload_value(Buffer* b) {
+  auto v = mine(b);
+  if (!v.ok()) return v.status();
+  return (*v)->last_copy();
+}
+
 absl::Status VulkanDevice::synchronize() {
-  absl::Status s = ctx_->wait(ctx_->last_submitted());
+  absl::Status s = ctx_->wait(ctx_->last_submitted_all());
   return s.ok() ? validation_status() : s;
 }
 

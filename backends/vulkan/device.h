@@ -43,8 +43,22 @@ class VulkanDevice : public Device {
   // Validation-layer warnings and errors recorded so far (none without KILN_VULKAN_VALIDATION=1).
   std::vector<std::string> validation_messages() const { return ctx_->log.snapshot(); }
   void clear_validation_messages() { ctx_->log.clear(); }
-  // Submissions to the queue so far (the timeline's last value), for tests.
+  // Submissions to the compute queue so far (the timeline's last value), for tests.
   uint64_t submissions() const { return ctx_->last_submitted(); }
+  // Uploads: whether they have a queue of the copy engines (or, KILN_VULKAN_TRANSFER_QUEUE=2, a
+  // timeline) of their own, submissions to it so far, and tests' views of the copy timeline.
+  bool has_copy_queue() const { return ctx_->dedicated_copy_queue(); }
+  bool copy_timeline_on() const { return ctx_->copy_timeline_on(); }
+  uint64_t copy_submissions() const { return ctx_->copy_last_submitted(); }
+  uint64_t copies_completed() const { return ctx_->copy_completed(); }
+  uint64_t compute_completed() const { return ctx_->completed(); }
+  // The copy timeline value of `b`'s last upload (0: none on the copy queue).
+  absl::StatusOr<uint64_t> upload_value(Buffer* b);
+  // The waits of the last compute submission (a run's: which uploads it waited for).
+  Stamp last_compute_waits() const { return ctx_->last_waits(Queue::kCompute); }
+  // Later uploads wait until open_copies(): shows that runs and downloads need only their own.
+  absl::Status hold_copies() { return ctx_->hold_copies(); }
+  absl::Status open_copies() { return ctx_->open_copies(); }
 
  private:
   explicit VulkanDevice(std::shared_ptr<Context> ctx);

@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Devic
       return absl::Status(arena.status().code(), absl::StrCat(arena.status().message(), " (the arena of intermediates)"));
     e->arena_ = *arena;
     e->last_value_ = arena->ready_after;
+    e->arena_copy_after_ = arena->ready_after_copy;
   }
   // The first slot is recorded now: loading an executable records its command buffer.
   std::lock_guard<std::mutex> lock(e->mu_);
@@ -169,9 +170,10 @@ absl::Status VulkanExecutable::record(Slot* s) {
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   if (opts_.queue_order) {
-    // Everything submitted earlier (kernels, uploads, downloads) before this run's first
-    // dispatch: RAW on inputs written by an upload or an earlier run, WAR/WAW on the outputs and
-    // the arena. run() then submits without a semaphore wait.
+    // Everything submitted earlier to the compute queue (kernels, downloads, and uploads where
+    // they share it) before this run's first dispatch: RAW on inputs written by an upload or an
+    // earlier run, WAR/WAW on the outputs and the arena. run() then submits without a compute
+    // timeline wait; uploads on the copy queue are waited for by their copy timeline values.
     VkMemoryBarrier first = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
     first.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     first.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
@@ -209,8 +211,9 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
   if (!slot.ok()) return slot.status();
   Slot* s = *slot;
   // The GPU waits for the previous run (it shares the arena), for the writers of the inputs, and
-  // for every earlier use of the outputs and of this slot's table.
-  uint64_t after = std::max(last_value_, s->value);
+  // for every earlier use of the outputs and of this slot's table; on the copy queue, for the
+  // uploads into its own buffers only (their last copies), not for other uploads in flight.
+  uint64_t after = std::max(last_value_, s->value), copy_after = arena_copy_after_;
   auto* table = static_cast<uint64_t*>(s->table.mapped);
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const ir::BufferDesc& b = buffers_[i];
@@ -222,6 +225,7 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
     }
     table[i] = vb->address();
     after = std::max(after, b.kind == ir::BufferKind::kInput ? vb->last_write() : vb->last_use());
+    copy_after = std::max(copy_after, vb->last_copy());
   }
   for (size_t i = 0; i < params.size(); ++i) table[buffers_.size() + i] = params[i];
   if (shadow_) {
@@ -238,7 +242,8 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
     s->shadow->bind(ranges);
     if (absl::Status st = record(s); !st.ok()) return st;
   }
-  auto v = ctx_->submit(s->cb, opts_.queue_order ? 0 : after, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+  auto v = ctx_->submit(Queue::kCompute, s->cb, Stamp{opts_.queue_order ? 0 : after, copy_after},
+                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
   if (!v.ok()) return v.status();
   s->value = last_value_ = *v;
   if (!ran_once_ && ctx_->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {

@@ -86,6 +86,7 @@ class VulkanExecutable : public Executable {
   Allocation tables_;               // the slots' address tables, table_stride_ bytes each
   VkDeviceSize table_stride_ = 0;
   uint64_t last_value_ = 0;  // last run (it used the arena)
+  uint64_t arena_copy_after_ = 0;  // the arena's last upload, when it was a recycled upload target
   bool ran_once_ = false;    // mu_ held
 };
 

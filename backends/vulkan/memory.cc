@@ -50,9 +50,14 @@ UseInfo use_info(MemoryUse u) {
 }  // namespace
 
 VulkanBuffer::VulkanBuffer(Device* d, std::shared_ptr<Context> ctx, Allocation a, int64_t bytes)
-    : Buffer(d, bytes), ctx_(std::move(ctx)), a_(a), last_write_(a.ready_after), last_use_(a.ready_after) {}
+    : Buffer(d, bytes),
+      ctx_(std::move(ctx)),
+      a_(a),
+      last_write_(a.ready_after),
+      last_use_(a.ready_after),
+      last_copy_(a.ready_after_copy) {}
 
-VulkanBuffer::~VulkanBuffer() { ctx_->release(a_, last_use_.load()); }
+VulkanBuffer::~VulkanBuffer() { ctx_->release(a_, Stamp{last_use_.load(), last_copy_.load()}); }
 
 absl::StatusOr<Allocation> Context::allocate(VkDeviceSize bytes, MemoryUse use) {
   collect();
@@ -70,7 +75,7 @@ absl::StatusOr<Allocation> Context::allocate(VkDeviceSize bytes, MemoryUse use) 
   auto a = allocate_new(bytes, use);
   if (a.ok() || !absl::IsResourceExhausted(a.status())) return a;
   // Out of memory: let the GPU finish what uses the pooled buffers, give them back, try once more.
-  wait(last_submitted()).IgnoreError();
+  wait(last_submitted_all()).IgnoreError();
   {
     std::lock_guard<std::mutex> lock(memory_mu_);
     drop_reuse_pool();
@@ -89,7 +94,17 @@ absl::StatusOr<Allocation> Context::allocate_new(VkDeviceSize bytes, MemoryUse u
   VkBufferCreateInfo bi = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
   bi.size = a.size;
   bi.usage = info.usage;
+  // Device buffers are written by the copy queue and used by the compute queue: concurrent
+  // sharing between the two families (ownership transfers would need a barrier on the compute
+  // queue per upload, and a replayed command buffer is recorded once). Staging buffers stay with
+  // the one queue that uses them.
+  const uint32_t families[2] = {caps.queue_family, caps.copy_family};
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  if (use == MemoryUse::kDevice && dedicated_copy_queue()) {
+    bi.sharingMode = VK_SHARING_MODE_CONCURRENT;
+    bi.queueFamilyIndexCount = 2;
+    bi.pQueueFamilyIndices = families;
+  }
   KILN_VK_RETURN_IF_ERROR(vkCreateBuffer(device, &bi, nullptr, &a.buffer), absl::StrCat("vkCreateBuffer (", bytes, " bytes)"));
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(device, a.buffer, &req);
@@ -148,28 +163,29 @@ absl::StatusOr<Allocation> Context::allocate_new(VkDeviceSize bytes, MemoryUse u
   return a;
 }
 
-void Context::release(Allocation a, uint64_t after_value) {
+void Context::release(Allocation a, Stamp after) {
   if (!a.buffer) return;
-  a.ready_after = std::max(a.ready_after, after_value);
+  a.ready_after = std::max(a.ready_after, after.compute);
+  a.ready_after_copy = std::max(a.ready_after_copy, after.copy);
   std::lock_guard<std::mutex> lock(memory_mu_);
-  retired_.emplace_back(after_value, a);
+  retired_.emplace_back(Stamp{a.ready_after, a.ready_after_copy}, a);
 }
 
 void Context::collect() {
-  uint64_t done = completed();
+  const uint64_t done = completed(), done_copy = copy_completed();
   std::lock_guard<std::mutex> lock(memory_mu_);
   size_t keep = 0;
   for (auto& r : retired_) {
     Allocation& a = r.second;
-    // A device buffer is reusable at once, GPU still busy or not: it carries ready_after, and
-    // whoever uses it next waits on the GPU for that value first (stream-ordered reuse). Only
-    // freeing it has to wait for the GPU.
+    // A device buffer is reusable at once, GPU still busy or not: it carries ready_after (and
+    // ready_after_copy), and whoever uses it next waits on the GPU for those first (stream-ordered
+    // reuse). Only freeing it has to wait for the GPU.
     if (a.use == MemoryUse::kDevice && reuse_bytes_ + a.size <= kReuseLimit) {
       reuse_bytes_ += a.size;
       reuse_.emplace(a.size, a);
       continue;
     }
-    if (r.first > done) {
+    if (r.first.compute > done || r.first.copy > done_copy) {
       retired_[keep++] = r;
       continue;
     }

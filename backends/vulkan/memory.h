@@ -3,9 +3,11 @@
 // Buffer that owns one.
 //
 // Kernels reach memory through buffer device addresses, so every device allocation is one
-// VkBuffer with an address. A VulkanBuffer also keeps the timeline values of the last submission
-// that wrote it (downloads wait for that one) and of the last that used it (its memory is freed,
-// or recycled, after that one): buffers are released in stream order, never by a device-wide wait.
+// VkBuffer with an address. A VulkanBuffer also keeps the compute timeline values of the last
+// submission that wrote it (downloads wait for that one) and of the last that used it (its memory
+// is freed, or recycled, after that one), and the copy timeline value of its last upload when
+// uploads have a queue of their own (whoever reads or reuses it waits for that one too): buffers
+// are released in stream order, never by a device-wide wait.
 #pragma once
 
 #include <atomic>
@@ -35,6 +37,7 @@ struct Allocation {
   // user's first submission waits for it (already reached, but it orders the accesses for the
   // synchronization validator).
   uint64_t ready_after = 0;
+  uint64_t ready_after_copy = 0;  // the same on the copy timeline (its last upload)
 };
 
 class VulkanBuffer : public Buffer {
@@ -46,6 +49,9 @@ class VulkanBuffer : public Buffer {
   VkDeviceAddress address() const { return a_.address; }
   uint64_t last_write() const { return last_write_.load(); }
   uint64_t last_use() const { return last_use_.load(); }
+  // Copy timeline value of the last upload into it (0: none on a copy queue of its own).
+  uint64_t last_copy() const { return last_copy_.load(); }
+  void note_copy(uint64_t v) { raise(last_copy_, v); }
   void note_read(uint64_t v) { raise(last_use_, v); }
   void note_write(uint64_t v) {
     raise(last_write_, v);
@@ -60,7 +66,7 @@ class VulkanBuffer : public Buffer {
   }
   std::shared_ptr<Context> ctx_;
   Allocation a_;
-  std::atomic<uint64_t> last_write_, last_use_;
+  std::atomic<uint64_t> last_write_, last_use_, last_copy_;
 };
 
 }  // namespace kiln::runtime::vk

@@ -97,6 +97,7 @@ class Probe {
     auto a = c_.allocate(bytes, use);
     if (!a.ok()) return a.status();
     allocations_.push_back(*a);
+    copy_after_ = std::max(copy_after_, a->ready_after_copy);  // a recycled upload target's last copy
     return *a;
   }
 
@@ -120,7 +121,7 @@ class Probe {
     vkCmdDispatch(cb_, kGroups, 1, 1);
     vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
     KILN_VK_RETURN_IF_ERROR(vkEndCommandBuffer(cb_), "vkEndCommandBuffer (peaks)");
-    auto v = c_.submit(cb_, 0, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+    auto v = c_.submit(Queue::kCompute, cb_, Stamp{0, copy_after_}, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
     if (!v.ok()) return v.status();
     last_ = *v;
     if (absl::Status s = c_.wait(*v); !s.ok()) return s;
@@ -152,6 +153,7 @@ class Probe {
   std::vector<VkPipeline> pipelines_;
   std::vector<Allocation> allocations_;
   uint64_t last_ = 0;
+  uint64_t copy_after_ = 0;  // the copy timeline value the allocations' last uploads reached
 };
 
 void write_table(const Allocation& table, std::initializer_list<uint64_t> values) {

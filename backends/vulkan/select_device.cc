@@ -67,6 +67,7 @@ DeviceChoice describe(VkPhysicalDevice pd, int index, const Probe& p) {
   k.driver_version = p.props.driverVersion;
   std::memcpy(k.pipeline_cache_uuid, p.props.pipelineCacheUUID, VK_UUID_SIZE);
   k.queue_family = uint32_t(p.compute_family);
+  k.copy_family = p.transfer_family >= 0 ? uint32_t(p.transfer_family) : UINT32_MAX;
   k.timestamp_valid_bits = p.timestamp_bits;  // 0: no timestamps on this queue
   k.timestamp_period_ns = p.props.limits.timestampPeriod;
   for (int i = 0; i < 3; ++i) k.max_group_count[i] = p.props.limits.maxComputeWorkGroupCount[i];

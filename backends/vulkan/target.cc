@@ -95,6 +95,14 @@ void probe(VkPhysicalDevice pd, Probe* p) {
       }
     }
   }
+  // A family of copy engines (NVIDIA has one): uploads run there, beside the compute queue.
+  for (uint32_t i = 0; i < nq; ++i) {
+    const VkQueueFlags f = q[i].queueFlags & ~VkQueueFlags(VK_QUEUE_SPARSE_BINDING_BIT | VK_QUEUE_PROTECTED_BIT);
+    if (f == VK_QUEUE_TRANSFER_BIT && q[i].queueCount > 0 && int(i) != p->compute_family) {
+      p->transfer_family = int(i);
+      break;
+    }
+  }
 }
 
 bool has_subgroup_operations(const Probe& p) {

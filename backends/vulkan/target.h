@@ -36,6 +36,7 @@ struct Probe {
   int coop_shape[3] = {0, 0, 0};
   bool v13 = false, nv_sm = false, amd_core = false, nv_coop = false;
   int compute_family = -1;
+  int transfer_family = -1;  // a family of copy engines only (TRANSFER, no GRAPHICS/COMPUTE); -1: none
   uint32_t timestamp_bits = 0;
 };
 

@@ -15,33 +15,47 @@ constexpr VkDeviceSize kKeepStaging = VkDeviceSize(96) << 20;  // staging kept f
 
 }  // namespace
 
+namespace {
+// The value `f` signals as a point on both timelines.
+Stamp stamp_of(Queue q, uint64_t value) { return q == Queue::kCopy ? Stamp{0, value} : Stamp{value, 0}; }
+}  // namespace
+
 absl::Status Transfers::init() {
-  VkCommandPoolCreateInfo pi = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
-  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
-  pi.queueFamilyIndex = ctx_->caps.queue_family;
-  return check(vkCreateCommandPool(ctx_->device, &pi, nullptr, &pool_), "vkCreateCommandPool (transfers)");
+  for (int q = 0; q < 2; ++q) {
+    if (q == 1 && !ctx_->dedicated_copy_queue()) {
+      pools_[1] = pools_[0];  // copies share the compute family's pool (and its queue's lock)
+      break;
+    }
+    VkCommandPoolCreateInfo pi = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+    pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+    pi.queueFamilyIndex = q == 0 ? ctx_->caps.queue_family : ctx_->caps.copy_family;
+    KILN_VK_RETURN_IF_ERROR(vkCreateCommandPool(ctx_->device, &pi, nullptr, &pools_[q]), "vkCreateCommandPool (transfers)");
+  }
+  return absl::OkStatus();
 }
 
 Transfers::~Transfers() {
   if (process_exiting()) return;
-  uint64_t last = 0;
-  for (const InFlight& f : in_flight_) last = std::max(last, f.value);
-  ctx_->wait(last).IgnoreError();  // the device may be lost; the pool goes either way
-  for (InFlight& f : in_flight_) ctx_->release(f.staging, f.value);
+  Stamp last;
+  for (const InFlight& f : in_flight_) last.raise(stamp_of(f.queue, f.value));
+  ctx_->wait(last).IgnoreError();  // the device may be lost; the pools go either way
+  for (InFlight& f : in_flight_) ctx_->release(f.staging, stamp_of(f.queue, f.value));
   for (Allocation& a : free_staging_) ctx_->release(a, 0);
-  if (pool_) vkDestroyCommandPool(ctx_->device, pool_, nullptr);
+  if (pools_[1] && pools_[1] != pools_[0]) vkDestroyCommandPool(ctx_->device, pools_[1], nullptr);
+  if (pools_[0]) vkDestroyCommandPool(ctx_->device, pools_[0], nullptr);
 }
 
 void Transfers::reclaim() {
-  uint64_t done = ctx_->completed();
+  const uint64_t done[2] = {ctx_->completed(), ctx_->copy_completed()};
   size_t keep = 0;
   for (InFlight& f : in_flight_) {
-    if (f.value > done) {
+    const int q = f.queue == Queue::kCopy ? 1 : 0;
+    if (f.value > done[q]) {
       in_flight_[keep++] = f;
       continue;
     }
-    free_cbs_.push_back(f.cb);
-    f.staging.ready_after = f.value;
+    free_cbs_[q].push_back(f.cb);
+    (q == 1 ? f.staging.ready_after_copy : f.staging.ready_after) = f.value;
     give_staging(f.staging);
   }
   in_flight_.resize(keep);
@@ -73,14 +87,15 @@ absl::StatusOr<Allocation> Transfers::take_staging(VkDeviceSize bytes, MemoryUse
   return ctx_->allocate(std::max<VkDeviceSize>(bytes, 64 << 10), use);
 }
 
-absl::StatusOr<VkCommandBuffer> Transfers::take_command_buffer() {
+absl::StatusOr<VkCommandBuffer> Transfers::take_command_buffer(Queue q) {
+  std::vector<VkCommandBuffer>& free_cbs = free_cbs_[q == Queue::kCopy ? 1 : 0];
   VkCommandBuffer cb = VK_NULL_HANDLE;
-  if (!free_cbs_.empty()) {
-    cb = free_cbs_.back();
-    free_cbs_.pop_back();
+  if (!free_cbs.empty()) {
+    cb = free_cbs.back();
+    free_cbs.pop_back();
   } else {
     VkCommandBufferAllocateInfo ai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
-    ai.commandPool = pool_;
+    ai.commandPool = pools_[q == Queue::kCopy ? 1 : 0];
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
     KILN_VK_RETURN_IF_ERROR(vkAllocateCommandBuffers(ctx_->device, &ai, &cb), "vkAllocateCommandBuffers (transfer)");
@@ -88,7 +103,7 @@ absl::StatusOr<VkCommandBuffer> Transfers::take_command_buffer() {
   VkCommandBufferBeginInfo bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   if (VkResult r = vkBeginCommandBuffer(cb, &bi); r != VK_SUCCESS) {
-    free_cbs_.push_back(cb);
+    free_cbs.push_back(cb);
     return check(r, "vkBeginCommandBuffer (transfer)");
   }
   return cb;
@@ -99,12 +114,13 @@ absl::Status Transfers::upload(VulkanBuffer* dst, const void* src, int64_t bytes
     return absl::OutOfRangeError(absl::StrCat("vulkan: upload of ", bytes, " bytes into a ", dst->bytes(), "-byte buffer"));
   std::lock_guard<std::mutex> lock(mu_);
   reclaim();
+  const Queue q = ctx_->copy_timeline_on() ? Queue::kCopy : Queue::kCompute;
   for (VkDeviceSize off = 0; off < VkDeviceSize(bytes); off += kChunk) {
     VkDeviceSize n = std::min<VkDeviceSize>(kChunk, VkDeviceSize(bytes) - off);
     auto staging = take_staging(n, MemoryUse::kUpload);
     if (!staging.ok()) return staging.status();
     std::memcpy(staging->mapped, static_cast<const char*>(src) + off, size_t(n));
-    auto cb = take_command_buffer();
+    auto cb = take_command_buffer(q);
     if (!cb.ok()) {
       give_staging(*staging);
       return cb.status();
@@ -112,17 +128,19 @@ absl::Status Transfers::upload(VulkanBuffer* dst, const void* src, int64_t bytes
     VkBufferCopy region{0, off, n};
     vkCmdCopyBuffer(*cb, staging->buffer, dst->buffer(), 1, &region);
     absl::Status s = check(vkEndCommandBuffer(*cb), "vkEndCommandBuffer (upload)");
-    // Waiting for the buffer's (and the staging buffer's) last use orders this copy after
-    // earlier accesses to either.
-    uint64_t after = std::max(dst->last_use(), staging->ready_after);
-    absl::StatusOr<uint64_t> v = s.ok() ? ctx_->submit(*cb, after, VK_PIPELINE_STAGE_TRANSFER_BIT) : s;
+    // Waiting for the buffer's (and the staging buffer's) last uses, on either queue, orders this
+    // copy after earlier accesses to either. A fresh buffer has none: the copy starts at once,
+    // beside whatever the compute queue runs.
+    const Stamp after{std::max(dst->last_use(), staging->ready_after), std::max(dst->last_copy(), staging->ready_after_copy)};
+    absl::StatusOr<uint64_t> v = s.ok() ? ctx_->submit(q, *cb, after, VK_PIPELINE_STAGE_TRANSFER_BIT) : s;
     if (!v.ok()) {
-      free_cbs_.push_back(*cb);
+      free_cbs_[q == Queue::kCopy ? 1 : 0].push_back(*cb);
       give_staging(*staging);
       return v.status();
     }
-    in_flight_.push_back({*cb, *staging, *v});
-    dst->note_write(*v);
+    in_flight_.push_back({*cb, *staging, *v, q});
+    if (q == Queue::kCopy) dst->note_copy(*v);
+    else dst->note_write(*v);
   }
   return absl::OkStatus();
 }
@@ -159,7 +177,7 @@ absl::Status Transfers::download_many(const std::vector<Download>& all) {
       auto give_back = [&] {
         for (size_t i = first; i < end; ++i) give_staging(std::exchange(pieces[i].staging, Allocation{}));
       };
-      uint64_t after = 0;
+      Stamp after;
       for (size_t i = first; i < end; ++i) {
         auto st = take_staging(pieces[i].bytes, MemoryUse::kReadback);
         if (!st.ok()) {
@@ -167,10 +185,11 @@ absl::Status Transfers::download_many(const std::vector<Download>& all) {
           return st.status();
         }
         pieces[i].staging = *st;
-        // Deferred synchronization: the GPU waits for the last writers of the sources.
-        after = std::max({after, pieces[i].src->last_write(), st->ready_after});
+        // Deferred synchronization: the GPU waits for the last writers of the sources (a kernel,
+        // or an upload on the copy queue).
+        after.raise(Stamp{std::max(pieces[i].src->last_write(), st->ready_after), pieces[i].src->last_copy()});
       }
-      auto cb = take_command_buffer();
+      auto cb = take_command_buffer(Queue::kCompute);
       if (!cb.ok()) {
         give_back();
         return cb.status();
@@ -185,15 +204,15 @@ absl::Status Transfers::download_many(const std::vector<Download>& all) {
       to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
       vkCmdPipelineBarrier(*cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr, 0, nullptr);
       absl::Status s = check(vkEndCommandBuffer(*cb), "vkEndCommandBuffer (download)");
-      absl::StatusOr<uint64_t> v = s.ok() ? ctx_->submit(*cb, after, VK_PIPELINE_STAGE_TRANSFER_BIT) : s;
+      absl::StatusOr<uint64_t> v = s.ok() ? ctx_->submit(Queue::kCompute, *cb, after, VK_PIPELINE_STAGE_TRANSFER_BIT) : s;
       if (!v.ok()) {
-        free_cbs_.push_back(*cb);
+        free_cbs_[0].push_back(*cb);
         give_back();
         return v.status();
       }
       value = *v;
       for (size_t i = first; i < end; ++i) pieces[i].src->note_read(value);
-      in_flight_.push_back({*cb, Allocation{}, value});  // the staging buffers stay with us
+      in_flight_.push_back({*cb, Allocation{}, value, Queue::kCompute});  // the staging buffers stay with us
     }
     absl::Status w = ctx_->wait(value);
     if (w.ok())

@@ -1,7 +1,9 @@
 // Host <-> device copies through persistently mapped host-visible staging buffers. An upload
-// returns once its copy is submitted; a download waits (on the GPU) for the last submission that
-// wrote the buffer, then on the host for its own copy. Several downloads go in one command buffer
-// and one submission (up to kKeepStaging bytes of staging at a time), so the host waits once.
+// returns once its copy is submitted, to the copy queue where the device has copy engines (so it
+// overlaps kernels; a run that reads the buffer waits for that copy alone, Context::submit), else
+// to the compute queue; a download waits (on the GPU) for the last submission that wrote the
+// buffer, then on the host for its own copy. Several downloads go in one command buffer and one
+// submission (up to kKeepStaging bytes of staging at a time), so the host waits once.
 #pragma once
 
 #include <memory>
@@ -32,18 +34,19 @@ class Transfers {
   struct InFlight {
     VkCommandBuffer cb;
     Allocation staging;
-    uint64_t value;
+    uint64_t value;  // on `queue`'s timeline
+    Queue queue;
   };
   // Returns finished copies' command buffers and staging to the free lists (mu_ held).
   void reclaim();
   absl::StatusOr<Allocation> take_staging(VkDeviceSize bytes, MemoryUse use);
-  absl::StatusOr<VkCommandBuffer> take_command_buffer();
+  absl::StatusOr<VkCommandBuffer> take_command_buffer(Queue q);
   void give_staging(Allocation a);
 
   std::shared_ptr<Context> ctx_;
   std::mutex mu_;
-  VkCommandPool pool_ = VK_NULL_HANDLE;
-  std::vector<VkCommandBuffer> free_cbs_;
+  VkCommandPool pools_[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};  // by Queue: the compute and copy families
+  std::vector<VkCommandBuffer> free_cbs_[2];
   std::vector<Allocation> free_staging_;
   VkDeviceSize free_staging_bytes_ = 0;
   std::vector<InFlight> in_flight_;

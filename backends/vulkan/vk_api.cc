@@ -56,7 +56,11 @@ std::atomic<bool> exiting{false};
 
 struct Tracked {
   std::mutex mu;
-  std::vector<std::pair<VkDevice, std::mutex*>> devices;
+  struct Entry {
+    VkDevice device;
+    std::mutex *queue_mu, *copy_mu;
+  };
+  std::vector<Entry> devices;
 };
 Tracked& tracked() {
   static Tracked* t = new Tracked();  // never destroyed: the exit hook uses it
@@ -68,23 +72,24 @@ void drain_devices_at_exit() {
   if (exiting.exchange(true)) return;
   Tracked& t = tracked();
   std::lock_guard<std::mutex> lock(t.mu);
-  for (auto& [device, queue_mu] : t.devices) {
-    std::lock_guard<std::mutex> q(*queue_mu);
-    vkDeviceWaitIdle(device);
+  for (Tracked::Entry& e : t.devices) {
+    std::lock_guard<std::mutex> q(*e.queue_mu);
+    std::unique_lock<std::mutex> c = e.copy_mu ? std::unique_lock<std::mutex>(*e.copy_mu) : std::unique_lock<std::mutex>();
+    vkDeviceWaitIdle(e.device);
   }
 }
 }  // namespace
 
-void track_device(VkDevice device, std::mutex* queue_mu) {
+void track_device(VkDevice device, std::mutex* queue_mu, std::mutex* copy_mu) {
   Tracked& t = tracked();
   std::lock_guard<std::mutex> lock(t.mu);
-  t.devices.emplace_back(device, queue_mu);
+  t.devices.push_back({device, queue_mu, copy_mu});
 }
 
 void untrack_device(VkDevice device) {
   Tracked& t = tracked();
   std::lock_guard<std::mutex> lock(t.mu);
-  std::erase_if(t.devices, [&](const auto& d) { return d.first == device; });
+  std::erase_if(t.devices, [&](const Tracked::Entry& d) { return d.device == device; });
 }
 
 bool process_exiting() { return exiting.load(); }

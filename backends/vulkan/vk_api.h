@@ -78,6 +78,7 @@
   X(vkCreateSemaphore)                      \
   X(vkDestroySemaphore)                     \
   X(vkWaitSemaphores)                       \
+  X(vkSignalSemaphore)                      \
   X(vkGetSemaphoreCounterValue)             \
   X(vkQueueSubmit)
 
@@ -119,8 +120,9 @@ void watch_process_exit();
 // dispatch and builds LLVM's function-local statics there; a hook registered before them would
 // drain the device after those statics were destroyed (hangs and crashes at exit).
 void rearm_exit_hook();
-// Devices the exit hook drains; `queue_mu` guards the device's queue and is held while waiting.
-void track_device(VkDevice device, std::mutex* queue_mu);
+// Devices the exit hook drains; `queue_mu` (and `copy_mu`, a second queue's, when not null) guard
+// the device's queues and are held while waiting.
+void track_device(VkDevice device, std::mutex* queue_mu, std::mutex* copy_mu = nullptr);
 void untrack_device(VkDevice device);
 
 }  // namespace kiln::runtime::vk

@@ -9,6 +9,7 @@
 #   tests    cuda_test (the CUDA runtime on the GPU), every *_test binary with KILN_DEVICE=cuda
 #            (op suite, fusion suite, ...), the differential fuzzer on cuda -> tests.log
 #   coop     Vulkan's cooperative-matrix matmuls: tests, f16 matmuls and W5h beside cuda and torch
+#   copyq    uploads on Vulkan's copy-engine queue: tests, op suite, fuzzer, the transfer pipeline
 #   coopvar  the cooperative-matrix kernel's variants, tested and timed
 #   w11      W11: time to first result at batch sizes 1, 7, 64, 1000, kiln beside torch and jax
 #   vkperf   Vulkan's host path and W4a/W4b/W6/H beside cuda (also the end of `vulkan`)
@@ -211,6 +212,29 @@ for s in $SECTIONS; do
         done
         timeout 100 "$BIN/anchor_bench" --device cuda --only HBMM64x1024x1024x128,W5h,W5 --results "$OUT/results_cuda.jsonl" 2>&1 | grep -v "^RESULT"
       } 2>&1 | tee -a "$OUT/bench.log" | grep -E "variant|PASSED|FAILED|jit" | cut -c1-150
+      ;;
+    copyq)
+      # Uploads on Vulkan's copy-engine queue (issue 18): its tests (the held-upload one needs the
+      # queue), the fixture's tests with the queue forced on under the validation layer, the op
+      # suite and the fuzzer on vulkan with it (the default without the layer), then the
+      # upload-compute-download pipeline with uploads on the copy queue and on the compute queue.
+      {
+        KILN_DEVICE=vulkan run_test "vulkan_test TransferQueue*" 120 "$BIN/vulkan_test" --gtest_filter='TransferQueue*'
+        KILN_DEVICE=vulkan KILN_VULKAN_TRANSFER_QUEUE=1 run_test "vulkan_test, copy queue under validation" 300 \
+          "$BIN/vulkan_test" --gtest_brief=1 --gtest_filter='Replay*:Memory*:Cache*:Device*:Errors*:GemmCoopRun*'
+        KILN_DEVICE=vulkan run_test "ops_test (vulkan, copy queue)" 400 "$BIN/ops_test" --gtest_brief=1
+        [ -x "$BIN/kiln_fuzz" ] && run_test "kiln_fuzz vulkan" 150 "$BIN/kiln_fuzz" --device vulkan --count 150
+        if [ -x "$BIN/transfer_bench" ]; then
+          for q in -1 0; do
+            echo "--- pipeline on vulkan, KILN_VULKAN_TRANSFER_QUEUE=$q"
+            KILN_VULKAN_TRANSFER_QUEUE=$q KILN_DEVICE=vulkan timeout 90 "$BIN/transfer_bench" 2>&1 | tail -2
+          done
+          echo "--- pipeline on cuda"
+          KILN_DEVICE=cuda timeout 60 "$BIN/transfer_bench" 2>&1 | tail -1
+        fi
+      } >> "$OUT/tests.log" 2>&1
+      tail -6 "$OUT/.test_summary"
+      grep -E "^BM_|pipeline" "$OUT/tests.log" | tail -8
       ;;
     w11)
       # W11 (issue 14): the MLP block at batch sizes 1, 7, 64, 1000 in a fresh process each: time to
