@@ -141,6 +141,20 @@ int Renderer::contraction(KernelSource* out) {
 
 namespace kiln::codegen::gpu::render_detail {
 
+void Renderer::grouped_tile(const std::string& tile, int64_t mt, int64_t nt, int BM, int BN, int group_m,
+                            const std::vector<int>& batch_axes) {
+  const std::string it = w_.idx_t();
+  const int64_t per_batch = mt * nt;
+  w_.line(absl::StrCat(it, " bt = ", tile, " / ", w_.ilit(per_batch), ", rest = ", tile, " % ", w_.ilit(per_batch), ";"));
+  w_.line(absl::StrCat(it, " first_m = (rest / ", w_.ilit(group_m * nt), ") * ", w_.ilit(group_m), ";"));
+  w_.line(absl::StrCat(it, " gsize = ", w_.ilit(mt), " - first_m < ", w_.ilit(group_m), " ? ", w_.ilit(mt), " - first_m : ",
+                       w_.ilit(group_m), ";"));
+  w_.line(absl::StrCat(it, " in_group = rest % ", w_.ilit(group_m * nt), ";"));
+  w_.line(absl::StrCat(it, " m0 = (first_m + in_group % gsize) * ", w_.ilit(BM), ", n0 = (in_group / gsize) * ", w_.ilit(BN),
+                       ";"));
+  w_.unravel("bt", batch_axes);
+}
+
 void Renderer::mma_tiles(const std::string& instr, int MI, int NJ) {
   auto S = [](int v) { return std::to_string(v); };
   w_.line("#pragma unroll");

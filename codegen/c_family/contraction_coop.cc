@@ -134,15 +134,7 @@ int Renderer::contraction_coop(KernelSource* out) {
   w_.line("uvec4 ra[" + S_(A.rows * (A.cols / kPer) / threads) + "], rb[" +
           S_(B.rows * (B.cols / kPer) / threads) + "];");
   grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
-  // Batch-major, then groups of kGroupM m-tiles walked n-tile by n-tile (a wave shares panels in L2).
-  w_.line(absl::StrCat(it, " bt = tile / ", w_.ilit(per_batch), ", rest = tile % ", w_.ilit(per_batch), ";"));
-  w_.line(absl::StrCat(it, " first_m = (rest / ", w_.ilit(kGroupM * nt), ") * ", w_.ilit(kGroupM), ";"));
-  w_.line(absl::StrCat(it, " gsize = ", w_.ilit(mt), " - first_m < ", w_.ilit(kGroupM), " ? ", w_.ilit(mt),
-                       " - first_m : ", w_.ilit(kGroupM), ";"));
-  w_.line(absl::StrCat(it, " in_group = rest % ", w_.ilit(kGroupM * nt), ";"));
-  w_.line(absl::StrCat(it, " m0 = (first_m + in_group % gsize) * ", w_.ilit(kBM), ", n0 = (in_group / gsize) * ",
-                       w_.ilit(BN), ";"));
-  w_.unravel("bt", batch_axes);
+  grouped_tile("tile", mt, nt, kBM, BN, kGroupM, batch_axes);
   w_.line("[[unroll]]");
   w_.line("for (int q = 0; q < " + S_(kMI * NJ) + "; ++q) acc[q] = " + acc_t + "(0.0);");
   // Each thread's pieces of k block `kb` into registers (zero outside the operand), and from there

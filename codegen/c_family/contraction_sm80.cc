@@ -161,15 +161,7 @@ int Renderer::contraction_sm80(KernelSource* out) {
     w_.line("const unsigned b_lane = (tg * " + S_(B.pitch) + " + wn * " + S_(WN) + " + g) * 4;");
   w_.line("float acc[" + S_(kMI * NJ * 4) + "];");
   grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
-  // Batch-major, then groups of kGroupM m-tiles walked n-tile by n-tile.
-  w_.line(absl::StrCat(it, " bt = tile / ", w_.ilit(per_batch), ", rest = tile % ", w_.ilit(per_batch), ";"));
-  w_.line(absl::StrCat(it, " first_m = (rest / ", w_.ilit(kGroupM * nt), ") * ", w_.ilit(kGroupM), ";"));
-  w_.line(absl::StrCat(it, " gsize = ", w_.ilit(mt), " - first_m < ", w_.ilit(kGroupM), " ? ", w_.ilit(mt),
-                       " - first_m : ", w_.ilit(kGroupM), ";"));
-  w_.line(absl::StrCat(it, " in_group = rest % ", w_.ilit(kGroupM * nt), ";"));
-  w_.line(absl::StrCat(it, " m0 = (first_m + in_group % gsize) * ", w_.ilit(kBM), ", n0 = (in_group / gsize) * ",
-                       w_.ilit(BN), ";"));
-  w_.unravel("bt", batch_axes);
+  grouped_tile("tile", mt, nt, kBM, BN, kGroupM, batch_axes);
   w_.line("#pragma unroll");
   w_.line("for (int q = 0; q < " + S_(kMI * NJ * 4) + "; ++q) acc[q] = 0.0f;");
   // The copies of k block `kb` into stage `st`: each thread's share of each operand's 16-byte

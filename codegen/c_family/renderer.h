@@ -537,6 +537,11 @@ class Renderer {
   // One k step of a warp's MI x NJ mma.sync tiles: acc[(i * NJ + j) * 4 ..] += a[i] x b[j], with
   // A fragments a[MI][4] and B fragments b[NJ][2] in registers.
   void mma_tiles(const std::string& instr, int MI, int NJ);
+  // Declares bt (the batch index, unravelled over batch_axes), m0 and n0 for the flat tile index
+  // `tile` of mt x nt tiles of BM x BN per batch: batch-major, then groups of group_m m-tiles
+  // walked n-tile by n-tile, so that a wave of workgroups shares its operand panels in L2.
+  void grouped_tile(const std::string& tile, int64_t mt, int64_t nt, int BM, int BN, int group_m,
+                    const std::vector<int>& batch_axes);
   // Whether node `id` is a plain load of a 2- or 4-byte buffer of its own dtype, contiguous along
   // `vec_axis` from a 16-byte aligned start with every other stride a multiple of 16 bytes, so
   // that 16 bytes along that axis (8 or 4 elements) are one aligned copy.

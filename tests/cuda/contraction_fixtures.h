@@ -10,9 +10,8 @@
 #include <vector>
 
 #include "backends/cuda/target.h"
-#include "frontend/capture.h"
 #include "kiln/kiln.h"
-#include "passes/pipeline.h"
+#include "testing/planned.h"
 
 namespace kiln::cudatest {
 
@@ -29,24 +28,8 @@ inline const ir::TargetInfo& l4() {
   return t;
 }
 
-// The Program realizing `outs` on `target` would run.
-inline ir::Program planned(const std::vector<Tensor>& outs, const ir::TargetInfo& target) {
-  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
-  auto c = passes::compile_graph(detail::capture(outs, &bufs), target, passes::Options{});
-  EXPECT_TRUE(c.ok()) << c.status();
-  return c.ok() ? c->program : ir::Program{};
-}
-
-class NeedsDefaultDevice : public ::testing::Test {
- protected:
-  void SetUp() override {
-    try {
-      (void)default_device();
-    } catch (const Error& e) {
-      GTEST_SKIP() << "no default device to hold the inputs: " << e.what();
-    }
-  }
-};
+using testing::NeedsDefaultDevice;
+using testing::planned;
 
 // Skips without a CUDA GPU (or, for OnSm90Gpu, without one of compute capability 9.0).
 class OnCudaGpu : public ::testing::Test {

@@ -14,29 +14,22 @@
 
 #include "backends/vulkan/target.h"
 #include "codegen/c_family/gpu_program.h"
-#include "frontend/capture.h"
 #include "kiln/kiln.h"
-#include "passes/pipeline.h"
 #include "runtime/registry.h"
+#include "testing/planned.h"
 #include "testing/reference.h"
 #include "testing/scoped_env.h"
 
 namespace kiln {
 namespace {
 
+using testing::planned;
 using testing::random_tensor;
 
 ir::TargetInfo profile(const std::string& name) {
   auto t = runtime::target_profile("vulkan", name);
   EXPECT_TRUE(t.ok()) << t.status();
   return t.ok() ? *t : ir::TargetInfo{};
-}
-
-ir::Program planned(const std::vector<Tensor>& outs, const ir::TargetInfo& target) {
-  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
-  auto c = passes::compile_graph(detail::capture(outs, &bufs), target, passes::Options{});
-  EXPECT_TRUE(c.ok()) << c.status();
-  return c.ok() ? c->program : ir::Program{};
 }
 
 // The strategy of the contraction kernel `outs` plan into on `target` ("" when there is none).
@@ -49,16 +42,7 @@ std::string contraction_strategy(const std::vector<Tensor>& outs, const ir::Targ
   return "";
 }
 
-class GemmCoopCompile : public ::testing::Test {
- protected:
-  void SetUp() override {
-    try {
-      (void)default_device();
-    } catch (const Error& e) {
-      GTEST_SKIP() << "no default device to hold the inputs: " << e.what();
-    }
-  }
-};
+class GemmCoopCompile : public testing::NeedsDefaultDevice {};
 
 // Plain, transposed (m-major lhs, k-major rhs), batched, broadcast operands and fused epilogues
 // with ragged sizes take the cooperative-matrix kernel, in one kernel each with the layouts its
