@@ -155,6 +155,21 @@ void Renderer::grouped_tile(const std::string& tile, int64_t mt, int64_t nt, int
   w_.unravel("bt", batch_axes);
 }
 
+void Renderer::half_epilogue(int BN, int threads, const std::string& value) {
+  const ir::Contraction& c = k_.contraction;
+  const std::string n = std::to_string(BN);
+  w_.open(absl::StrCat("for (int e = lid; e < ", 64 * BN, "; e += ", threads, ")"));
+  w_.line(absl::StrCat(w_.idx_t(), " om = m0 + h * 64 + ", idx_cast("e / " + n), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " on = n0 + ", idx_cast("e % " + n), ";"));
+  w_.open(absl::StrCat("if (om < ", w_.ilit(k_.shape[c.m_axis]), " && on < ", w_.ilit(k_.shape[c.n_axis]), ")"));
+  w_.set_axis(c.m_axis, "om");
+  w_.set_axis(c.n_axis, "on");
+  w_.bind(c.reduce, value);
+  for (const ir::Store& st : k_.stores) w_.store(st);
+  w_.close();
+  w_.close();
+}
+
 void Renderer::mma_tiles(const std::string& instr, int MI, int NJ) {
   auto S = [](int v) { return std::to_string(v); };
   w_.line("#pragma unroll");

@@ -237,16 +237,7 @@ int Renderer::contraction_coop(KernelSource* out) {
           S_(CP) + "u, false);");
   w_.close();
   w_.line(d_.barrier());
-  w_.open("for (int e = lid; e < " + S_(64 * BN) + "; e += " + S_(threads) + ")");
-  w_.line(absl::StrCat(it, " om = m0 + h * 64 + ", idx_cast("e / " + S_(BN)), ";"));
-  w_.line(absl::StrCat(it, " on = n0 + ", idx_cast("e % " + S_(BN)), ";"));
-  w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
-  w_.set_axis(c.m_axis, "om");
-  w_.set_axis(c.n_axis, "on");
-  w_.bind(c.reduce, "uintBitsToFloat(kiln_cs[(e / " + S_(BN) + ") * " + S_(CP) + " + (e % " + S_(BN) + ") / 4][e & 3])");
-  for (const ir::Store& st : k_.stores) w_.store(st);
-  w_.close();
-  w_.close();
+  half_epilogue(BN, threads, "uintBitsToFloat(kiln_cs[(e / " + S_(BN) + ") * " + S_(CP) + " + (e % " + S_(BN) + ") / 4][e & 3])");
   w_.line(d_.barrier());
   w_.close();
   w_.close();

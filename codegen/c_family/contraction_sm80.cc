@@ -267,16 +267,7 @@ int Renderer::contraction_sm80(KernelSource* out) {
   w_.close();
   w_.close();
   w_.line("__syncthreads();");
-  w_.open("for (int e = lid; e < " + S_(64 * BN) + "; e += " + S_(kThreads) + ")");
-  w_.line(absl::StrCat(it, " om = m0 + h * 64 + ", idx_cast("e / " + S_(BN)), ";"));
-  w_.line(absl::StrCat(it, " on = n0 + ", idx_cast("e % " + S_(BN)), ";"));
-  w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
-  w_.set_axis(c.m_axis, "om");
-  w_.set_axis(c.n_axis, "on");
-  w_.bind(c.reduce, "cs[(e / " + S_(BN) + ") * " + S_(CPitch) + " + e % " + S_(BN) + "]");
-  for (const ir::Store& st : k_.stores) w_.store(st);
-  w_.close();
-  w_.close();
+  half_epilogue(BN, kThreads, "cs[(e / " + S_(BN) + ") * " + S_(CPitch) + " + e % " + S_(BN) + "]");
   w_.line("__syncthreads();");
   w_.close();
   w_.close();

@@ -542,6 +542,10 @@ class Renderer {
   // walked n-tile by n-tile, so that a wave of workgroups shares its operand panels in L2.
   void grouped_tile(const std::string& tile, int64_t mt, int64_t nt, int BM, int BN, int group_m,
                     const std::vector<int>& batch_axes);
+  // The epilogue of the 64-row half h of a BM x BN tile at (m0, n0) whose accumulators are staged:
+  // `threads` threads (`lid`) take consecutive outputs, each reading its accumulator as `value`
+  // (an expression of e, its position in the half), and apply the kernel's stores.
+  void half_epilogue(int BN, int threads, const std::string& value);
   // Whether node `id` is a plain load of a 2- or 4-byte buffer of its own dtype, contiguous along
   // `vec_axis` from a 16-byte aligned start with every other stride a multiple of 16 bytes, so
   // that 16 bytes along that axis (8 or 4 elements) are one aligned copy.
