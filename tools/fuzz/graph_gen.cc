@@ -911,6 +911,7 @@ class Generator {
 
   // --- matmul, composites, concat -------------------------------------------------------------
   bool matmul_op() {
+    if (chance(0.25)) return tensor_core_matmul_op();
     Val a = pick_val();
     if (a.rank() == 0 || a.dtype() == DType::kBool || a.t.numel() == 0) return false;
     int64_t K = a.shape().back();
@@ -945,6 +946,35 @@ class Generator {
       b = bounded(b, lim);
     }
     double m = double(K) * a.mag() * b.mag();
+    push(matmul(a.t, b.t), absl::StrCat("kiln::matmul(", a.name, ", ", b.name, ")"), -m, m, false, a.special || b.special);
+    settle();
+    return true;
+  }
+
+  // A product of two fresh 16-bit inputs whose contiguous axes are whole 16-byte pieces, in any of
+  // the four operand layouts and sometimes batched: what the tensor-core kernels take (CUDA's
+  // cp.async and wgmma paths, Vulkan's cooperative matrices), ragged edges included.
+  bool tensor_core_matmul_op() {
+    static const int64_t mn[] = {1, 7, 16, 33, 64, 130};
+    static const int64_t ks[] = {8, 16, 24, 64, 136};
+    const DType t = chance(0.5) ? DType::kFloat16 : DType::kBFloat16;
+    const int64_t M = mn[uniform(0, 5)], N = mn[uniform(0, 5)], K = ks[uniform(0, 4)];
+    const int64_t B = chance(0.3) ? uniform(2, 3) : 1;
+    if (B * (M * K + K * N + M * N) > o_.max_numel) return false;
+    const bool at = chance(0.3) && M % 8 == 0, bt = chance(0.3);
+    auto operand = [&](int64_t rows, int64_t cols, bool transposed) {
+      Shape s = transposed ? Shape{cols, rows} : Shape{rows, cols};
+      if (B > 1) s.insert(s.begin(), B);
+      Val v = input(t, s);
+      if (!transposed) return v;
+      Tensor tt = v.t.transpose(-1, -2);
+      return push(tt, absl::StrCat(v.name, ".transpose(-1, -2)"), v.lo, v.hi, v.exact, v.special);
+    };
+    Val a = operand(M, K, at), b = operand(K, N, bt);
+    const double lim = std::sqrt(limit(t) / double(K));
+    a = bounded(a, lim);
+    b = bounded(b, lim);
+    const double m = double(K) * a.mag() * b.mag();
     push(matmul(a.t, b.t), absl::StrCat("kiln::matmul(", a.name, ", ", b.name, ")"), -m, m, false, a.special || b.special);
     settle();
     return true;
