@@ -9,6 +9,7 @@
 #   tests    cuda_test (the CUDA runtime on the GPU), every *_test binary with KILN_DEVICE=cuda
 #            (op suite, fusion suite, ...), the differential fuzzer on cuda -> tests.log
 #   coop     Vulkan's cooperative-matrix matmuls: tests, f16 matmuls and W5h beside cuda and torch
+#   final    a stop's last check: vulkan_test, CUDA contraction tests, op suite and fuzzer on both
 #   copyq    uploads on Vulkan's copy-engine queue: tests, op suite, fuzzer, the transfer pipeline
 #   coopvar  the cooperative-matrix kernel's variants, tested and timed
 #   w11      W11: time to first result at batch sizes 1, 7, 64, 1000, kiln beside torch and jax
@@ -212,6 +213,20 @@ for s in $SECTIONS; do
         done
         timeout 100 "$BIN/anchor_bench" --device cuda --only HBMM64x1024x1024x128,W5h,W5 --results "$OUT/results_cuda.jsonl" 2>&1 | grep -v "^RESULT"
       } 2>&1 | tee -a "$OUT/bench.log" | grep -E "variant|PASSED|FAILED|jit" | cut -c1-150
+      ;;
+    final)
+      # A stop's last check of what changed (issues 10, 18): the Vulkan runtime and contraction
+      # tests with the validation layer, the CUDA contraction tests, the op suite on both
+      # devices, the fuzzer on both (its matmuls reach the tensor-core kernels).
+      {
+        KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 run_test "vulkan_test" 300 "$BIN/vulkan_test" --gtest_brief=1
+        run_test "cuda_test Gemm*/Autotune*/Split*" 300 "$BIN/cuda_test" --gtest_brief=1 --gtest_filter='Gemm*:Autotune*:SplitK*'
+        KILN_DEVICE=cuda run_test "ops_test (cuda)" 200 "$BIN/ops_test" --gtest_brief=1
+        KILN_DEVICE=vulkan run_test "ops_test (vulkan)" 200 "$BIN/ops_test" --gtest_brief=1
+        run_test "kiln_fuzz cuda" 100 "$BIN/kiln_fuzz" --device cuda --count 200
+        run_test "kiln_fuzz vulkan" 100 "$BIN/kiln_fuzz" --device vulkan --count 150
+      } >> "$OUT/tests.log" 2>&1
+      tail -6 "$OUT/.test_summary"
       ;;
     copyq)
       # Uploads on Vulkan's copy-engine queue (issue 18): its tests (the held-upload one needs the
