@@ -92,6 +92,7 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
     split.min_reduce = 8192;
     split.min_chunk = 256;
     split.min_dot_tiles = int64_t(target.parallelism);  // split-K below one tile per multiprocessor
+    split.half_waves = target.coop_m > 0 ? 4 : 1;
   } else {
     split.min_row_outputs = split.min_column_outputs = int64_t(target.parallelism) * 4;
   }

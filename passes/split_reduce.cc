@@ -50,7 +50,9 @@ NodeId split_dot(Graph* r, const Node& n, const SplitPolicy& policy) {
   if (tiles == 0 || tiles >= policy.min_dot_tiles) return -1;
   int64_t S = 1;
   if (half) {
-    while (tiles * S * 2 <= policy.min_dot_tiles && K / (S * 2) >= policy.min_dot_chunk && K % (S * 2 * 8) == 0) S *= 2;
+    while (tiles * S * 2 <= policy.half_waves * policy.min_dot_tiles && K / (S * 2) >= policy.min_dot_chunk &&
+           K % (S * 2 * 8) == 0)
+      S *= 2;
   } else {
     while (tiles * S * 2 <= 4 * policy.min_dot_tiles && K / (S * 2) >= policy.min_dot_chunk) S *= 2;  // up to 4 per multiprocessor
   }

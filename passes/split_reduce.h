@@ -26,6 +26,10 @@ struct SplitPolicy {
   // and only where the chunks are whole 16-byte pieces (no padding).
   int64_t min_dot_tiles = 0;
   int64_t min_dot_chunk = 512;
+  // 16-bit products: how many waves of tiles a split may make. CUDA's tensor-core kernels are
+  // persistent (one block per multiprocessor walks the tiles): one. Vulkan's cooperative-matrix
+  // kernel keeps several workgroups on each multiprocessor: up to four.
+  int64_t half_waves = 1;
 };
 
 ir::Graph split_reduce(const ir::Graph& g, const SplitPolicy& policy);

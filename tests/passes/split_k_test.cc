@@ -96,6 +96,29 @@ TEST(SplitK, SixteenBitProductsSplitWithFloat32Partials) {
   }
 }
 
+// On a Vulkan device with cooperative matrices, whose kernel keeps several workgroups on each
+// multiprocessor, a decode-shaped 16-bit product splits into up to four waves of tiles: 16 x 8192
+// x 8192 (128 tiles for 132 multiprocessors) in 4 chunks of 2048. CUDA's persistent kernels keep
+// it whole (one wave already).
+TEST(SplitK, DecodeProductsSplitIntoWavesOnCooperativeMatrices) {
+  ir::TargetInfo coop = testing::gpu_target();
+  coop.coop_m = coop.coop_n = coop.coop_k = 16;
+  coop.parallelism = 132;
+  ir::TargetInfo persistent = coop;
+  persistent.coop_m = persistent.coop_n = persistent.coop_k = 0;
+  ir::Graph g = dot_graph("", 16, 8192, 8192, "f16");
+  auto c = passes::compile_graph(g, coop, passes::Options{});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(dots_of(c->graph), (std::vector<Shape>{{4, 16, 8192}})) << ir::print(c->graph);
+  auto p = passes::compile_graph(g, persistent, passes::Options{});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(dots_of(p->graph), (std::vector<Shape>{{16, 8192}})) << ir::print(p->graph);
+  ir::Graph small = dot_graph("", 16, 1024, 512, "f16");
+  auto s = passes::compile_graph(small, coop, passes::Options{});
+  ASSERT_TRUE(s.ok()) << s.status();
+  expect_same_values(small, s->graph, 1e-2);
+}
+
 TEST(SplitK, OtherMatmulsStayOneDot) {
   struct Case {
     const char* what;
