@@ -214,6 +214,20 @@ for s in $SECTIONS; do
         timeout 100 "$BIN/anchor_bench" --device cuda --only HBMM64x1024x1024x128,W5h,W5 --results "$OUT/results_cuda.jsonl" 2>&1 | grep -v "^RESULT"
       } 2>&1 | tee -a "$OUT/bench.log" | grep -E "variant|PASSED|FAILED|jit" | cut -c1-150
       ;;
+    split)
+      # Decode-shaped products on Vulkan with this build, then with the library carried in
+      # bundle-oldlib/ (the build before a change), alternating, in one call.
+      {
+        for round in 1 2; do
+          for lib in new old; do
+            echo "--- $lib library, round $round"
+            if [ $lib = old ]; then pre="$HERE/../bundle-oldlib"; else pre="$HERE/lib"; fi
+            LD_LIBRARY_PATH="$pre:$LD_LIBRARY_PATH" timeout 120 "$BIN/anchor_bench" --device vulkan \
+              --only HMM16x8192x8192,HMM128x8192x8192,HMM32x4096x4096,MM16x8192x8192,W5h 2>&1 | grep -E " jit "
+          done
+        done
+      } 2>&1 | tee -a "$OUT/bench.log" | cut -c1-140
+      ;;
     final)
       # A stop's last check of what changed (issues 10, 18): the Vulkan runtime and contraction
       # tests with the validation layer, the CUDA contraction tests, the op suite on both
