@@ -235,7 +235,7 @@ Context::~Context() {
   if (device) vkDeviceWaitIdle(device);
   {
     std::lock_guard<std::mutex> lock(memory_mu_);
-    for (auto& [v, a] : retired_) destroy(a);
+    for (Allocation& a : retired_) destroy(a);
     retired_.clear();
     drop_reuse_pool();
   }

@@ -167,7 +167,7 @@ class Context {
   bool gated_ = false;
   int spin_us_ = 0;          // how long wait() polls before it blocks
   std::mutex memory_mu_;
-  std::vector<std::pair<Stamp, Allocation>> retired_;          // waiting for the GPU
+  std::vector<Allocation> retired_;  // waiting for the GPU (ready_after, ready_after_copy)
   std::multimap<VkDeviceSize, Allocation> reuse_;               // device buffers ready for reuse
   VkDeviceSize reuse_bytes_ = 0;
   MemoryBlocks blocks_;  // every allocation's VkDeviceMemory

@@ -168,15 +168,14 @@ void Context::release(Allocation a, Stamp after) {
   a.ready_after = std::max(a.ready_after, after.compute);
   a.ready_after_copy = std::max(a.ready_after_copy, after.copy);
   std::lock_guard<std::mutex> lock(memory_mu_);
-  retired_.emplace_back(Stamp{a.ready_after, a.ready_after_copy}, a);
+  retired_.push_back(a);
 }
 
 void Context::collect() {
   const uint64_t done = completed(), done_copy = copy_completed();
   std::lock_guard<std::mutex> lock(memory_mu_);
   size_t keep = 0;
-  for (auto& r : retired_) {
-    Allocation& a = r.second;
+  for (Allocation& a : retired_) {
     // A device buffer is reusable at once, GPU still busy or not: it carries ready_after (and
     // ready_after_copy), and whoever uses it next waits on the GPU for those first (stream-ordered
     // reuse). Only freeing it has to wait for the GPU.
@@ -185,8 +184,8 @@ void Context::collect() {
       reuse_.emplace(a.size, a);
       continue;
     }
-    if (r.first.compute > done || r.first.copy > done_copy) {
-      retired_[keep++] = r;
+    if (a.ready_after > done || a.ready_after_copy > done_copy) {
+      retired_[keep++] = a;
       continue;
     }
     destroy(a);

@@ -206,6 +206,17 @@ DType Renderer::half_operands() const {
   return a == b && (a == DType::kBFloat16 || a == DType::kFloat16) ? a : DType::kFloat32;
 }
 
+bool Renderer::in_pieces_along(KNodeId x, int axis) const {
+  const KNodeId id = operand(x);
+  return copyable16(id, axis) && k_.shape[axis] % (16 / int64_t(dtype_size(k_.nodes[id].dtype))) == 0;
+}
+
+bool Renderer::operands_in_pieces() const {
+  const ir::Contraction& c = k_.contraction;
+  return (in_pieces_along(c.lhs, c.k_axis) || in_pieces_along(c.lhs, c.m_axis)) &&
+         (in_pieces_along(c.rhs, c.k_axis) || in_pieces_along(c.rhs, c.n_axis));
+}
+
 bool Renderer::half_mma_applies() const {
   return d_.kind() == Dialect::kCuda && t_.compute_capability >= 80 && half_operands() != DType::kFloat32;
 }

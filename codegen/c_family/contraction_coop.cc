@@ -72,13 +72,7 @@ bool Renderer::coop_applies() const {
   if (d_.kind() != Dialect::kGlsl || t_.coop_m != 16 || t_.coop_k != 16 || (t_.coop_n != 16 && t_.coop_n != 8) ||
       t_.subgroup_size != 32 || t_.max_workgroup < coop_shape().threads || half_operands() != DType::kFloat16)
     return false;
-  const ir::Contraction& c = k_.contraction;
-  auto fits = [&](KNodeId x, int mn_axis) {
-    const KNodeId id = operand(x);
-    if (copyable16(id, c.k_axis) && k_.shape[c.k_axis] % kPer == 0) return true;
-    return copyable16(id, mn_axis) && k_.shape[mn_axis] % kPer == 0;
-  };
-  if (!fits(c.lhs, c.m_axis) || !fits(c.rhs, c.n_axis)) return false;
+  if (!operands_in_pieces()) return false;
   for (const ir::Store& s : k_.stores)
     if (w_.store_is_inner(s)) return false;
   return int64_t(std::max(worst_stages(coop_shape()), kEpilogue)) * 16 <= t_.shared_memory;
@@ -99,7 +93,7 @@ int Renderer::contraction_coop(KernelSource* out) {
     CoopTile s;
     s.node = operand(x);
     s.other_axis = other_axis;
-    s.k_contiguous = copyable16(s.node, c.k_axis) && K % kPer == 0;
+    s.k_contiguous = in_pieces_along(x, c.k_axis);
     s.row_axis = s.k_contiguous ? mn_axis : c.k_axis;
     s.col_axis = s.k_contiguous ? c.k_axis : mn_axis;
     s.rows = s.k_contiguous ? tile_mn : BK;
@@ -111,7 +105,7 @@ int Renderer::contraction_coop(KernelSource* out) {
   };
   const CoopTile A = staging(c.lhs, c.m_axis, c.n_axis, kBM), B = staging(c.rhs, c.n_axis, c.m_axis, BN);
   const int stage = A.pieces() + B.pieces();
-  const int64_t mt = ceil_div(M, kBM), nt = ceil_div(N, BN), per_batch = mt * nt, tiles = batch * per_batch;
+  const int64_t mt = ceil_div(M, kBM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
   const int64_t KB = ceil_div(K, BK);
   const std::string it = w_.idx_t();
   auto S_ = [](int64_t v) { return std::to_string(v); };

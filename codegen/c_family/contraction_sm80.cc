@@ -73,15 +73,7 @@ bool Renderer::sm80_applies() const {
   if (d_.kind() != Dialect::kCuda || t_.compute_capability < 80 || !(half_mma_applies() || tf32_mma_applies()))
     return false;
   if (!support::options().cuda_cp_async) return false;
-  const ir::Contraction& c = k_.contraction;
-  // 16-byte pieces along k or along m / n, that axis a whole number of pieces long.
-  auto fits = [&](KNodeId x, int mn_axis) {
-    const KNodeId id = operand(x);
-    const int64_t per = 16 / int64_t(dtype_size(k_.nodes[id].dtype));
-    if (copyable16(id, c.k_axis) && k_.shape[c.k_axis] % per == 0) return true;
-    return copyable16(id, mn_axis) && k_.shape[mn_axis] % per == 0;
-  };
-  if (!fits(c.lhs, c.m_axis) || !fits(c.rhs, c.n_axis)) return false;
+  if (!operands_in_pieces()) return false;
   for (const ir::Store& s : k_.stores)
     if (w_.store_is_inner(s)) return false;
   const int worst_stage = (kBM + 128) * (kRowBytes + 32);
@@ -100,7 +92,7 @@ int Renderer::contraction_sm80(KernelSource* out) {
     s.node = operand(x);
     s.eb = eb;
     s.other_axis = other_axis;
-    s.k_contiguous = copyable16(s.node, c.k_axis) && K % (16 / eb) == 0;
+    s.k_contiguous = in_pieces_along(x, c.k_axis);
     s.row_axis = s.k_contiguous ? mn_axis : c.k_axis;
     s.col_axis = s.k_contiguous ? c.k_axis : mn_axis;
     s.rows = s.k_contiguous ? tile_mn : kBK;
@@ -126,7 +118,7 @@ int Renderer::contraction_sm80(KernelSource* out) {
   const std::string mma = tf   ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
                           : bf ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
                                : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
-  const int64_t mt = ceil_div(M, kBM), nt = ceil_div(N, BN), per_batch = mt * nt, tiles = batch * per_batch;
+  const int64_t mt = ceil_div(M, kBM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
   const int64_t KB = ceil_div(K, kBK);
   const std::string it = w_.idx_t();
   auto S_ = [](int64_t v) { return std::to_string(v); };

@@ -550,6 +550,12 @@ class Renderer {
   // `vec_axis` from a 16-byte aligned start with every other stride a multiple of 16 bytes, so
   // that 16 bytes along that axis (8 or 4 elements) are one aligned copy.
   bool copyable16(KNodeId id, int vec_axis) const;
+  // Whether operand x (under its cast) reads as whole 16-byte pieces along `axis`: copyable16
+  // there, and that axis a whole number of pieces long.
+  bool in_pieces_along(KNodeId x, int axis) const;
+  // Both operands read in 16-byte pieces, each along k or along its own m / n axis (the staged
+  // tensor-core kernels: cp.async on CUDA, cooperative matrices on Vulkan).
+  bool operands_in_pieces() const;
   // The pipelined mma.sync variant (contraction_sm80.cc): bf16/f16 operands, or float32 ones a dot
   // allows TF32, that cp.async can copy 16 bytes at a time go through a multi-stage shared-memory
   // ring and ldmatrix.
