@@ -7,6 +7,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
+#include "ir/graph.h"
 #include "ir/op.h"
 #include "kiln/model.h"
 #include "kiln/tensor.h"
@@ -33,6 +34,7 @@ struct LazyNode {
   absl::InlinedVector<std::shared_ptr<LazyNode>, 2> inputs;  // most ops have one or two
   std::vector<int64_t> ints;
   Scalar scalar;
+  std::shared_ptr<const ir::Regions> regions;  // while, if (frontend/control.cc)
   runtime::Device* device = nullptr;
   std::shared_ptr<runtime::Buffer> buffer;  // guarded by realize_mutex()
   // Collecting a graph (realize.cc, under realize_mutex()): the node's id in the graph being

@@ -83,6 +83,7 @@ void walk(const std::vector<NodePtr>& roots, Walk* w) {
   };
   uint64_t h = 0x6b696c6eULL;
   auto& stack = w->stack;
+  stack.clear();  // a walk that threw leaves its stack behind
   auto visit = [&](LazyNode* root) {
     if (seen(root)) return;
     stack.push_back({root, 0});
@@ -94,6 +95,10 @@ void walk(const std::vector<NodePtr>& roots, Walk* w) {
         continue;
       }
       int32_t pos = -1;
+      if (!n->buffer && n->op == ir::Op::kInput)  // a while_loop / cond placeholder
+        throw Error(absl::FailedPreconditionError(
+            "while_loop/cond: a value of the function being traced was read on the host (to_vector, item, ...); "
+            "the functions only record ops, their values exist on the device when the loop runs"));
       h = mix(h, uint64_t(n->dtype) << 8 | n->shape.size() << 16);
       for (int64_t d : n->shape) h = mix(h, uint64_t(d));
       if (n->buffer) {
@@ -107,6 +112,8 @@ void walk(const std::vector<NodePtr>& roots, Walk* w) {
         if (n->op != ir::Op::kRand && n->op != ir::Op::kRandn)
           for (int64_t v : n->ints) h = mix(h, uint64_t(v));
         if (!may_be_param(*n)) h = mix(h, scalar_bits(n->scalar));
+        if (n->regions)
+          for (const ir::Graph& r : *n->regions) h = mix(h, r.structural_hash());
       }
       h = spread(h);
       n->collected_id = int32_t(w->visits.size());
@@ -142,6 +149,7 @@ ir::Graph build(const Walk& w, std::vector<ir::NodeId>* ids, bool lift) {
       node.op = n->op;
       node.ints = n->ints;
       node.scalar = n->scalar;
+      node.regions = n->regions;
       node.inputs.reserve(n->inputs.size());
       for (const NodePtr& in : n->inputs) node.inputs.push_back((*ids)[size_t(in->collected_id)]);
     }
@@ -212,6 +220,11 @@ bool matches(const Walk& w, const Shortcut& s, const ir::Graph& g, std::vector<S
     }
     if (gn.op != n->op || gn.ints != n->ints || !(gn.scalar == n->scalar) || gn.inputs.size() != n->inputs.size())
       return false;
+    if (gn.regions != n->regions) {
+      if (!gn.regions || !n->regions || gn.regions->size() != n->regions->size()) return false;
+      for (size_t r = 0; r < gn.regions->size(); ++r)
+        if (!((*gn.regions)[r] == (*n->regions)[r])) return false;
+    }
     for (size_t j = 0; j < gn.inputs.size(); ++j)
       if (gn.inputs[j] != s.ids[size_t(n->inputs[j]->collected_id)]) return false;
   }

@@ -9,16 +9,31 @@ namespace kiln::ir {
 
 // A param's value is passed at run time (ir/params.h): nodes that differ only in it are one
 // structure, so graphs that differ only in param values share one executable.
+namespace {
+
+bool same_regions(const std::shared_ptr<const Regions>& a, const std::shared_ptr<const Regions>& b) {
+  if (a == b) return true;
+  if (!a || !b || a->size() != b->size()) return false;
+  for (size_t i = 0; i < a->size(); ++i)
+    if (!((*a)[i] == (*b)[i])) return false;
+  return true;
+}
+
+}  // namespace
+
 bool Node::operator==(const Node& o) const {
   return op == o.op && dtype == o.dtype && shape == o.shape && inputs == o.inputs &&
-         ints == o.ints && (op == Op::kParam || scalar == o.scalar);
+         ints == o.ints && (op == Op::kParam || scalar == o.scalar) && same_regions(regions, o.regions);
 }
 
 size_t Node::hash() const {
   if (op == Op::kParam) return absl::HashOf(int(op), int(dtype), shape, ints);
   uint64_t bits;
   std::memcpy(&bits, &scalar.f, sizeof bits);
-  return absl::HashOf(int(op), int(dtype), shape, inputs, ints, scalar.is_int, scalar.i, bits);
+  size_t h = absl::HashOf(int(op), int(dtype), shape, inputs, ints, scalar.is_int, scalar.i, bits);
+  if (regions)
+    for (const Graph& r : *regions) h = absl::HashOf(h, r.structural_hash());
+  return h;
 }
 
 NodeId Graph::add(Node n) {

@@ -42,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -55,6 +56,10 @@ namespace kiln::ir {
 
 using NodeId = int32_t;
 
+class Graph;
+// The nested graphs of a while or if node (shared: passes copy nodes freely).
+using Regions = std::vector<Graph>;
+
 struct Node {
   Op op = Op::kConst;
   DType dtype = DType::kFloat32;
@@ -62,6 +67,7 @@ struct Node {
   std::vector<NodeId> inputs;
   std::vector<int64_t> ints;
   Scalar scalar;
+  std::shared_ptr<const Regions> regions;  // while, if; null otherwise
 
   bool operator==(const Node& o) const;
   size_t hash() const;
@@ -115,7 +121,8 @@ struct OperandInfo {
 };
 absl::Status check_node(const Node& n, const std::vector<OperandInfo>& operands);
 
-// Verifies the whole graph: topological ids, every node well formed, outputs in range.
+// Verifies the whole graph: topological ids, every node well formed, outputs in range; the
+// regions of control nodes recursively (their signatures against the node's operands).
 absl::Status verify(const Graph& g);
 
 // IR text format: print -> parse -> print is byte-identical.

@@ -75,6 +75,7 @@ class Interp {
       if (needed[id])
         for (NodeId in : g_.node(id).inputs) needed[in] = true;
     vals_.resize(g_.size());
+    results_.resize(g_.size());
     for (size_t id = 0; id < g_.size(); ++id) {
       if (!needed[id]) continue;
       absl::Status s = eval(NodeId(id));
@@ -92,6 +93,16 @@ class Interp {
     int64_t N = r.numel();
     bool fl = is_float(n.dtype);
     switch (op_class(n.op)) {
+      case OpClass::kControl: {
+        if (n.op == Op::kResult) {
+          r = results_[n.inputs[0]][size_t(n.ints[0])];
+          break;
+        }
+        auto got = n.op == Op::kWhile ? run_while(id, n) : run_if(n);
+        if (!got.ok()) return got.status();
+        results_[id] = *std::move(got);
+        break;
+      }
       case OpClass::kSource: {
         if (n.op == Op::kInput) {
           int64_t pos = n.ints[0];
@@ -468,9 +479,36 @@ class Interp {
       }
   }
 
+  absl::StatusOr<std::vector<HostTensor>> run_while(NodeId id, const Node& n) {
+    const size_t carried = size_t(n.ints[0]);
+    const int64_t max_trips = n.ints[1];
+    std::vector<HostTensor> args;
+    for (NodeId in : n.inputs) args.push_back(vals_[in]);
+    for (int64_t trips = 0;; ++trips) {
+      auto go = Interp((*n.regions)[0], args).run();
+      if (!go.ok()) return go.status();
+      if ((*go)[0].i[0] == 0) break;
+      if (max_trips > 0 && trips == max_trips)
+        return absl::OutOfRangeError(absl::StrCat("while %", id, ": its condition still holds after the maximum of ",
+                                                  max_trips, " trips"));
+      auto next = Interp((*n.regions)[1], args).run();
+      if (!next.ok()) return next.status();
+      for (size_t k = 0; k < carried; ++k) args[k] = std::move((*next)[k]);
+    }
+    args.resize(carried);
+    return args;
+  }
+
+  absl::StatusOr<std::vector<HostTensor>> run_if(const Node& n) {
+    std::vector<HostTensor> args;
+    for (size_t k = 1; k < n.inputs.size(); ++k) args.push_back(vals_[n.inputs[k]]);
+    return Interp((*n.regions)[vals_[n.inputs[0]].i[0] != 0 ? 0 : 1], args).run();
+  }
+
   const Graph& g_;
   const std::vector<HostTensor>& inputs_;
   std::vector<HostTensor> vals_;
+  std::vector<std::vector<HostTensor>> results_;  // of while and if nodes
 };
 
 }  // namespace

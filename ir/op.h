@@ -16,6 +16,7 @@ enum class OpClass : uint8_t {
   kContract,  // dot, attention
   kKernel,    // kernel-IR only: load, valid, axis index
   kIndex,     // gather, scatter: read / write positions held by an index operand
+  kControl,   // while, if (nested regions), result (one value of either)
 };
 
 // X(name, text, class, arity). Arity -1 = variadic (concat; attention takes 3 or 4).
@@ -75,7 +76,10 @@ enum class OpClass : uint8_t {
   X(Valid, "valid", kKernel, 0)                 \
   X(AxisIndex, "axis_index", kKernel, 0)         \
   X(Gather, "gather", kIndex, 2)                \
-  X(Scatter, "scatter", kIndex, 3)
+  X(Scatter, "scatter", kIndex, 3)              \
+  X(While, "while", kControl, -1)               \
+  X(If, "if", kControl, -1)                     \
+  X(Result, "result", kControl, 1)
 
 enum class Op : uint8_t {
 #define KILN_X(name, text, cls, arity) k##name,
@@ -99,6 +103,8 @@ inline bool is_comparison(Op op) {
 }
 inline bool is_arg_reduce(Op op) { return op == Op::kArgMax || op == Op::kArgMin; }
 inline bool is_gather(Op op) { return op == Op::kGather; }
+// A node with regions (while, if): its values are read through `result` nodes.
+inline bool is_control(Op op) { return op == Op::kWhile || op == Op::kIf; }
 
 // How a scatter combines an update with the value it lands on (graph ints[1]).
 enum class ScatterMode : int64_t { kNone, kAdd, kMul, kMax, kMin };

@@ -140,6 +140,56 @@ std::string kernel_to_string(const Kernel& k) {
   return r + "}\n";
 }
 
+const char* step_kind_name(StepKind k) {
+  switch (k) {
+    case StepKind::kKernel: return "kernel";
+    case StepKind::kWhile: return "while";
+    case StepKind::kIf: return "if";
+    case StepKind::kElse: return "else";
+    case StepKind::kEnd: return "end";
+  }
+  return "?";
+}
+
+bool Program::has_control() const {
+  for (const Step& s : steps)
+    if (!s.is_kernel()) return true;
+  return false;
+}
+
+BlockLinks block_links(const std::vector<Step>& steps) {
+  const size_t n = steps.size();
+  BlockLinks l{std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<int>(n, -1)};
+  std::vector<int> open;  // heads of the blocks around step i
+  for (size_t i = 0; i < n; ++i) {
+    switch (steps[i].kind) {
+      case StepKind::kKernel: break;
+      case StepKind::kWhile:
+      case StepKind::kIf: open.push_back(int(i)); break;
+      case StepKind::kElse:
+        if (open.empty()) break;
+        l.head[i] = open.back();
+        l.otherwise[size_t(open.back())] = int(i);
+        break;
+      case StepKind::kEnd: {
+        if (open.empty()) break;
+        const int h = open.back();
+        open.pop_back();
+        l.head[i] = h;
+        l.end[size_t(h)] = int(i);
+        if (l.otherwise[size_t(h)] >= 0) l.end[size_t(l.otherwise[size_t(h)])] = int(i);
+        break;
+      }
+    }
+  }
+  return l;
+}
+
+std::string max_trips_message(int64_t max_trips) {
+  return absl::StrCat("while_loop: its condition still holds after the maximum of ", max_trips,
+                      " trips (WhileOptions::max_trips); the loop's results are not kept");
+}
+
 std::string Program::to_string() const {
   std::string r = "program {\n";
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -153,6 +203,14 @@ std::string Program::to_string() const {
   for (size_t i = 0; i < params.size(); ++i)
     absl::StrAppend(&r, "  param ", i, " : ", params[i].rng_key ? "rng_key" : dtype_name(params[i].dtype), "\n");
   for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    if (!s.is_kernel()) {
+      absl::StrAppend(&r, "  step ", i, ": ", step_kind_name(s.kind));
+      if (s.flag >= 0) absl::StrAppend(&r, " buf", s.flag);
+      if (s.max_trips > 0) absl::StrAppend(&r, " max_trips=", s.max_trips);
+      r += "\n";
+      continue;
+    }
     absl::StrAppend(&r, "  step ", i, ": ", kernels[steps[i].kernel].name);
     if (!steps[i].deps.empty()) {
       r += " after";

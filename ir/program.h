@@ -124,10 +124,30 @@ struct BufferDesc {
   int64_t bytes() const { return shape_numel(shape) * dtype_size(dtype); }
 };
 
+// Steps are a flat list with structured blocks (device-side control flow, passes/control.h):
+//   kKernel  runs `kernel` once its `deps` (earlier steps of the same run) have finished.
+//   kWhile   the head of a loop: while buffer `flag` (an intermediate bool of one element) holds true, run the
+//            steps up to the matching kEnd, then come back here; the steps before the head
+//            compute the first flag and the body's last steps the next. With max_trips > 0, the
+//            flag still true after that many trips is a run-time error (OutOfRange), the loop's
+//            results unspecified.
+//   kIf      run the steps up to the matching kElse (or kEnd) when `flag` holds true, else the
+//            steps between kElse and kEnd.
+//   kElse, kEnd  close a branch or a block.
+// Every marker is a full barrier: it waits for all steps before it, all steps after it wait for
+// it, and `deps` only name steps after the latest marker (a straight-line run).
+enum class StepKind : uint8_t { kKernel, kWhile, kIf, kElse, kEnd };
+
 struct Step {
+  StepKind kind = StepKind::kKernel;
   int kernel = -1;
   std::vector<int> deps;  // indices of earlier steps this one must wait for
+  int flag = -1;          // kWhile, kIf
+  int64_t max_trips = 0;  // kWhile; 0 = none
+  bool is_kernel() const { return kind == StepKind::kKernel; }
 };
+
+const char* step_kind_name(StepKind k);
 
 struct Program {
   std::vector<BufferDesc> buffers;
@@ -144,7 +164,19 @@ struct Program {
   std::vector<ParamDesc> params;
 
   std::string to_string() const;
+  bool has_control() const;  // any step other than a kernel
 };
+
+// How the markers of a structured step list pair up (-1 where a step has no such partner):
+// end[i] of a kWhile/kIf/kElse is its kEnd; head[i] of a kElse/kEnd is its block's kWhile/kIf;
+// otherwise[i] of a kIf is its kElse. Assumes a list verify_plan accepted.
+struct BlockLinks {
+  std::vector<int> end, head, otherwise;
+};
+BlockLinks block_links(const std::vector<Step>& steps);
+
+// The error a run reports when a loop's condition still holds after max_trips trips.
+std::string max_trips_message(int64_t max_trips);
 
 // Whether buffers a and b (different) share arena bytes: two intermediates whose planned ranges
 // intersect. Within one kernel only an in-place pair does (plan_memory: the same range, an

@@ -10,6 +10,17 @@
 //     output %3, %4
 //   }
 //
+// A while or if node is followed by its regions, each a nested graph named by its role:
+//
+//     %3 = while %0, %1 carried=1 max_trips=0 : bool[]
+//       cond graph {
+//         ...
+//       }
+//       body graph {
+//         ...
+//       }
+//     %4 = result %3 index=0 : f32[4]
+//
 // Node ids are printed densely from 0; the parser requires them in order so that
 // print -> parse -> print is byte-identical.
 #include <cctype>
@@ -44,12 +55,14 @@ const char* ints_attr(Op op) {
     case Op::kWindow: return "stride_dilation";
     case Op::kAttention: return "causal";
     case Op::kScatter: return "axis_mode";
+    case Op::kIf: return "results";
+    case Op::kResult: return "index";
     default: return nullptr;
   }
 }
 bool ints_is_list(Op op) {
   return op != Op::kInput && op != Op::kRand && op != Op::kRandn && op != Op::kParam && op != Op::kConcat && op != Op::kGather &&
-         op != Op::kAttention;
+         op != Op::kAttention && op != Op::kIf && op != Op::kResult;
 }
 bool has_scalar(Op op) { return op == Op::kConst || op == Op::kParam || op == Op::kPad || op == Op::kAttention; }
 
@@ -80,6 +93,24 @@ std::string int_list(const std::vector<int64_t>& v) {
   return r + "]";
 }
 
+// The role of region k of a control node, as the text names it.
+const char* region_name(Op op, size_t k) {
+  if (op == Op::kWhile) return k == 0 ? "cond" : "body";
+  return k == 0 ? "then" : "else";
+}
+
+std::string indented(const std::string& text, const std::string& pad) {
+  std::string r;
+  size_t b = 0;
+  while (b < text.size()) {
+    size_t e = text.find('\n', b);
+    if (e == std::string::npos) e = text.size();
+    absl::StrAppend(&r, pad, text.substr(b, e - b), "\n");
+    b = e + 1;
+  }
+  return r;
+}
+
 }  // namespace
 
 std::string print(const Graph& g) {
@@ -101,7 +132,12 @@ std::string print(const Graph& g) {
     if (n.op == Op::kPad || n.op == Op::kParam) absl::StrAppend(&out, " value=", format_scalar(n.scalar));
     if (n.op == Op::kAttention) absl::StrAppend(&out, " scale=", format_scalar(n.scalar));
     if (n.op == Op::kDot && !n.ints.empty() && n.ints[0] == 1) absl::StrAppend(&out, " precision=tf32");
+    if (n.op == Op::kWhile)
+      absl::StrAppend(&out, " carried=", n.ints.empty() ? 0 : n.ints[0], " max_trips=", n.ints.size() < 2 ? 0 : n.ints[1]);
     absl::StrAppend(&out, " : ", dtype_name(n.dtype), shape_str(n.shape), "\n");
+    if (n.regions)
+      for (size_t k = 0; k < n.regions->size(); ++k)
+        absl::StrAppend(&out, "    ", region_name(n.op, k), " ", indented(print((*n.regions)[k]), "    ").substr(4));
   }
   out += "  output";
   for (size_t k = 0; k < g.outputs().size(); ++k) absl::StrAppend(&out, k ? ", %" : " %", g.outputs()[k]);
@@ -117,6 +153,19 @@ class Parser {
 
   absl::StatusOr<Graph> run() {
     Graph g;
+    if (absl::Status st = graph_block(&g); !st.ok()) return st;
+    skip_ws();
+    if (!at_end()) return fail("expected end of input");
+    absl::Status v = verify(g);
+    if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("invalid graph: ", v.message()));
+    return g;
+  }
+
+ private:
+  // 'graph' '{' node lines 'output' ids '}' (a whole graph, or a region of a control node).
+  absl::Status graph_block(Graph* out) {
+    if (++depth_ > 64) return fail("regions nested too deeply");
+    Graph& g = *out;
     skip_ws();
     if (!keyword("graph")) return fail("expected 'graph'");
     skip_ws();
@@ -145,14 +194,10 @@ class Parser {
     }
     skip_ws();
     if (!consume('}')) return fail("expected '}'");
-    skip_ws();
-    if (!at_end()) return fail("expected end of input");
-    absl::Status v = verify(g);
-    if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("invalid graph: ", v.message()));
-    return g;
+    --depth_;
+    return absl::OkStatus();
   }
 
- private:
   absl::Status node_line(Graph* g) {
     size_t line_start = pos_;
     consume('%');
@@ -211,6 +256,14 @@ class Parser {
         else if (p != "exact") return fail_at(at, absl::StrCat("expected 'exact' or 'tf32', got '", p, "'"));
       }
     }
+    if (n.op == Op::kWhile) {
+      int64_t carried, trips;
+      skip_blank();
+      if (!keyword("carried") || !consume('=') || !integer(&carried)) return fail("expected 'carried='");
+      skip_blank();
+      if (!keyword("max_trips") || !consume('=') || !integer(&trips)) return fail("expected 'max_trips='");
+      n.ints = {carried, trips};
+    }
     if (has_scalar(n.op)) {
       skip_blank();
       if ((n.op == Op::kPad || n.op == Op::kParam) && !(keyword("value") && consume('='))) return fail("expected 'value='");
@@ -232,6 +285,19 @@ class Parser {
     }
     skip_blank();
     if (!at_end() && peek() != '\n') return fail("expected end of line");
+    if (is_control(n.op)) {
+      auto regions = std::make_shared<Regions>(2);
+      for (size_t k = 0; k < 2; ++k) {
+        skip_ws();
+        const char* role = k == 0 ? (n.op == Op::kWhile ? "cond" : "then") : (n.op == Op::kWhile ? "body" : "else");
+        if (!keyword(role)) return fail(absl::StrCat("expected region '", role, "'"));
+        skip_blank();
+        if (absl::Status st = graph_block(&(*regions)[k]); !st.ok()) return st;
+        if (absl::Status v = verify((*regions)[k]); !v.ok())
+          return fail_at(line_start, absl::StrCat("region ", role, " of %", id, ": ", v.message()));
+      }
+      n.regions = std::move(regions);
+    }
     absl::Status c = check_node(*g, n);
     if (!c.ok()) return fail_at(line_start, std::string(c.message()));
     NodeId got = g->add(n);
@@ -341,6 +407,7 @@ class Parser {
   }
 
   const std::string& s_;
+  int depth_ = 0;
   size_t pos_ = 0;
   size_t last_ = 0;
 };

@@ -29,6 +29,8 @@ class Operands {
     const OperandInfo& o = (*list_)[size_t(id)];
     return Operand{o.dtype, *o.shape};
   }
+  // The whole operand node where there is a graph (a `result` reads its control node's regions).
+  const Node* graph_node(NodeId id) const { return g_ ? &g_->node(id) : nullptr; }
 
  private:
   const Graph* g_ = nullptr;
@@ -271,6 +273,85 @@ absl::Status check_attention(const Operands& g, const Node& n) {
 
 }  // namespace
 
+// A region's signature: its inputs are the operands from `first` on (an unused one may be
+// absent), and it holds no params (those are slots of the whole program).
+absl::Status check_region(const Operands& g, const Node& n, const Graph& r, const char* name, size_t first) {
+  if (absl::Status s = verify(r); !s.ok()) return err(n, absl::StrCat("region ", name, ": ", s.message()));
+  const std::vector<NodeId> ins = r.input_nodes();
+  if (ins.size() > n.inputs.size() - first)
+    return err(n, absl::StrCat("region ", name, " has ", ins.size(), " inputs, the node gives it ", n.inputs.size() - first));
+  for (size_t p = 0; p < ins.size(); ++p) {
+    if (ins[p] < 0) continue;
+    const Operand o = g.node(n.inputs[first + p]);
+    const Node& in = r.node(ins[p]);
+    if (in.dtype != o.dtype || in.shape != o.shape)
+      return err(n, absl::StrCat("region ", name, " input ", p, " is ", dtype_name(in.dtype), shape_str(in.shape),
+                                 ", its operand ", dtype_name(o.dtype), shape_str(o.shape)));
+  }
+  for (const Node& x : r.nodes())
+    if (x.op == Op::kParam) return err(n, absl::StrCat("region ", name, " holds a param (params belong to the whole graph)"));
+  return absl::OkStatus();
+}
+
+absl::Status check_control(const Operands& g, const Node& n) {
+  if (n.op == Op::kResult) {
+    const Node* c = g.graph_node(n.inputs[0]);
+    if (!c) return err(n, "needs its control node in a graph");
+    if (!is_control(c->op)) return err(n, absl::StrCat("operand is a ", op_name(c->op), ", not a while or if"));
+    const int64_t count = c->ints.empty() ? 0 : c->ints[0];
+    if (n.ints.size() != 1 || n.ints[0] < 0 || n.ints[0] >= count)
+      return err(n, absl::StrCat("needs a result index in [0, ", count, ")"));
+    const size_t k = size_t(n.ints[0]);
+    const Operand v = c->op == Op::kWhile ? g.node(c->inputs[k])
+                                         : Operand{(*c->regions)[0].node((*c->regions)[0].outputs()[k]).dtype,
+                                                   (*c->regions)[0].node((*c->regions)[0].outputs()[k]).shape};
+    if (n.dtype != v.dtype || n.shape != v.shape)
+      return err(n, absl::StrCat("result ", k, " is ", dtype_name(v.dtype), shape_str(v.shape), ", the node says ",
+                                 dtype_name(n.dtype), shape_str(n.shape)));
+    return absl::OkStatus();
+  }
+  if (n.dtype != DType::kBool || !n.shape.empty()) return err(n, "the node itself is a bool[] token");
+  if (!n.regions || n.regions->size() != 2) return err(n, "needs two regions");
+  const Graph& r0 = (*n.regions)[0];
+  const Graph& r1 = (*n.regions)[1];
+  if (n.op == Op::kWhile) {
+    if (n.ints.size() != 2 || n.ints[0] < 1 || size_t(n.ints[0]) > n.inputs.size() || n.ints[1] < 0)
+      return err(n, "needs ints = {carried count in [1, operands], max trips >= 0}");
+    if (absl::Status s = check_region(g, n, r0, "cond", 0); !s.ok()) return s;
+    if (absl::Status s = check_region(g, n, r1, "body", 0); !s.ok()) return s;
+    if (r0.outputs().size() != 1 || r0.node(r0.outputs()[0]).dtype != DType::kBool || !r0.node(r0.outputs()[0]).shape.empty())
+      return err(n, "region cond must have one output, a bool[]");
+    const size_t carried = size_t(n.ints[0]);
+    if (r1.outputs().size() != carried)
+      return err(n, absl::StrCat("region body has ", r1.outputs().size(), " outputs for ", carried, " carried values"));
+    for (size_t k = 0; k < carried; ++k) {
+      const Node& o = r1.node(r1.outputs()[k]);
+      const Operand c = g.node(n.inputs[k]);
+      if (o.dtype != c.dtype || o.shape != c.shape)
+        return err(n, absl::StrCat("region body output ", k, " is ", dtype_name(o.dtype), shape_str(o.shape),
+                                   ", its carried value ", dtype_name(c.dtype), shape_str(c.shape)));
+    }
+    return absl::OkStatus();
+  }
+  const Operand pred = g.node(n.inputs[0]);
+  if (pred.dtype != DType::kBool || !pred.shape.empty()) return err(n, "the predicate must be a bool[]");
+  if (n.ints.size() != 1 || n.ints[0] < 1) return err(n, "needs ints = {result count >= 1}");
+  if (absl::Status s = check_region(g, n, r0, "then", 1); !s.ok()) return s;
+  if (absl::Status s = check_region(g, n, r1, "else", 1); !s.ok()) return s;
+  const size_t count = size_t(n.ints[0]);
+  if (r0.outputs().size() != count || r1.outputs().size() != count)
+    return err(n, absl::StrCat("regions then and else must have ", count, " outputs, they have ", r0.outputs().size(),
+                               " and ", r1.outputs().size()));
+  for (size_t k = 0; k < count; ++k) {
+    const Node& a = r0.node(r0.outputs()[k]);
+    const Node& b = r1.node(r1.outputs()[k]);
+    if (a.dtype != b.dtype || a.shape != b.shape)
+      return err(n, absl::StrCat("result ", k, " is ", dtype_name(a.dtype), shape_str(a.shape), " in then and ",
+                                 dtype_name(b.dtype), shape_str(b.shape), " in else"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Shape> broadcast_shapes(const Shape& a, const Shape& b, const std::string& op_label) {
   size_t r = std::max(a.size(), b.size());
   Shape out(r);
@@ -299,6 +380,7 @@ absl::Status check(const Operands& g, const Node& n) {
   if (arity >= 0 && int(n.inputs.size()) != arity)
     return err(n, absl::StrCat("expects ", arity, " operands, got ", n.inputs.size()));
   if (arity < 0 && n.inputs.empty()) return err(n, "expects at least one operand");
+  if (n.regions && !is_control(n.op)) return err(n, "only while and if have regions");
   switch (op_class(n.op)) {
     case OpClass::kSource:
       switch (n.op) {
@@ -360,6 +442,7 @@ absl::Status check(const Operands& g, const Node& n) {
     }
     case OpClass::kIndex: return n.op == Op::kGather ? check_gather(g, n) : check_scatter(g, n);
     case OpClass::kKernel: return err(n, "kernel-IR op in a graph");
+    case OpClass::kControl: return check_control(g, n);
   }
   return absl::OkStatus();
 }

@@ -38,12 +38,48 @@ absl::Status verify_plan(const std::vector<BufferDesc>& buffers, const std::vect
         break;
     }
   }
+  // Markers nest (while ... end, if ... [else ...] end), test a bool buffer of one element, and
+  // deps stay inside their straight-line run.
+  std::vector<StepKind> open;
+  int run_start = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
+    if (!s.is_kernel()) {
+      run_start = int(i) + 1;
+      if (!s.deps.empty()) return bad(absl::StrCat("step ", i, " (", step_kind_name(s.kind), ") has deps"));
+      switch (s.kind) {
+        case StepKind::kWhile:
+        case StepKind::kIf: {
+          if (s.flag < 0 || size_t(s.flag) >= buffers.size() || buffers[size_t(s.flag)].dtype != DType::kBool ||
+              shape_numel(buffers[size_t(s.flag)].shape) != 1 || buffers[size_t(s.flag)].kind != BufferKind::kIntermediate)
+            return bad(absl::StrCat("step ", i, " (", step_kind_name(s.kind), ") tests buffer ", s.flag,
+                                    ", not an intermediate bool buffer of one element"));
+          if (s.max_trips < 0 || (s.kind == StepKind::kIf && s.max_trips != 0))
+            return bad(absl::StrCat("step ", i, " has a bad trip limit"));
+          if (open.size() >= 64) return bad("blocks nested too deeply");
+          open.push_back(s.kind);
+          break;
+        }
+        case StepKind::kElse:
+          if (open.empty() || open.back() != StepKind::kIf) return bad(absl::StrCat("step ", i, ": else outside an if"));
+          open.back() = StepKind::kElse;
+          break;
+        case StepKind::kEnd:
+          if (open.empty()) return bad(absl::StrCat("step ", i, ": end without a block"));
+          open.pop_back();
+          break;
+        case StepKind::kKernel: break;
+      }
+      if (s.kind != StepKind::kWhile && s.kind != StepKind::kIf && (s.flag != -1 || s.max_trips != 0))
+        return bad(absl::StrCat("step ", i, " (", step_kind_name(s.kind), ") has a flag"));
+      continue;
+    }
     if (s.kernel < 0 || s.kernel >= num_kernels) return bad(absl::StrCat("step ", i, " runs kernel ", s.kernel, " of ", num_kernels));
     for (int d : s.deps)
-      if (d < 0 || size_t(d) >= i) return bad(absl::StrCat("step ", i, " depends on step ", d, ", not an earlier one"));
+      if (d < run_start || size_t(d) >= i)
+        return bad(absl::StrCat("step ", i, " depends on step ", d, ", not an earlier one of its run"));
   }
+  if (!open.empty()) return bad("a block is not closed");
   for (int o : outputs)
     if (o < 0 || size_t(o) >= buffers.size()) return bad(absl::StrCat("a graph output is buffer ", o, " of ", buffers.size()));
   return absl::OkStatus();

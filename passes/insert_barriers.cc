@@ -83,6 +83,13 @@ void insert_barriers(ir::Program* p) {
   };
   auto in_arena = [&](int b) { return p->buffers[size_t(b)].kind == ir::BufferKind::kIntermediate; };
   for (size_t s = 0; s < n; ++s) {
+    if (!p->steps[s].is_kernel()) {
+      // A marker is a full barrier (ir/program.h): the next run starts with no hazards.
+      p->steps[s].deps.clear();
+      buffers.assign(nb, Latest{});
+      arena = ArenaAccesses();
+      continue;
+    }
     const ir::Kernel& k = p->kernels[size_t(p->steps[s].kernel)];
     reads.clear();
     writes.clear();

@@ -204,7 +204,8 @@ class Builder {
       case ir::OpClass::kIndex:
         if (n.op == Op::kGather) return lower_gather(n, m);
         return absl::InternalError(absl::StrCat("scatter %", id, " is read before it is in memory"));
-      case ir::OpClass::kKernel: break;
+      case ir::OpClass::kKernel:
+      case ir::OpClass::kControl: break;  // control nodes are never inside a kernel (passes/control.h)
     }
     return absl::InternalError("unexpected kernel op in a graph");
   }

@@ -10,6 +10,7 @@
 #include "ir/params.h"
 #include "ir/verify_program.h"
 #include "passes/attention.h"
+#include "passes/control.h"
 #include "passes/fuse.h"
 #include "passes/insert_barriers.h"
 #include "passes/plan_memory.h"
@@ -76,6 +77,7 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
     ++stage;
   };
   if (absl::Status s = ir::verify(input); !s.ok()) return s;
+  if (has_control(input)) return compile_structured(input, target, opts);
   after("input", ir::print(input));
   ir::Graph g = simplify(input);
   after("simplify", ir::print(g));

@@ -30,6 +30,10 @@ void plan_memory(ir::Program* p) {
   size_t nb = p->buffers.size();
   std::vector<int> first(nb, -1), last(nb, -1);
   for (size_t s = 0; s < p->steps.size(); ++s) {
+    if (!p->steps[s].is_kernel()) {
+      if (const int f = p->steps[s].flag; f >= 0) last[size_t(f)] = std::max(last[size_t(f)], int(s));
+      continue;
+    }
     const ir::Kernel& k = p->kernels[p->steps[s].kernel];
     for (const ir::Store& st : k.stores) {
       if (first[st.buffer] < 0) first[st.buffer] = int(s);
@@ -38,6 +42,16 @@ void plan_memory(ir::Program* p) {
     for (const ir::KNode& n : k.nodes)
       if (n.op == ir::Op::kLoad) last[n.buffer] = std::max(last[n.buffer], int(s));
   }
+  // A loop runs its body again: a buffer in use before a loop's head and inside its body stays
+  // alive to the loop's end (inner loops first, so an outer loop sees their extension).
+  const std::vector<int> ends = ir::block_links(p->steps).end;
+  std::vector<std::pair<int, int>> loops;  // (end, head)
+  for (size_t s = 0; s < p->steps.size(); ++s)
+    if (p->steps[s].kind == ir::StepKind::kWhile) loops.push_back({ends[s], int(s)});
+  std::sort(loops.begin(), loops.end());
+  for (auto [end, head] : loops)
+    for (size_t b = 0; b < nb; ++b)
+      if (first[b] >= 0 && first[b] < head && last[b] > head) last[b] = std::max(last[b], end);
   struct Placed {
     int64_t offset, end;
     int first, last;
@@ -58,9 +72,10 @@ void plan_memory(ir::Program* p) {
     p->unplanned_bytes += bytes;
     int f = first[b] < 0 ? 0 : first[b], l = std::max(last[b], f);
     // A buffer dying in the step that defines this one can hand over its bytes (in place).
-    const ir::Kernel& def = p->kernels[p->steps[size_t(f)].kernel];
+    const bool by_kernel = p->steps[size_t(f)].is_kernel();
+    const ir::Kernel& def = p->kernels[size_t(by_kernel ? p->steps[size_t(f)].kernel : 0)];
     int donor = -1;
-    for (size_t i = 0; i < placed.size() && donor < 0 && first[b] >= 0; ++i) {
+    for (size_t i = 0; i < placed.size() && donor < 0 && first[b] >= 0 && by_kernel; ++i) {
       const Placed& q = placed[i];
       if (q.last != f || q.end - q.offset != bytes || !in_place_ok(*p, def, q.buffer, int(b))) continue;
       bool free_range = true;  // nobody else placed on those bytes is alive at f

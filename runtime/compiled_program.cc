@@ -13,7 +13,7 @@ namespace kiln::runtime {
 namespace {
 
 // 03: cuda tensor maps; 04: PTX; 05: costs; 06: params; 07: kernel twins (and the cpu calling convention)
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '8'};
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '9'};
 
 using support::ByteReader;
 using support::ByteWriter;
@@ -145,8 +145,11 @@ std::string serialize(const CompiledProgram& c) {
     w.i64(b.offset);
   });
   w.list(c.steps, [&](const ir::Step& s) {
+    w.i64(int64_t(s.kind));
     w.i64(s.kernel);
     w.list(s.deps, [&](int d) { w.i64(d); });
+    w.i64(s.flag);
+    w.i64(s.max_trips);
   });
   w.i64(c.arena_bytes);
   w.i64(c.num_inputs);
@@ -213,10 +216,15 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
     b.shape = read_shape(r);
     b.offset = r.i64();
   }
-  c.steps.resize(r.count(16));
+  c.steps.resize(r.count(40));
   for (ir::Step& s : c.steps) {
+    const int64_t kind = r.i64();
+    if (kind < 0 || kind > int64_t(ir::StepKind::kEnd)) r.fail("a bad step kind");
+    s.kind = ir::StepKind(kind);
     s.kernel = r.i32();
     s.deps = read_ints(r);
+    s.flag = r.i32();
+    s.max_trips = r.i64();
   }
   c.arena_bytes = r.i64();
   c.num_inputs = r.i32();

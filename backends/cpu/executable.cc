@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<Executable>> CpuExecutable::load(const CompiledPr
 
 CpuExecutable::CpuExecutable(const CompiledProgram& c, std::unique_ptr<LinkedObject> code, std::vector<Kernel> kernels,
                              Device* device, ThreadPool* pool)
-    : buffers_(c.buffers), steps_(c.steps), num_inputs_(c.num_inputs), num_outputs_(c.num_outputs), num_params_(c.params.size()),
+    : buffers_(c.buffers), steps_(c.steps), links_(ir::block_links(c.steps)), num_inputs_(c.num_inputs), num_outputs_(c.num_outputs), num_params_(c.params.size()),
       arena_bytes_(c.arena_bytes), code_(std::move(code)), kernels_(std::move(kernels)), device_(device), pool_(pool) {}
 
 CpuExecutable::~CpuExecutable() {
@@ -73,11 +73,40 @@ absl::Status CpuExecutable::run(const std::vector<Buffer*>& inputs, const std::v
     give_arena(arena);
     return s;
   }
-  // Steps run in order; each kernel spreads its tiles over the pool.
+  // Each kernel spreads its tiles over the pool.
   char** bufs = ptrs.data();
   const bool traced = support::tracing();
   const support::Peaks peaks = traced ? host_peaks(int(pool_->size()), device_->target().vector_width) : support::Peaks{};
-  for (const ir::Step& s : steps_) {
+  // Steps run in order; loops and branches are native jumps over the step list (ir/program.h).
+  std::vector<int64_t> trips(steps_.size(), 0);
+  for (size_t i = 0; i < steps_.size();) {
+    const ir::Step& s = steps_[i];
+    if (!s.is_kernel()) {
+      const bool flag = s.flag >= 0 && *bufs[s.flag] != 0;
+      size_t next = i + 1;
+      switch (s.kind) {
+        case ir::StepKind::kWhile:
+          if (!flag) {
+            trips[i] = 0;
+            next = size_t(links_.end[i]) + 1;
+          } else if (s.max_trips > 0 && trips[i]++ == s.max_trips) {
+            give_arena(arena);
+            return absl::OutOfRangeError(ir::max_trips_message(s.max_trips));
+          }
+          break;
+        case ir::StepKind::kIf:
+          if (!flag) next = size_t(links_.otherwise[i] >= 0 ? links_.otherwise[i] : links_.end[i]) + 1;
+          break;
+        case ir::StepKind::kElse: next = size_t(links_.end[i]) + 1; break;  // the then branch ran
+        case ir::StepKind::kEnd:
+          if (steps_[size_t(links_.head[i])].kind == ir::StepKind::kWhile) next = size_t(links_.head[i]);
+          break;
+        case ir::StepKind::kKernel: break;
+      }
+      i = next;
+      continue;
+    }
+    ++i;
     const Kernel& k = kernels_[s.kernel];
     if (k.tiles <= 0) continue;
     KernelFn fn = k.fn;

@@ -47,6 +47,7 @@ class CpuExecutable : public Executable {
 
   std::vector<ir::BufferDesc> buffers_;
   std::vector<ir::Step> steps_;
+  ir::BlockLinks links_;  // of steps_' loops and branches
   int num_inputs_, num_outputs_;
   size_t num_params_;
   int64_t arena_bytes_;

@@ -28,6 +28,23 @@ absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Devic
   }
   e->buffers_ = c.buffers;
   e->steps_ = c.steps;
+  e->links_ = ir::block_links(c.steps);
+  e->run_at_.assign(c.steps.size(), -1);
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    if (!c.steps[i].is_kernel()) continue;
+    ++e->kernel_steps_;
+    if (i > 0 && c.steps[i - 1].is_kernel()) {
+      e->runs_.back().second = i + 1;
+    } else {
+      e->run_at_[i] = int(e->runs_.size());
+      e->runs_.push_back({i, i + 1});
+    }
+  }
+  const bool control = e->kernel_steps_ != int(c.steps.size());
+  if (control && e->opts_.profile) {
+    std::fprintf(stderr, "kiln: vulkan: no per-kernel GPU times for a program with loops or branches\n");
+    e->opts_.profile = false;
+  }
   e->num_inputs_ = c.num_inputs;
   e->num_outputs_ = c.num_outputs;
   e->num_params_ = c.params.size();
@@ -91,8 +108,10 @@ VulkanExecutable::~VulkanExecutable() {
   // Pipelines and command buffers must outlive the GPU's use of them.
   if (last_value_) ctx_->wait(last_value_).IgnoreError();
   VkDevice dev = ctx_->device;
-  for (auto& s : slots_)
+  for (auto& s : slots_) {
     if (s->queries) vkDestroyQueryPool(dev, s->queries, nullptr);
+    if (s->flags.buffer) ctx_->release(s->flags, 0);
+  }
   if (tables_.buffer) ctx_->release(tables_, 0);
   ctx_->release(arena_, last_value_);
   if (pool_) vkDestroyCommandPool(dev, pool_, nullptr);
@@ -151,6 +170,18 @@ absl::Status VulkanExecutable::prepare(Slot* s) {
   ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   ai.commandBufferCount = 1;
   KILN_VK_RETURN_IF_ERROR(vkAllocateCommandBuffers(dev, &ai, &s->cb), "vkAllocateCommandBuffers (executable)");
+  if (kernel_steps_ != int(steps_.size())) {
+    s->runs.assign(runs_.size(), VK_NULL_HANDLE);
+    if (!runs_.empty()) {
+      s->runs[0] = s->cb;
+      ai.commandBufferCount = uint32_t(runs_.size() - 1);
+      if (ai.commandBufferCount)
+        KILN_VK_RETURN_IF_ERROR(vkAllocateCommandBuffers(dev, &ai, s->runs.data() + 1), "vkAllocateCommandBuffers (executable runs)");
+    }
+    auto flags = ctx_->allocate(VkDeviceSize(std::max<size_t>(steps_.size(), 4)), MemoryUse::kReadback);
+    if (!flags.ok()) return flags.status();
+    s->flags = *flags;
+  }
   if (shadow_) {
     auto sets = ShadowSets::create(*ctx_, *shadow_);
     if (!sets.ok()) return sets.status();
@@ -160,41 +191,135 @@ absl::Status VulkanExecutable::prepare(Slot* s) {
 }
 
 absl::Status VulkanExecutable::record(Slot* s) {
+  if (s->runs.empty()) {  // straight-line: one command buffer
+    VkCommandBufferBeginInfo bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    KILN_VK_RETURN_IF_ERROR(vkBeginCommandBuffer(s->cb, &bi), "vkBeginCommandBuffer");
+    record_steps(s, s->cb, 0, steps_.size(), -1, 0);
+    return check(vkEndCommandBuffer(s->cb), "vkEndCommandBuffer (executable)");
+  }
+  for (size_t r = 0; r < runs_.size(); ++r) {
+    VkCommandBufferBeginInfo bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    KILN_VK_RETURN_IF_ERROR(vkBeginCommandBuffer(s->runs[r], &bi), "vkBeginCommandBuffer");
+    const size_t end = runs_[r].second;
+    // The flag of the marker after the run (a while head, an if, or a loop's end whose head
+    // tests the flag the body's last steps recomputed), copied out for the host.
+    int flag = -1;
+    if (end < steps_.size()) {
+      const ir::Step& m = steps_[end];
+      if (m.kind == ir::StepKind::kWhile || m.kind == ir::StepKind::kIf) flag = m.flag;
+      if (m.kind == ir::StepKind::kEnd && steps_[size_t(links_.head[end])].kind == ir::StepKind::kWhile)
+        flag = steps_[size_t(links_.head[end])].flag;
+    }
+    record_steps(s, s->runs[r], runs_[r].first, end, flag, end);
+    KILN_VK_RETURN_IF_ERROR(vkEndCommandBuffer(s->runs[r]), "vkEndCommandBuffer (executable run)");
+  }
+  return absl::OkStatus();
+}
+
+void VulkanExecutable::record_steps(Slot* s, VkCommandBuffer cb, size_t begin, size_t end, int flag, size_t flag_slot) {
   const uint32_t nq = uint32_t(2 * steps_.size());
-  VkCommandBufferBeginInfo bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-  KILN_VK_RETURN_IF_ERROR(vkBeginCommandBuffer(s->cb, &bi), "vkBeginCommandBuffer");
-  if (s->queries) vkCmdResetQueryPool(s->cb, s->queries, 0, nq);
+  if (s->queries) vkCmdResetQueryPool(cb, s->queries, 0, nq);
   const uint64_t table = s->table.address;
   // A barrier only where the Program has a dependency edge: independent kernels may overlap.
   VkMemoryBarrier barrier = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-  if (opts_.queue_order) {
+  if (opts_.queue_order || begin > 0) {
     // Everything submitted earlier to the compute queue (kernels, downloads, and uploads where
     // they share it) before this run's first dispatch: RAW on inputs written by an upload or an
     // earlier run, WAR/WAW on the outputs and the arena. run() then submits without a compute
     // timeline wait; uploads on the copy queue are waited for by their copy timeline values.
+    // (A later straight-line run of a program with loops always orders itself this way.)
     VkMemoryBarrier first = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
     first.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     first.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-    vkCmdPipelineBarrier(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &first, 0, nullptr, 0, nullptr);
   }
-  for (size_t i = 0; i < steps_.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     const ir::Step& step = steps_[i];
     if (!step.deps.empty() && int(i) != opts_.drop_barrier_step)
-      vkCmdPipelineBarrier(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0,
+      vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0,
                            nullptr, 0, nullptr);
-    if (s->queries) vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s->queries, uint32_t(2 * i));
-    if (s->shadow) s->shadow->record(s->cb, i);
+    if (s->queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s->queries, uint32_t(2 * i));
+    if (s->shadow) s->shadow->record(cb, i);
     const auto& g = grids_[step.kernel];
-    vkCmdBindPipeline(s->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_[step.kernel]);
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_[step.kernel]);
     // Pushed once; again after a shadow dispatch, whose pipeline layout disturbs push constants.
-    if (i == 0 || s->shadow) vkCmdPushConstants(s->cb, ctx_->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(table), &table);
-    vkCmdDispatch(s->cb, g[0], g[1], g[2]);
-    if (s->queries) vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s->queries, uint32_t(2 * i + 1));
+    if (i == begin || s->shadow) vkCmdPushConstants(cb, ctx_->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(table), &table);
+    vkCmdDispatch(cb, g[0], g[1], g[2]);
+    if (s->queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s->queries, uint32_t(2 * i + 1));
   }
-  return check(vkEndCommandBuffer(s->cb), "vkEndCommandBuffer (executable)");
+  if (flag < 0) return;
+  VkMemoryBarrier to_copy = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  to_copy.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  to_copy.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &to_copy, 0, nullptr, 0,
+                       nullptr);
+  VkBufferCopy region{VkDeviceSize(buffers_[size_t(flag)].offset), VkDeviceSize(flag_slot), 1};
+  vkCmdCopyBuffer(cb, arena_.buffer, s->flags.buffer, 1, &region);
+  VkMemoryBarrier to_host = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr, 0, nullptr);
+}
+
+absl::Status VulkanExecutable::run_structured(Slot* s, Stamp first) {
+  std::vector<int64_t> trips(steps_.size(), 0);
+  size_t back_from = 0;  // the loop end that jumped back to the head reached next (0: none)
+  uint64_t last = 0;
+  bool submitted = false;
+  auto flag_at = [&](size_t marker) -> absl::StatusOr<bool> {
+    if (last && ctx_->completed() < last)
+      if (absl::Status st = ctx_->wait(last); !st.ok()) return st;
+    return static_cast<const uint8_t*>(s->flags.mapped)[marker] != 0;
+  };
+  for (size_t i = 0; i < steps_.size();) {
+    const ir::Step& step = steps_[i];
+    if (step.is_kernel()) {
+      const auto& run = runs_[size_t(run_at_[i])];
+      auto v = ctx_->submit(Queue::kCompute, s->runs[size_t(run_at_[i])], submitted ? Stamp{opts_.queue_order ? 0 : last, 0} : first,
+                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+      if (!v.ok()) return v.status();
+      s->value = last_value_ = last = *v;
+      submitted = true;
+      i = run.second;
+      continue;
+    }
+    size_t next = i + 1;
+    switch (step.kind) {
+      case ir::StepKind::kWhile: {
+        // The flag was copied out at the end of the run before this head, or of the body (the
+        // run before the loop's end marker, which jumps back here).
+        auto go = flag_at(back_from ? back_from : i);
+        back_from = 0;
+        if (!go.ok()) return go.status();
+        if (!*go) {
+          trips[i] = 0;
+          next = size_t(links_.end[i]) + 1;
+        } else if (step.max_trips > 0 && trips[i]++ == step.max_trips) {
+          return absl::OutOfRangeError(ir::max_trips_message(step.max_trips));
+        }
+        break;
+      }
+      case ir::StepKind::kIf: {
+        auto go = flag_at(i);
+        if (!go.ok()) return go.status();
+        if (!*go) next = size_t(links_.otherwise[i] >= 0 ? links_.otherwise[i] : links_.end[i]) + 1;
+        break;
+      }
+      case ir::StepKind::kElse: next = size_t(links_.end[i]) + 1; break;
+      case ir::StepKind::kEnd:
+        if (steps_[size_t(links_.head[i])].kind == ir::StepKind::kWhile) {
+          next = size_t(links_.head[i]);
+          back_from = i;
+        }
+        break;
+      case ir::StepKind::kKernel: break;
+    }
+    i = next;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
@@ -242,19 +367,30 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
     s->shadow->bind(ranges);
     if (absl::Status st = record(s); !st.ok()) return st;
   }
-  auto v = ctx_->submit(Queue::kCompute, s->cb, Stamp{opts_.queue_order ? 0 : after, copy_after},
-                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
-  if (!v.ok()) return v.status();
-  s->value = last_value_ = *v;
+  uint64_t value = 0;
+  if (!s->runs.empty()) {
+    absl::Status st = run_structured(s, Stamp{opts_.queue_order ? 0 : after, copy_after});
+    value = last_value_;
+    if (!st.ok()) {
+      for (VulkanBuffer* b : in) b->note_read(value);
+      for (VulkanBuffer* b : out) b->note_write(value);
+      return st;
+    }
+  } else {
+    auto v = ctx_->submit(Queue::kCompute, s->cb, Stamp{opts_.queue_order ? 0 : after, copy_after},
+                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+    if (!v.ok()) return v.status();
+    s->value = last_value_ = value = *v;
+  }
   if (!ran_once_ && ctx_->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
     // The driver compiles the pipelines on this first dispatch: let it finish, then re-arm the
     // exit hook behind the statics it built (see rearm_exit_hook).
-    if (absl::Status st = ctx_->wait(*v); !st.ok()) return st;
+    if (absl::Status st = ctx_->wait(value); !st.ok()) return st;
     rearm_exit_hook();
   }
   ran_once_ = true;
-  for (VulkanBuffer* b : in) b->note_read(*v);
-  for (VulkanBuffer* b : out) b->note_write(*v);
+  for (VulkanBuffer* b : in) b->note_read(value);
+  for (VulkanBuffer* b : out) b->note_write(value);
   if (s->queries) print_profile(s);
   return absl::OkStatus();
 }

@@ -45,13 +45,15 @@ class VulkanExecutable : public Executable {
 
   absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
                    const ParamValues& params) override;
-  int kernels_per_run() const override { return int(steps_.size()); }
+  int kernels_per_run() const override { return kernel_steps_; }
 
  private:
   // One replayable command buffer with its own address table, so a run never rewrites a table
   // the GPU may still read. Runs of one executable share the arena and are ordered on the GPU.
   struct Slot {
-    VkCommandBuffer cb = VK_NULL_HANDLE;
+    VkCommandBuffer cb = VK_NULL_HANDLE;  // the whole program, or its first straight-line run
+    std::vector<VkCommandBuffer> runs;    // a program with loops or branches: one per run
+    Allocation flags;                     // ... and the flags its runs end with, read by the host
     Allocation table;  // a view into tables_ (not owned)
     VkQueryPool queries = VK_NULL_HANDLE;
     std::unique_ptr<ShadowSets> shadow;  // validation mode
@@ -63,6 +65,12 @@ class VulkanExecutable : public Executable {
   absl::StatusOr<Slot*> acquire_slot();  // mu_ held
   absl::Status prepare(Slot* s);           // command buffer, queries, shadow sets
   absl::Status record(Slot* s);
+  // Records steps [begin, end) into cb; `flag` >= 0: then copies that buffer into flag_slot of
+  // the slot's host-visible flags.
+  void record_steps(Slot* s, VkCommandBuffer cb, size_t begin, size_t end, int flag, size_t flag_slot);
+  // A program with loops and branches: the host walks the step list, submitting each straight-line
+  // run's command buffer and reading the flag a marker tests after the run before it finishes.
+  absl::Status run_structured(Slot* s, Stamp first);
   void print_profile(Slot* s);
 
   Device* owner_ = nullptr;
@@ -70,6 +78,12 @@ class VulkanExecutable : public Executable {
   ExecutableOptions opts_;
   std::vector<ir::BufferDesc> buffers_;
   std::vector<ir::Step> steps_;
+  int kernel_steps_ = 0;
+  // Programs with control flow (ir/program.h): the straight-line runs [begin, end) of steps_,
+  // and for each step the run starting there (-1 elsewhere).
+  ir::BlockLinks links_;
+  std::vector<std::pair<size_t, size_t>> runs_;
+  std::vector<int> run_at_;
   int num_inputs_ = 0, num_outputs_ = 0;
   size_t num_params_ = 0;  // their values follow the buffer addresses in each table
   std::vector<VkPipeline> pipelines_;  // per kernel

@@ -29,6 +29,10 @@ absl::StatusOr<std::unique_ptr<ShadowPipelines>> ShadowPipelines::create(Context
   const int limit = 32;  // storage buffers per shadow: within every device's per-stage limit
   for (const ir::Step& step : steps) {
     StepAccess a;
+    if (!step.is_kernel()) {  // a loop or branch marker: no dispatch
+      sp->steps_.push_back(std::move(a));
+      continue;
+    }
     a.reads = kernels[step.kernel].reads;
     a.writes = kernels[step.kernel].writes;
     if (int(a.writes.size()) > limit) a.writes.resize(limit);

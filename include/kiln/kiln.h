@@ -1,6 +1,7 @@
 // The kiln public API: lazy tensors compiled into fused kernels for the CPU and GPUs.
 #pragma once
 
+#include "kiln/control.h"
 #include "kiln/conv.h"
 #include "kiln/device.h"
 #include "kiln/dtype.h"
