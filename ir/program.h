@@ -139,9 +139,9 @@ struct BufferDesc {
 enum class StepKind : uint8_t { kKernel, kWhile, kIf, kElse, kEnd };
 
 struct Step {
-  StepKind kind = StepKind::kKernel;
   int kernel = -1;
   std::vector<int> deps;  // indices of earlier steps this one must wait for
+  StepKind kind = StepKind::kKernel;
   int flag = -1;          // kWhile, kIf
   int64_t max_trips = 0;  // kWhile; 0 = none
   bool is_kernel() const { return kind == StepKind::kKernel; }

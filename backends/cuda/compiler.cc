@@ -1,6 +1,7 @@
 // The CUDA Compiler (compiler.h): render, compile the module through the disk cache, and fill in
 // the CompiledProgram's launch information.
 #include "backends/cuda/compiler.h"
+#include "backends/cuda/control_gates.h"
 
 #include <cstdint>
 #include <cstring>
@@ -78,6 +79,8 @@ absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) cons
   // A module with sm_90a code runs only on exactly that compute capability: its own key.
   c.target_key = rendered->arch_specific ? target_key() + "a" : target_key();
   const bool keep = support::options().keep_sources();
+  // Loops and branches steer their conditional graph nodes with two kernels of the module.
+  if (p.has_control()) absl::StrAppend(&rendered->module_source, kControlGatesSource);
   if (!rendered->kernels.empty()) {
     auto bin = compile_module(rendered->module_source, cc, int(rendered->kernels.size()), /*keep_ptx=*/true,
                               CompileCache::for_backend("cuda"), rendered->arch_specific);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/bindings.h"
+#include "backends/cuda/control_gates.h"
 #include "backends/cuda/driver_api.h"
 #include "runtime/stats.h"
 #include "support/options.h"
@@ -36,6 +37,8 @@ absl::Status check_launch(const CompiledKernel& k, const Context& ctx) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
 // Encodes a tensor map of `d` over the buffer at `base`.
 absl::Status encode_map(const TensorMapDesc& d, CUdeviceptr base, CUtensorMap* out) {
   cuuint64_t dims[5] = {}, strides[4] = {};
@@ -62,8 +65,6 @@ absl::Status encode_map(const TensorMapDesc& d, CUdeviceptr base, CUtensorMap* o
                                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return cu_check(r, "encoding a tensor map (cuTensorMapEncodeTiled)");
 }
-
-}  // namespace
 
 absl::StatusOr<std::shared_ptr<Module>> Module::load(const std::string& cubin) {
   CUmodule m = nullptr;
@@ -100,6 +101,16 @@ absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(Device* d
     functions.push_back(*fn);
   }
   std::unique_ptr<CudaExecutable> e(new CudaExecutable(device, ctx));
+  for (const ir::Step& s : c.steps)
+    if (!s.is_kernel()) e->control_ = true;
+  if (e->control_) {
+    auto loop = module->function(kLoopGate);
+    auto branch = module->function(kBranchGate);
+    if (!loop.ok() || !branch.ok())
+      return absl::InvalidArgumentError("cuda: a program with loops or branches whose module lacks their gate kernels: compile it again");
+    e->loop_gate_ = *loop;
+    e->branch_gate_ = *branch;
+  }
   e->module_ = std::move(module);
   if (absl::Status s = e->build(c, functions); !s.ok()) return s;
   return e;
@@ -174,66 +185,21 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
   }
 
   if (absl::Status s = cu_check(api().cuGraphCreate(&graph_, 0), "cuGraphCreate"); !s.ok()) return s;
-  // Each step's node, or for a step with nothing to launch, the nodes it waited for (so that its
-  // dependents still wait for them).
-  std::vector<std::vector<CUgraphNode>> after(c.steps.size());
-  nodes_.reserve(c.steps.size());
-  for (size_t i = 0; i < c.steps.size(); ++i) {
-    const ir::Step& step = c.steps[i];
-    std::vector<CUgraphNode> deps;
-    for (int d : step.deps) deps.insert(deps.end(), after[size_t(d)].begin(), after[size_t(d)].end());
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    const CompiledKernel& k = c.kernels[size_t(step.kernel)];
-    if (k.launches_nothing()) {
-      after[i] = std::move(deps);
-      continue;
+  Plan plan{&c, &functions, std::move(grid_x), ir::block_links(c.steps), 0};
+  if (control_) {
+    int loops = 0;
+    for (const ir::Step& s : c.steps) {
+      loops += s.kind == ir::StepKind::kWhile;
+      trip_limits_ = trip_limits_ || s.max_trips > 0;
     }
-    Node n;
-    n.buffers = k.buffers;
-    for (int b : k.buffers) {
-      n.args.push_back(bound_[size_t(b)]);
-      n.bound_io |= buffers_[size_t(b)].kind != ir::BufferKind::kIntermediate;
-    }
-    n.slots = k.params;
-    n.values.assign(k.params.size(), 0);
-    n.map_desc = k.tensor_maps;
-    n.maps.resize(k.tensor_maps.size());
-    for (size_t m = 0; m < n.maps.size(); ++m) {
-      const int b = n.map_desc[m].buffer;
-      n.bound_io |= buffers_[size_t(b)].kind != ir::BufferKind::kIntermediate;
-      // Inputs and outputs are not bound yet: encode over a stand-in address (256) until the
-      // first run re-encodes them.
-      CUdeviceptr at = bound_[size_t(b)] ? bound_[size_t(b)] : CUdeviceptr(256);
-      if (absl::Status s = encode_map(n.map_desc[m], at, &n.maps[m]); !s.ok())
-        return absl::Status(s.code(), absl::StrCat(k.name, ": ", s.message()));
-    }
-    for (CUdeviceptr& a : n.args) n.arg_ptrs.push_back(&a);
-    for (uint64_t& v : n.values) n.arg_ptrs.push_back(&v);
-    for (CUtensorMap& m : n.maps) n.arg_ptrs.push_back(&m);
-    n.params.func = functions[size_t(step.kernel)];
-    n.params.gridDimX = grid_x[size_t(step.kernel)];
-    n.params.gridDimY = k.grid[1];
-    n.params.gridDimZ = k.grid[2];
-    n.params.blockDimX = k.block[0];
-    n.params.blockDimY = k.block[1];
-    n.params.blockDimZ = k.block[2];
-    n.params.sharedMemBytes = k.shared_bytes;
-    n.params.kernelParams = n.arg_ptrs.empty() ? nullptr : n.arg_ptrs.data();
-    CUresult r = api().cuGraphAddKernelNode(&n.node, graph_, deps.empty() ? nullptr : deps.data(), deps.size(), &n.params);
-    if (absl::Status s = cu_check(r, absl::StrCat("adding kernel ", k.name, " to the CUDA graph")); !s.ok()) return s;
-    after[i] = {n.node};
-    nodes_.push_back(std::move(n));
-    support::KernelRun info;
-    info.name = k.name;
-    info.kernel = step.kernel;
-    info.bytes = k.bytes;
-    info.flops = k.flops;
-    info.tensor_math = k.tensor_math;
-    info.computes = k.computes;
-    node_info_.push_back(std::move(info));  // moving keeps args/arg_ptrs' heap storage where it is
+    const size_t bytes = sizeof(uint64_t) * size_t(loops + 1);
+    if (absl::Status s = cu_check(api().cuMemAlloc(&loop_state_, bytes), "allocating the loops' trip counters"); !s.ok()) return s;
+    if (absl::Status s = cu_check(api().cuMemsetD8Async(loop_state_, 0, bytes, ctx_->stream), "zeroing the trip counters"); !s.ok())
+      return s;
   }
-  if (!nodes_.empty()) {
+  auto built = build_range(graph_, 0, c.steps.size(), {}, &plan);
+  if (!built.ok()) return built.status();
+  if (!nodes_.empty() || control_) {
     if (absl::Status s = cu_check(api().cuGraphInstantiateWithFlags(&exec_, graph_, 0), "instantiating the CUDA graph");
         !s.ok())
       return s;
@@ -247,6 +213,7 @@ CudaExecutable::~CudaExecutable() {
   if (launched_) (void)done_->wait();  // launches in flight still use the arena and the module
   if (exec_) api().cuGraphExecDestroy(exec_);
   if (graph_) api().cuGraphDestroy(graph_);
+  if (loop_state_) api().cuMemFree(loop_state_);
   if (arena_) ctx_->pool->release(arena_, arena_size_);
 }
 
@@ -275,6 +242,7 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
   bool changed = false;
   if (absl::Status s = bind(inputs, outputs, params, &changed); !s.ok()) return s;
   const bool new_values = values_unknown_ || params != params_;
+  bool rebuilt = false;
   if (changed || new_values) {
     // Only nodes whose pointers moved or whose param values changed get new parameters; launches
     // already queued keep theirs.
@@ -302,12 +270,28 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
           return s;
         }
       }
-      CUresult r = api().cuGraphExecKernelNodeSetParams(exec_, n.node, &n.params);
+      CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+      if (!reinstantiate_) r = api().cuGraphExecKernelNodeSetParams(exec_, n.node, &n.params);
+      if (r != CUDA_SUCCESS && control_) {
+        // A node inside a conditional body: set it in the graph, instantiated again below.
+        reinstantiate_ = true;
+        r = api().cuGraphKernelNodeSetParams(n.node, &n.params);
+        rebuilt = true;
+      }
       if (r != CUDA_SUCCESS) {
         std::fill(n.args.begin(), n.args.end(), CUdeviceptr(0));  // unknown now: rebind next time
         std::fill(bound_.begin(), bound_.end(), CUdeviceptr(0));
         values_unknown_ = true;
         return cu_error(r, "rebinding a kernel of the CUDA graph (cuGraphExecKernelNodeSetParams)");
+      }
+    }
+    if (rebuilt) {
+      api().cuGraphExecDestroy(exec_);
+      exec_ = nullptr;
+      if (absl::Status s = cu_check(api().cuGraphInstantiateWithFlags(&exec_, graph_, 0), "instantiating the CUDA graph again");
+          !s.ok()) {
+        values_unknown_ = true;
+        return s;
       }
     }
     bound_ = next_;  // same size: no allocation
@@ -321,18 +305,21 @@ absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::
                                  const ParamValues& params) {
   std::lock_guard<std::mutex> lock(mu_);
   if (absl::Status s = update(inputs, outputs, params); !s.ok()) return s;
-  if (exec_ && support::tracing()) {
+  if (exec_ && support::tracing() && !control_) {
     if (absl::Status s = launch_profiled(); !s.ok()) return s;
   } else if (exec_) {
     if (absl::Status s = cu_check(api().cuGraphLaunch(exec_, ctx_->stream), "cuGraphLaunch"); !s.ok()) return s;
   }
-  return finish_run(outputs);
+  if (absl::Status s = finish_run(outputs); !s.ok()) return s;
+  return trip_limits_ ? check_trips() : absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<double>> CudaExecutable::kernel_times(const std::vector<Buffer*>& inputs,
                                                                  const std::vector<Buffer*>& outputs,
                                                                  const ParamValues& params) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (control_)
+    return absl::UnimplementedError("cuda: per-kernel times of a program with loops or branches (its kernels run a data-dependent number of times)");
   if (absl::Status s = update(inputs, outputs, params); !s.ok()) return s;
   std::vector<double> per_kernel(size_t(num_kernels_), 0.0), node_us, before_end_us;
   if (exec_) {

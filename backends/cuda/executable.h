@@ -39,6 +39,9 @@ class Module {
   CUmodule m_;
 };
 
+// Encodes a tensor map of `d` over the buffer at `base` (cuTensorMapEncodeTiled).
+absl::Status encode_map(const TensorMapDesc& d, CUdeviceptr base, CUtensorMap* out);
+
 class CudaExecutable : public Executable {
  public:
   // `c` must pass check_consistent; `module` holds each of c.kernels by name (null only when
@@ -69,8 +72,40 @@ class CudaExecutable : public Executable {
     bool bound_io = false;          // some parameter is an input or an output
   };
 
+  // A gate kernel node (control_gates.h) and the storage of its parameters.
+  struct Gate {
+    CUgraphNode node = nullptr;
+    CUDA_KERNEL_NODE_PARAMS params{};
+    unsigned long long h1 = 0, h2 = 0;  // conditional handles
+    CUdeviceptr flag = 0, trips = 0, status = 0;
+    long long max_trips = 0;
+    int first = 0, has_else = 0;
+    std::vector<void*> ptrs;
+  };
+  // What building the graph reads of the program (build_range).
+  struct Plan {
+    const CompiledProgram* c;
+    const std::vector<CUfunction>* functions;
+    std::vector<uint32_t> grid_x;
+    ir::BlockLinks links;
+    int loops = 0;  // loops given trip counters so far
+  };
+
   CudaExecutable(Device* device, Context* ctx) : device_(device), ctx_(ctx) {}
   absl::Status build(const CompiledProgram& c, const std::vector<CUfunction>& functions);
+  // Adds steps [begin, end) to graph g after the nodes `frontier`; returns the nodes the steps
+  // after them wait for. A loop or branch becomes a gate kernel and a conditional node whose
+  // body graph gets its steps (control.cc).
+  absl::StatusOr<std::vector<CUgraphNode>> build_range(CUgraph g, size_t begin, size_t end, std::vector<CUgraphNode> frontier,
+                                                       Plan* plan);
+  // The kernel node of step `i` after `deps`, or nullptr for a kernel with nothing to launch.
+  absl::StatusOr<CUgraphNode> add_kernel(CUgraph g, size_t i, const std::vector<CUgraphNode>& deps, Plan* plan);
+  absl::StatusOr<CUgraphNode> add_gate(CUgraph g, std::unique_ptr<Gate> gate, const std::vector<CUgraphNode>& deps);
+  // A conditional node of `type` on `handle` after `deps`; its body graph in *body.
+  absl::StatusOr<CUgraphNode> add_conditional(CUgraph g, unsigned long long handle, CUgraphConditionalNodeType type,
+                                              const std::vector<CUgraphNode>& deps, CUgraph* body);
+  // After a launch of a program whose loops have trip limits: waits, and reports a loop that hit one.
+  absl::Status check_trips();
   absl::StatusOr<uint32_t> resident_grid(const CompiledKernel& k, CUfunction f);
   // Points every input/output buffer id at its binding for this run; false when nothing changed.
   absl::Status bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, const ParamValues& params,
@@ -99,6 +134,15 @@ class CudaExecutable : public Executable {
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
   std::vector<Node> nodes_;
+  // Loops and branches (ir/program.h): conditional nodes steered by gate kernels.
+  bool control_ = false;
+  std::vector<std::unique_ptr<Gate>> gates_;
+  CUfunction loop_gate_ = nullptr, branch_gate_ = nullptr;
+  CUdeviceptr loop_state_ = 0;  // [status, the trip count of each loop]
+  bool trip_limits_ = false;    // some loop has max_trips: run() checks the status after its launch
+  // A driver that refuses to update a kernel node inside a conditional body in the instantiated
+  // graph: rebinding sets the graph's own nodes and instantiates it again.
+  bool reinstantiate_ = false;
   std::shared_ptr<Event> done_;  // the compute tick after the latest launch (Context::tick)
   std::vector<support::KernelRun> node_info_;            // per node: name and costs (profiles)
   std::vector<std::shared_ptr<Event>> profile_events_;   // two per node, made by the first profiled run

@@ -15,6 +15,7 @@ namespace kiln::runtime::hip {
 std::string HipCompiler::target_key() const { return hip::target_key(target_); }
 
 absl::StatusOr<CompiledProgram> HipCompiler::compile(const ir::Program& p) const {
+  if (p.has_control()) return absl::UnimplementedError(kHipNoControl);
   auto rendered = codegen::gpu::render(p, codegen::gpu::Dialect::kHip, target_);
   if (!rendered.ok()) return rendered.status();
   CompiledProgram c = plan_of(p);

@@ -18,6 +18,11 @@
 
 namespace kiln::runtime::hip {
 
+// Loops and branches (kiln::while_loop, kiln::cond) need HIP graph conditional nodes, which the
+// HIP backend does not build yet: its compiler and loader refuse such programs with this.
+inline constexpr const char* kHipNoControl =
+    "hip: loops and branches (while_loop, cond) are not supported on HIP yet; run them on cuda, vulkan or cpu";
+
 class HipCompiler : public Compiler {
  public:
   // The registry's factory: InvalidArgument for a target that is not an AMD GPU's (no gfx

@@ -1,5 +1,6 @@
 // The HIP executable (executable.h).
 #include "backends/hip/executable.h"
+#include "backends/hip/compiler.h"
 
 #include <algorithm>
 
@@ -34,6 +35,7 @@ absl::Status HipExecutable::build(const CompiledProgram& c) {
   for (size_t i = 0; i < buffers_.size(); ++i)
     if (buffers_[i].kind == ir::BufferKind::kIntermediate) bound_[i] = static_cast<char*>(arena_) + buffers_[i].offset;
   for (const ir::Step& step : c.steps) {
+    if (!step.is_kernel()) return absl::UnimplementedError(kHipNoControl);
     const CompiledKernel& k = c.kernels[size_t(step.kernel)];
     if (k.launches_nothing()) continue;
     Node n;

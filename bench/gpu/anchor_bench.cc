@@ -5,6 +5,7 @@
 //   anchor_bench [--device cuda] [--results results.jsonl] [--only W1,W6,H]
 //   anchor_bench --first-call W1|W3 --var cold|warm [--device cuda] [--results results.jsonl]
 //   anchor_bench --w11 [--device cuda] [--results results.jsonl]   (in a fresh process)
+//   anchor_bench --w10 [--scale 32] [--device cuda] [--results results.jsonl]
 //
 // Timing, per workload and path ("jit": kiln::Jit replay; "realize": record + realize each call):
 //   first_call_s  first call including compilation, then a device sync
@@ -538,8 +539,61 @@ int w11(const Device& dev, Output* out) {
   return 0;
 }
 
+// W10: up to 1000 trips of x = tanh(x @ W + b) (x [64x1024], W [1024x1024], f32) stopping when
+// max|x_new - x| < 1e-6, the whole loop one kiln::while_loop (on CUDA one graph launch: the
+// loop is a conditional node). Inputs are the integer hashes of w10_anchor.py (same values).
+// Reports the median time per whole loop of 10 after a warm-up, the trips, the launches.
+std::vector<float> hashed(size_t n, uint64_t mult, double lo, double hi, double scale = 1) {
+  std::vector<float> v(n);
+  for (size_t k = 0; k < n; ++k)
+    v[k] = float((lo + (hi - lo) * double((uint64_t(k) * mult) & 0xFFFFFFFFull) / 4294967296.0) / scale);
+  return v;
+}
+
+int w10(const Device& dev, double scale, Output* out) {
+  const Tensor x0 = upload(hashed(64 * 1024, 2654435761ull, -1, 1), {64, 1024}, dev, float32);
+  const Tensor W = upload(hashed(1024 * 1024, 2246822519ull, -1, 1, scale), {1024, 1024}, dev, float32);
+  const Tensor b = upload(hashed(1024, 3266489917ull, -0.1, 0.1), {1024}, dev, float32);
+  auto loop = [&] {
+    return while_loop([](const Values& v) { return logical_and(v[1] < 1000, !v[2]); },
+                      [&](const Values& v) {
+                        Tensor next = tanh(matmul(v[0], W) + b);
+                        return Values{next, v[1] + 1, abs(next - v[0]).max() < 1e-6};
+                      },
+                      {x0, full({}, 0, int32, dev), full({}, 0, bool_, dev)});
+  };
+  auto t0 = Clock::now();
+  Values r = loop();
+  realize({r[0], r[1]});
+  dev.synchronize();
+  const double first = since_ms(t0);
+  std::vector<double> times;
+  int64_t launches = 0;
+  for (int i = 0; i < 10; ++i) {
+    const Stats before = stats();
+    t0 = Clock::now();
+    r = loop();
+    realize({r[0], r[1]});
+    dev.synchronize();
+    times.push_back(since_ms(t0));
+    launches = stats().graphs_realized - before.graphs_realized;
+  }
+  const int trips = r[1].to_vector<int32_t>()[0];
+  double checksum = 0;
+  for (float f : r[0].to_vector<float>()) checksum += f;
+  const double ms = median(times);
+  out->emit(absl::StrFormat(
+      R"({"sec": "W10", "wl": "W10", "fw": "kiln", "ms": %s, "iterations": %d, "us_per_iter": %s, "launches": %d, )"
+      R"("first_ms": %s, "checksum": %s, "device": "%s"})",
+      num(ms), trips, num(ms * 1e3 / std::max(trips, 1)), launches, num(first), num(checksum), dev.description()));
+  std::printf("W10 kiln: %.3f ms per loop (%d iterations, %.2f us per iteration, %lld realize(s) per loop), first %.1f ms, checksum %.6g\n",
+              ms, trips, ms * 1e3 / std::max(trips, 1), (long long)launches, first, checksum);
+  return 0;
+}
+
 int main_impl(int argc, char** argv) {
   std::string device = "cuda", results, only = "W1,W2,W3,W4a,W4b,W5,W6,H", first, var = "cold";
+  double scale = 32;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -549,9 +603,11 @@ int main_impl(int argc, char** argv) {
     else if (a == "--first-call") first = value();
     else if (a == "--var") var = value();
     else if (a == "--w11") first = "W11";
+    else if (a == "--w10") first = "W10";
+    else if (a == "--scale") scale = std::atof(value().c_str());
     else {
       std::fprintf(stderr, "usage: anchor_bench [--device cuda] [--results f.jsonl] [--only W1,...] "
-                           "[--first-call W1|W3 --var cold|warm] [--w11]\n");
+                           "[--first-call W1|W3 --var cold|warm] [--w11] [--w10 [--scale S]]\n");
       return 2;
     }
   }
@@ -567,6 +623,7 @@ int main_impl(int argc, char** argv) {
   }
   std::printf("anchor_bench on %s\n", dev->description().c_str());
   if (first == "W11") return w11(*dev, &out);
+  if (first == "W10") return w10(*dev, scale, &out);
   if (!first.empty()) return first_call(first, var, *dev, &out);
   std::unique_ptr<GpuTimer> timer = GpuTimer::create(*dev);
   for (absl::string_view id : absl::StrSplit(only, ',', absl::SkipEmpty())) run_workload(std::string(id), *dev, timer.get(), &out);

@@ -12,6 +12,8 @@
 #   final    a stop's last check: vulkan_test, CUDA contraction tests, op suite and fuzzer on both
 #   copyq    uploads on Vulkan's copy-engine queue: tests, op suite, fuzzer, the transfer pipeline
 #   coopvar  the cooperative-matrix kernel's variants, tested and timed
+#   control  issue 15: control_test on cuda (+ memcheck) and vulkan (+ validation), W10 beside
+#            torch and jax
 #   w11      W11: time to first result at batch sizes 1, 7, 64, 1000, kiln beside torch and jax
 #   vkperf   Vulkan's host path and W4a/W4b/W6/H beside cuda (also the end of `vulkan`)
 #   vulkan   vulkan_test, the op, pass and AOT suites with KILN_DEVICE=vulkan (not in the default
@@ -264,6 +266,28 @@ for s in $SECTIONS; do
       } >> "$OUT/tests.log" 2>&1
       tail -6 "$OUT/.test_summary"
       grep -E "^BM_|pipeline" "$OUT/tests.log" | tail -8
+      ;;
+    control)
+      # Issue 15: loops and branches on the GPU. control_test on cuda (conditional graph nodes),
+      # under compute-sanitizer memcheck, and on vulkan with the validation layer; the compile
+      # checks of cuda_test; then W10 (kiln cuda and vulkan beside torch and jax) at scale 32
+      # (converges in ~10 trips) and 8 (runs all 1000).
+      {
+        run_test control.cuda 300 env KILN_DEVICE=cuda "$BIN/control_test"
+        run_test control.cuda.memcheck 300 env KILN_DEVICE=cuda compute-sanitizer --tool memcheck --error-exitcode 9 \
+          "$BIN/control_test" --gtest_filter='*Newton*:*Nested*:*Cond*:*MaxTrips*'
+        run_test control.vulkan 300 env KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 "$BIN/control_test"
+        run_test cuda_test.control 120 "$BIN/cuda_test" --gtest_filter='CudaControl*'
+        for scale in 32 8; do
+          for d in cuda vulkan; do
+            timeout 240 "$BIN/anchor_bench" --device $d --w10 --scale $scale --results "$RESULTS" 2>&1 | grep -v "^RESULT"
+          done
+          for fw in torch-eager torch-graph torch-graph-unchecked jax; do
+            echo "--- $fw (scale $scale)"
+            timeout 240 python3 "$HERE/../bench/gpu/w10_anchor.py" $fw --scale $scale 2>&1 | grep -E "^W10|^RESULT|Error|error" | head -6
+          done
+        done
+      } 2>&1 | tee -a "$OUT/tests.log"
       ;;
     w11)
       # W11 (issue 14): the MLP block at batch sizes 1, 7, 64, 1000 in a fresh process each: time to

@@ -1,0 +1,213 @@
+// Building the CUDA graph of a CompiledProgram (executable.h): a kernel node per step with edges
+// from the steps' dependencies, and for loops and branches (ir/program.h) conditional nodes whose
+// body graphs hold the steps inside them, steered by the gate kernels of control_gates.h. A whole
+// loop of any trip count then runs inside one cuGraphLaunch with no host round trip:
+//
+//   [steps before]  -> gate(first)  -> WHILE(h) { [body steps] -> gate }      -> [steps after]
+//   [steps before]  -> branch gate  -> IF(h1) { [then steps] } -> IF(h2) { [else steps] } -> ...
+//
+// Markers are full barriers: the first steps of a run wait for everything before it.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/driver_api.h"
+#include "backends/cuda/executable.h"
+
+namespace kiln::runtime::cuda {
+
+absl::StatusOr<CUgraphNode> CudaExecutable::add_kernel(CUgraph g, size_t i, const std::vector<CUgraphNode>& deps, Plan* plan) {
+  const CompiledProgram& c = *plan->c;
+  const ir::Step& step = c.steps[i];
+  const CompiledKernel& k = c.kernels[size_t(step.kernel)];
+  if (k.launches_nothing()) return nullptr;
+  Node n;
+  n.buffers = k.buffers;
+  for (int b : k.buffers) {
+    n.args.push_back(bound_[size_t(b)]);
+    n.bound_io |= buffers_[size_t(b)].kind != ir::BufferKind::kIntermediate;
+  }
+  n.slots = k.params;
+  n.values.assign(k.params.size(), 0);
+  n.map_desc = k.tensor_maps;
+  n.maps.resize(k.tensor_maps.size());
+  for (size_t m = 0; m < n.maps.size(); ++m) {
+    const int b = n.map_desc[m].buffer;
+    n.bound_io |= buffers_[size_t(b)].kind != ir::BufferKind::kIntermediate;
+    // Inputs and outputs are not bound yet: encode over a stand-in address (256) until the
+    // first run re-encodes them.
+    CUdeviceptr at = bound_[size_t(b)] ? bound_[size_t(b)] : CUdeviceptr(256);
+    if (absl::Status s = encode_map(n.map_desc[m], at, &n.maps[m]); !s.ok())
+      return absl::Status(s.code(), absl::StrCat(k.name, ": ", s.message()));
+  }
+  for (CUdeviceptr& a : n.args) n.arg_ptrs.push_back(&a);
+  for (uint64_t& v : n.values) n.arg_ptrs.push_back(&v);
+  for (CUtensorMap& m : n.maps) n.arg_ptrs.push_back(&m);
+  n.params.func = (*plan->functions)[size_t(step.kernel)];
+  n.params.gridDimX = plan->grid_x[size_t(step.kernel)];
+  n.params.gridDimY = k.grid[1];
+  n.params.gridDimZ = k.grid[2];
+  n.params.blockDimX = k.block[0];
+  n.params.blockDimY = k.block[1];
+  n.params.blockDimZ = k.block[2];
+  n.params.sharedMemBytes = k.shared_bytes;
+  n.params.kernelParams = n.arg_ptrs.empty() ? nullptr : n.arg_ptrs.data();
+  CUresult r = api().cuGraphAddKernelNode(&n.node, g, deps.empty() ? nullptr : deps.data(), deps.size(), &n.params);
+  if (absl::Status s = cu_check(r, absl::StrCat("adding kernel ", k.name, " to the CUDA graph")); !s.ok()) return s;
+  CUgraphNode node = n.node;
+  nodes_.push_back(std::move(n));  // moving keeps args/arg_ptrs' heap storage where it is
+  support::KernelRun info;
+  info.name = k.name;
+  info.kernel = step.kernel;
+  info.bytes = k.bytes;
+  info.flops = k.flops;
+  info.tensor_math = k.tensor_math;
+  info.computes = k.computes;
+  node_info_.push_back(std::move(info));
+  return node;
+}
+
+absl::StatusOr<CUgraphNode> CudaExecutable::add_gate(CUgraph g, std::unique_ptr<Gate> gate, const std::vector<CUgraphNode>& deps) {
+  Gate& x = *gate;
+  const bool loop = x.trips != 0;
+  if (loop)
+    x.ptrs = {&x.h1, &x.flag, &x.trips, &x.status, &x.max_trips, &x.first};
+  else
+    x.ptrs = {&x.h1, &x.h2, &x.flag, &x.has_else};
+  x.params.func = loop ? loop_gate_ : branch_gate_;
+  x.params.gridDimX = x.params.gridDimY = x.params.gridDimZ = 1;
+  x.params.blockDimX = x.params.blockDimY = x.params.blockDimZ = 1;
+  x.params.kernelParams = x.ptrs.data();
+  CUresult r = api().cuGraphAddKernelNode(&x.node, g, deps.empty() ? nullptr : deps.data(), deps.size(), &x.params);
+  if (absl::Status s = cu_check(r, loop ? "adding a loop's gate to the CUDA graph" : "adding a branch's gate to the CUDA graph"); !s.ok())
+    return s;
+  CUgraphNode node = x.node;
+  gates_.push_back(std::move(gate));
+  return node;
+}
+
+absl::StatusOr<CUgraphNode> CudaExecutable::add_conditional(CUgraph g, unsigned long long handle, CUgraphConditionalNodeType type,
+                                                            const std::vector<CUgraphNode>& deps, CUgraph* body) {
+  CUgraphNodeParams p{};
+  p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  p.conditional.handle = handle;
+  p.conditional.type = type;
+  p.conditional.size = 1;
+  p.conditional.ctx = ctx_->ctx;
+  CUgraphNode node = nullptr;
+  CUresult r = api().cuGraphAddNode(&node, g, deps.empty() ? nullptr : deps.data(), nullptr, deps.size(), &p);
+  if (absl::Status s = cu_check(r, "adding a conditional node to the CUDA graph (a driver for CUDA 12.4 or newer has them)"); !s.ok())
+    return s;
+  *body = p.conditional.phGraph_out[0];
+  return node;
+}
+
+absl::StatusOr<std::vector<CUgraphNode>> CudaExecutable::build_range(CUgraph g, size_t begin, size_t end,
+                                                                     std::vector<CUgraphNode> frontier, Plan* plan) {
+  const std::vector<ir::Step>& steps = plan->c->steps;
+  const ir::BlockLinks& links = plan->links;
+  // Each step's node, or for a step with nothing to launch, the nodes it waited for (so that its
+  // dependents still wait for them). A step of a run with no deps waits for the frontier.
+  std::vector<std::vector<CUgraphNode>> after(steps.size());
+  std::vector<CUgraphNode> run;  // the current run's nodes
+  auto close_run = [&] {
+    if (!run.empty()) frontier = std::move(run);
+    run.clear();
+  };
+  auto handle = [&](CUgraph graph) -> absl::StatusOr<unsigned long long> {
+    CUgraphConditionalHandle h = 0;
+    CUresult r = api().cuGraphConditionalHandleCreate(&h, graph, ctx_->ctx, 0, 0);
+    if (absl::Status s = cu_check(r, "creating a conditional handle (cuGraphConditionalHandleCreate)"); !s.ok()) return s;
+    return static_cast<unsigned long long>(h);
+  };
+  for (size_t i = begin; i < end;) {
+    const ir::Step& step = steps[i];
+    if (step.is_kernel()) {
+      std::vector<CUgraphNode> deps;
+      for (int d : step.deps) deps.insert(deps.end(), after[size_t(d)].begin(), after[size_t(d)].end());
+      if (step.deps.empty()) deps = frontier;
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      auto node = add_kernel(g, i, deps, plan);
+      if (!node.ok()) return node.status();
+      after[i] = *node ? std::vector<CUgraphNode>{*node} : deps;
+      if (*node) run.push_back(*node);
+      ++i;
+      continue;
+    }
+    close_run();
+    const CUdeviceptr flag = arena_ + CUdeviceptr(buffers_[size_t(step.flag)].offset);
+    if (step.kind == ir::StepKind::kWhile) {
+      auto h = handle(g);
+      if (!h.ok()) return h.status();
+      const int loop = plan->loops++;
+      auto gate = std::make_unique<Gate>();
+      gate->h1 = *h;
+      gate->flag = flag;
+      gate->status = loop_state_;
+      gate->trips = loop_state_ + CUdeviceptr(sizeof(uint64_t) * size_t(loop + 1));
+      gate->max_trips = step.max_trips;
+      gate->first = 1;
+      auto again = std::make_unique<Gate>(*gate);
+      again->first = 0;
+      auto first = add_gate(g, std::move(gate), frontier);
+      if (!first.ok()) return first.status();
+      CUgraph body = nullptr;
+      auto cond = add_conditional(g, *h, CU_GRAPH_COND_TYPE_WHILE, {*first}, &body);
+      if (!cond.ok()) return cond.status();
+      const size_t e = size_t(links.end[i]);
+      auto inner = build_range(body, i + 1, e, {}, plan);
+      if (!inner.ok()) return inner.status();
+      if (auto last = add_gate(body, std::move(again), *inner); !last.ok()) return last.status();
+      frontier = {*cond};
+      i = e + 1;
+      continue;
+    }
+    // kIf, with its else when it has one.
+    const int otherwise = links.otherwise[i];
+    const size_t e = size_t(links.end[i]);
+    auto h1 = handle(g);
+    if (!h1.ok()) return h1.status();
+    auto gate = std::make_unique<Gate>();
+    gate->h1 = *h1;
+    gate->flag = flag;
+    if (otherwise >= 0) {
+      auto h2 = handle(g);
+      if (!h2.ok()) return h2.status();
+      gate->h2 = *h2;
+      gate->has_else = 1;
+    }
+    const unsigned long long h2 = gate->h2;
+    auto set = add_gate(g, std::move(gate), frontier);
+    if (!set.ok()) return set.status();
+    CUgraph then_body = nullptr;
+    auto then_node = add_conditional(g, *h1, CU_GRAPH_COND_TYPE_IF, {*set}, &then_body);
+    if (!then_node.ok()) return then_node.status();
+    if (auto inner = build_range(then_body, i + 1, otherwise >= 0 ? size_t(otherwise) : e, {}, plan); !inner.ok())
+      return inner.status();
+    frontier = {*then_node};
+    if (otherwise >= 0) {
+      CUgraph else_body = nullptr;
+      auto else_node = add_conditional(g, h2, CU_GRAPH_COND_TYPE_IF, {*then_node}, &else_body);
+      if (!else_node.ok()) return else_node.status();
+      if (auto inner = build_range(else_body, size_t(otherwise) + 1, e, {}, plan); !inner.ok()) return inner.status();
+      frontier = {*else_node};
+    }
+    i = e + 1;
+  }
+  close_run();
+  return frontier;
+}
+
+absl::Status CudaExecutable::check_trips() {
+  uint64_t status = 0;
+  if (absl::Status s = done_->wait(); !s.ok()) return s;
+  if (absl::Status s = cu_check(api().cuMemcpyDtoH(&status, loop_state_, sizeof status), "reading the loops' status"); !s.ok())
+    return s;
+  if (status == 0) return absl::OkStatus();
+  if (absl::Status s = cu_check(api().cuMemsetD8Async(loop_state_, 0, sizeof status, ctx_->stream), "clearing the loops' status");
+      !s.ok())
+    return s;
+  return absl::OutOfRangeError(ir::max_trips_message(int64_t(status)));
+}
+
+}  // namespace kiln::runtime::cuda
