@@ -32,8 +32,9 @@ NodePtr placeholder(const Tensor& like, runtime::Device* device) {
 }
 
 // The values some functions recorded, split into what depends on their arguments (the regions'
-// nodes), constants built by cheap ops (cloned into the regions) and everything else they read
-// (captured: operands of the control node, computed once outside it).
+// nodes), constants built by cheap ops and views of captured values (both cloned into the
+// regions), and everything else they read (captured: operands of the control node, computed once
+// outside it).
 class Tracer {
  public:
   explicit Tracer(std::vector<NodePtr> args) : args_(std::move(args)) {
@@ -126,7 +127,7 @@ class Tracer {
   }
 
  private:
-  enum State { kDepends, kConstant, kCaptured };
+  enum State { kDepends, kConstant, kView, kCaptured };
 
   State classify(const LazyNode& n) const {
     if (n.buffer) return kCaptured;
@@ -138,6 +139,13 @@ class Tracer {
     }
     if (depends) return kDepends;
     const ir::OpClass c = ir::op_class(n.op);
+    // A view of a captured value (a bias broadcast to the rows) read by the region stays in it:
+    // the capture is the value itself, not a materialized copy of its view. (Work over views
+    // that does not depend on the arguments is still captured, i.e. hoisted out of the loop.)
+    if (c == ir::OpClass::kMovement && n.inputs.size() == 1) {
+      const State in = state_.at(n.inputs[0].get());
+      if (in == kCaptured || in == kView) return kView;
+    }
     const bool cheap = (c == ir::OpClass::kSource && n.op != ir::Op::kInput) || ir::is_elementwise(n.op) ||
                        c == ir::OpClass::kMovement;
     return cheap && constant ? kConstant : kCaptured;

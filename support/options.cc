@@ -126,6 +126,8 @@ Options options() {
   read_int(o, "KILN_VULKAN_COOP_WARPS", &o.vulkan_coop_warps);
   read_int(o, "KILN_VULKAN_COOP_BK", &o.vulkan_coop_bk);
   read_int(o, "KILN_VULKAN_TRANSFER_QUEUE", &o.vulkan_transfer_queue);
+  read_int(o, "KILN_VULKAN_LOOP_BATCH", &o.vulkan_loop_batch);
+  if (o.vulkan_loop_batch < 1) o.vulkan_loop_batch = 1;
   read_int(o, "KILN_CUDA_ATTENTION_ROWS", &o.cuda_attention_rows);
   read_switch("KILN_CUDA_SM90_ATTENTION", &o.cuda_sm90_attention);
   read_int(o, "KILN_CUDA_SM90_ATTENTION_CLUSTER", &o.cuda_sm90_attention_cluster);

@@ -65,6 +65,10 @@ struct Options {
   // one; 0 on the compute queue; 2 on the compute queue with the copy queue's own timeline (tests
   // the bookkeeping on any device).
   int vulkan_transfer_queue = 1;
+  // KILN_VULKAN_LOOP_BATCH: trips of a device loop recorded into one submission where the device
+  // has conditional rendering (dispatches skipped once the condition fails; the host reads the
+  // condition back after each batch). 1: one submission and read-back per trip.
+  int vulkan_loop_batch = 16;
   int cuda_attention_rows = 128;  // KILN_CUDA_ATTENTION_ROWS=64: queries per fused-attention block (mma.sync kernel)
   bool cuda_sm90_attention = true;  // KILN_CUDA_SM90_ATTENTION=0: attention keeps the mma.sync kernel on sm_90
   std::string cuda_sm90_attention_schedule;  // KILN_CUDA_SM90_ATTENTION_SCHEDULE=plain|pipelined|pingpong

@@ -242,8 +242,8 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
   bool changed = false;
   if (absl::Status s = bind(inputs, outputs, params, &changed); !s.ok()) return s;
   const bool new_values = values_unknown_ || params != params_;
-  bool rebuilt = false;
-  if (changed || new_values) {
+  bool rebuilt = !exec_ && (!nodes_.empty() || control_);  // a failed re-instantiation: try again
+  if (changed || new_values || rebuilt) {
     // Only nodes whose pointers moved or whose param values changed get new parameters; launches
     // already queued keep theirs.
     for (Node& n : nodes_) {
@@ -286,7 +286,16 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
       }
     }
     if (rebuilt) {
-      api().cuGraphExecDestroy(exec_);
+      // Nodes updated in the instantiated graph before the refusal hold their new parameters
+      // only there: every node's are set in the graph before it is instantiated again.
+      for (Node& n : nodes_) {
+        if (absl::Status s = cu_check(api().cuGraphKernelNodeSetParams(n.node, &n.params), "rebinding a kernel of the CUDA graph");
+            !s.ok()) {
+          values_unknown_ = true;
+          return s;
+        }
+      }
+      if (exec_) api().cuGraphExecDestroy(exec_);
       exec_ = nullptr;
       if (absl::Status s = cu_check(api().cuGraphInstantiateWithFlags(&exec_, graph_, 0), "instantiating the CUDA graph again");
           !s.ok()) {

@@ -176,11 +176,20 @@ absl::Status Context::create_device(const ContextOptions& o) {
   f13.maintenance4 = f.maintenance4;
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop =
       vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  VkPhysicalDeviceConditionalRenderingFeaturesEXT cond =
+      vk_struct<VkPhysicalDeviceConditionalRenderingFeaturesEXT>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT);
   std::vector<const char*> extensions;
+  void** fnext = caps.vulkan13 ? &f13.pNext : &f12.pNext;
   if (f.coop_matrix) {
     coop.cooperativeMatrix = VK_TRUE;
-    (caps.vulkan13 ? f13.pNext : f12.pNext) = &coop;
+    *fnext = &coop, fnext = &coop.pNext;
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  if (f.conditional_rendering && vkCmdBeginConditionalRenderingEXT && vkCmdEndConditionalRenderingEXT) {
+    cond.conditionalRendering = VK_TRUE;
+    *fnext = &cond, fnext = &cond.pNext;
+    extensions.push_back(VK_EXT_CONDITIONAL_RENDERING_EXTENSION_NAME);
+    caps.conditional_rendering = true;
   }
 
   // Uploads on the copy engines' queue where the device has one, or, in the test mode, on the

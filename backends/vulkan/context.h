@@ -43,6 +43,7 @@ struct Caps {
   VkDeviceSize storage_offset_alignment = 256, max_storage_range = 0;  // descriptor limits
   bool vulkan13 = false;
   bool validation = false;
+  bool conditional_rendering = false;  // VK_EXT_conditional_rendering enabled (device loops in batches)
 };
 
 // Messages of the validation layer's debug messenger (warnings and errors).

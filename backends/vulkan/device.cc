@@ -112,6 +112,7 @@ absl::StatusOr<std::unique_ptr<Executable>> VulkanDevice::load(const CompiledPro
   o.print_times = env.debug >= 1;
   o.max_in_flight = env.vulkan_in_flight;
   o.queue_order = env.vulkan_queue_order;
+  o.loop_batch = env.vulkan_loop_batch;
   auto e = VulkanExecutable::create(this, ctx_, c, o);
   if (!e.ok()) return e.status();
   return std::unique_ptr<Executable>(std::move(*e));

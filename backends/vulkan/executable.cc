@@ -41,6 +41,17 @@ absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Devic
     }
   }
   const bool control = e->kernel_steps_ != int(c.steps.size());
+  // A loop whose body is one straight-line run and has no trip limit (a limit is checked per
+  // trip) runs in batches where the device has conditional rendering.
+  e->batch_at_.assign(c.steps.size(), -1);
+  if (control && e->ctx_->caps.conditional_rendering && o.loop_batch > 1)
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      if (c.steps[i].kind != ir::StepKind::kWhile || c.steps[i].max_trips > 0) continue;
+      const size_t end = size_t(e->links_.end[i]);
+      bool straight = end > i + 1;
+      for (size_t j = i + 1; j < end; ++j) straight = straight && c.steps[j].is_kernel();
+      if (straight) e->batch_at_[i] = e->num_batches_++;
+    }
   if (control && e->opts_.profile) {
     std::fprintf(stderr, "kiln: vulkan: no per-kernel GPU times for a program with loops or branches\n");
     e->opts_.profile = false;
@@ -111,6 +122,7 @@ VulkanExecutable::~VulkanExecutable() {
   for (auto& s : slots_) {
     if (s->queries) vkDestroyQueryPool(dev, s->queries, nullptr);
     if (s->flags.buffer) ctx_->release(s->flags, 0);
+    if (s->predicates.buffer) ctx_->release(s->predicates, 0);
   }
   if (tables_.buffer) ctx_->release(tables_, 0);
   ctx_->release(arena_, last_value_);
@@ -181,6 +193,14 @@ absl::Status VulkanExecutable::prepare(Slot* s) {
     auto flags = ctx_->allocate(VkDeviceSize(std::max<size_t>(steps_.size(), 4)), MemoryUse::kReadback);
     if (!flags.ok()) return flags.status();
     s->flags = *flags;
+    if (num_batches_ > 0) {
+      s->batches.assign(size_t(num_batches_), VK_NULL_HANDLE);
+      ai.commandBufferCount = uint32_t(num_batches_);
+      KILN_VK_RETURN_IF_ERROR(vkAllocateCommandBuffers(dev, &ai, s->batches.data()), "vkAllocateCommandBuffers (executable loops)");
+      auto words = ctx_->allocate(VkDeviceSize(4 * num_batches_), MemoryUse::kPredicate);
+      if (!words.ok()) return words.status();
+      s->predicates = *words;
+    }
   }
   if (shadow_) {
     auto sets = ShadowSets::create(*ctx_, *shadow_);
@@ -213,7 +233,54 @@ absl::Status VulkanExecutable::record(Slot* s) {
     record_steps(s, s->runs[r], runs_[r].first, end, flag, end);
     KILN_VK_RETURN_IF_ERROR(vkEndCommandBuffer(s->runs[r]), "vkEndCommandBuffer (executable run)");
   }
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (batch_at_[i] < 0) continue;
+    VkCommandBuffer cb = s->batches[size_t(batch_at_[i])];
+    VkCommandBufferBeginInfo bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    KILN_VK_RETURN_IF_ERROR(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
+    record_batch(s, cb, i, size_t(batch_at_[i]));
+    KILN_VK_RETURN_IF_ERROR(vkEndCommandBuffer(cb), "vkEndCommandBuffer (executable loop)");
+  }
   return absl::OkStatus();
+}
+
+void VulkanExecutable::record_batch(Slot* s, VkCommandBuffer cb, size_t head, size_t word) {
+  const size_t end = size_t(links_.end[head]);
+  const VkDeviceSize flag_at = VkDeviceSize(buffers_[size_t(steps_[head].flag)].offset), word_at = 4 * VkDeviceSize(word);
+  auto barrier = [&](VkPipelineStageFlags src, VkAccessFlags src_access, VkPipelineStageFlags dst, VkAccessFlags dst_access) {
+    VkMemoryBarrier b = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    b.srcAccessMask = src_access;
+    b.dstAccessMask = dst_access;
+    vkCmdPipelineBarrier(cb, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
+  };
+  // The predicate word: zero, then its low byte is the flag (a bool of one byte).
+  barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_CONDITIONAL_RENDERING_BIT_EXT,
+          VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_CONDITIONAL_RENDERING_READ_BIT_EXT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+  vkCmdFillBuffer(cb, s->predicates.buffer, word_at, 4, 0);
+  barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+  const VkBufferCopy to_word{flag_at, word_at, 1};
+  vkCmdCopyBuffer(cb, arena_.buffer, s->predicates.buffer, 1, &to_word);
+  VkConditionalRenderingBeginInfoEXT ci = vk_struct<VkConditionalRenderingBeginInfoEXT>(VK_STRUCTURE_TYPE_CONDITIONAL_RENDERING_BEGIN_INFO_EXT);
+  ci.buffer = s->predicates.buffer;
+  ci.offset = word_at;
+  for (int t = 0; t < opts_.loop_batch; ++t) {
+    // Everything before (the predicate's copy above all) before the predicate is read.
+    barrier(VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+            VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_CONDITIONAL_RENDERING_READ_BIT_EXT);
+    vkCmdBeginConditionalRenderingEXT(cb, &ci);
+    record_steps(s, cb, head + 1, end, -1, 0);
+    vkCmdEndConditionalRenderingEXT(cb);
+    barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_CONDITIONAL_RENDERING_BIT_EXT,
+            VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_CONDITIONAL_RENDERING_READ_BIT_EXT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    vkCmdCopyBuffer(cb, arena_.buffer, s->predicates.buffer, 1, &to_word);
+  }
+  // The flag after the batch, for the host (the slot of the loop's end marker).
+  const VkBufferCopy to_host{flag_at, VkDeviceSize(end), 1};
+  vkCmdCopyBuffer(cb, arena_.buffer, s->flags.buffer, 1, &to_host);
+  barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT);
 }
 
 void VulkanExecutable::record_steps(Slot* s, VkCommandBuffer cb, size_t begin, size_t end, int flag, size_t flag_slot) {
@@ -299,6 +366,19 @@ absl::Status VulkanExecutable::run_structured(Slot* s, Stamp first) {
           next = size_t(links_.end[i]) + 1;
         } else if (step.max_trips > 0 && trips[i]++ == step.max_trips) {
           return absl::OutOfRangeError(ir::max_trips_message(step.max_trips));
+        } else if (batch_at_[i] >= 0) {
+          // Batches of trips until the flag after one is false (the trips after the condition
+          // failed dispatched nothing), then on after the loop.
+          for (bool more = true; more;) {
+            auto v = ctx_->submit(Queue::kCompute, s->batches[size_t(batch_at_[i])], Stamp{opts_.queue_order ? 0 : last, 0},
+                                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+            if (!v.ok()) return v.status();
+            s->value = last_value_ = last = *v;
+            auto again = flag_at(size_t(links_.end[i]));
+            if (!again.ok()) return again.status();
+            more = *again;
+          }
+          next = size_t(links_.end[i]) + 1;
         }
         break;
       }

@@ -33,6 +33,9 @@ struct ExecutableOptions {
   // queue are in its first scope) instead of a timeline-semaphore wait in the submission
   // (KILN_VULKAN_QUEUE_ORDER=0 restores the wait).
   bool queue_order = true;
+  // Trips of a device loop per submission where the device has conditional rendering
+  // (KILN_VULKAN_LOOP_BATCH; 1: one submission per trip).
+  int loop_batch = 16;
 };
 
 class VulkanExecutable : public Executable {
@@ -54,6 +57,8 @@ class VulkanExecutable : public Executable {
     VkCommandBuffer cb = VK_NULL_HANDLE;  // the whole program, or its first straight-line run
     std::vector<VkCommandBuffer> runs;    // a program with loops or branches: one per run
     Allocation flags;                     // ... and the flags its runs end with, read by the host
+    std::vector<VkCommandBuffer> batches; // per batched loop: loop_batch trips of its body
+    Allocation predicates;                // per batched loop: its condition as a 32-bit word
     Allocation table;  // a view into tables_ (not owned)
     VkQueryPool queries = VK_NULL_HANDLE;
     std::unique_ptr<ShadowSets> shadow;  // validation mode
@@ -68,6 +73,10 @@ class VulkanExecutable : public Executable {
   // Records steps [begin, end) into cb; `flag` >= 0: then copies that buffer into flag_slot of
   // the slot's host-visible flags.
   void record_steps(Slot* s, VkCommandBuffer cb, size_t begin, size_t end, int flag, size_t flag_slot);
+  // loop_batch trips of the loop whose head is step `head`, each under conditional rendering on
+  // the loop's predicate word, which the flag is copied into after each trip (so the trips after
+  // the condition fails dispatch nothing); then the flag for the host.
+  void record_batch(Slot* s, VkCommandBuffer cb, size_t head, size_t word);
   // A program with loops and branches: the host walks the step list, submitting each straight-line
   // run's command buffer and reading the flag a marker tests after the run before it finishes.
   absl::Status run_structured(Slot* s, Stamp first);
@@ -84,6 +93,9 @@ class VulkanExecutable : public Executable {
   ir::BlockLinks links_;
   std::vector<std::pair<size_t, size_t>> runs_;
   std::vector<int> run_at_;
+  // Loops run in batches: per step, the batch of the loop whose head it is (-1: none).
+  std::vector<int> batch_at_;
+  int num_batches_ = 0;
   int num_inputs_ = 0, num_outputs_ = 0;
   size_t num_params_ = 0;  // their values follow the buffer addresses in each table
   std::vector<VkPipeline> pipelines_;  // per kernel

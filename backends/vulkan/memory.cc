@@ -40,6 +40,9 @@ UseInfo use_info(MemoryUse u) {
       return {VK_BUFFER_USAGE_TRANSFER_SRC_BIT, host, 0};
     case MemoryUse::kReadback:
       return {VK_BUFFER_USAGE_TRANSFER_DST_BIT, host, VK_MEMORY_PROPERTY_HOST_CACHED_BIT};
+    case MemoryUse::kPredicate:  // a device loop's condition for conditional rendering
+      return {VK_BUFFER_USAGE_CONDITIONAL_RENDERING_BIT_EXT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+              VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0};
     case MemoryUse::kTable:
       return {VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT, host,
               VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT};
@@ -140,7 +143,7 @@ absl::StatusOr<Allocation> Context::allocate_new(VkDeviceSize bytes, MemoryUse u
     a.block = r->block;
     a.block_offset = r->offset;
     a.block_size = r->size;
-    a.mapped = use == MemoryUse::kDevice ? nullptr : r->mapped;
+    a.mapped = use == MemoryUse::kDevice || use == MemoryUse::kPredicate ? nullptr : r->mapped;
     break;
   }
   if (!last.ok()) {
@@ -148,7 +151,7 @@ absl::StatusOr<Allocation> Context::allocate_new(VkDeviceSize bytes, MemoryUse u
     return last;
   }
   absl::Status s = check(vkBindBufferMemory(device, a.buffer, a.memory, a.block_offset), "vkBindBufferMemory");
-  if (s.ok() && use != MemoryUse::kDevice && !a.mapped)
+  if (s.ok() && use != MemoryUse::kDevice && use != MemoryUse::kPredicate && !a.mapped)
     s = absl::InternalError(absl::StrCat("vulkan: a host-visible block on ", caps.name, " is not mapped"));
   if (!s.ok()) {
     destroy(a);

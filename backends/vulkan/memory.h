@@ -21,7 +21,7 @@ namespace kiln::runtime::vk {
 
 class Context;
 
-enum class MemoryUse { kDevice, kUpload, kReadback, kTable };
+enum class MemoryUse { kDevice, kUpload, kReadback, kTable, kPredicate };
 
 // A VkBuffer bound to a range of a memory block; `mapped` for host-visible uses.
 struct Allocation {

@@ -53,6 +53,7 @@ DeviceChoice describe(VkPhysicalDevice pd, int index, const Probe& p) {
   o.maintenance4 = p.v13 && p.f13.maintenance4;
   // Cooperative matrices: the kernel (codegen contraction_coop) holds f16 values in float16_t
   // and 32-wide subgroups, and glslang writes such shaders in the Vulkan memory model.
+  o.conditional_rendering = p.ext_cond && p.cond.conditionalRendering;
   o.coop_matrix = p.coop_shape[0] > 0 && o.float16 && o.storage16 && o.memory_model && p.p11.subgroupSize == 32 &&
                   has_subgroup_operations(p) && support::options().vulkan_coop_matrix;
   c.target = read_target(p, o);

@@ -20,6 +20,7 @@ struct OptionalFeatures {
   bool subgroup_size_control = false, compute_full_subgroups = false;
   bool synchronization2 = false, maintenance4 = false;
   bool coop_matrix = false;  // VK_NV_cooperative_matrix, enabled where kernels may use it
+  bool conditional_rendering = false;  // VK_EXT_conditional_rendering: device loops in batches
 };
 
 struct DeviceChoice {

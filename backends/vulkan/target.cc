@@ -65,6 +65,7 @@ void probe(VkPhysicalDevice pd, Probe* p) {
   p->nv_sm = has_extension(pd, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
   p->amd_core = has_extension(pd, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
   p->nv_coop = has_extension(pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  p->ext_cond = has_extension(pd, VK_EXT_CONDITIONAL_RENDERING_EXTENSION_NAME);
   VkPhysicalDeviceProperties2 props2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   void** next = &props2.pNext;
   *next = &p->p11, next = &p->p11.pNext;
@@ -76,7 +77,9 @@ void probe(VkPhysicalDevice pd, Probe* p) {
   p->f.pNext = &p->f11;
   p->f11.pNext = &p->f12;
   if (p->v13) p->f12.pNext = &p->f13;
-  if (p->nv_coop) (p->v13 ? p->f13.pNext : p->f12.pNext) = &p->coop;
+  void** fnext = p->v13 ? &p->f13.pNext : &p->f12.pNext;
+  if (p->nv_coop) *fnext = &p->coop, fnext = &p->coop.pNext;
+  if (p->ext_cond) *fnext = &p->cond, fnext = &p->cond.pNext;
   vkGetPhysicalDeviceFeatures2(pd, &p->f);
   if (p->nv_coop && p->coop.cooperativeMatrix) read_coop_shapes(pd, p->coop_shape);
   uint32_t nq = 0;

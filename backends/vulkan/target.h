@@ -31,10 +31,12 @@ struct Probe {
   VkPhysicalDeviceVulkan12Features f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
   VkPhysicalDeviceVulkan13Features f13 = vk_struct<VkPhysicalDeviceVulkan13Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES);
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  VkPhysicalDeviceConditionalRenderingFeaturesEXT cond = vk_struct<VkPhysicalDeviceConditionalRenderingFeaturesEXT>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT);
   // The cooperative-matrix shape read_target offers (f16 x f16 + f32 -> f32, subgroup scope;
   // {0, 0, 0} when the device has none): VK_NV_cooperative_matrix's list, 16x16x16 preferred.
   int coop_shape[3] = {0, 0, 0};
   bool v13 = false, nv_sm = false, amd_core = false, nv_coop = false;
+  bool ext_cond = false;  // VK_EXT_conditional_rendering (its feature in `cond`)
   int compute_family = -1;
   int transfer_family = -1;  // a family of copy engines only (TRANSFER, no GRAPHICS/COMPUTE); -1: none
   uint32_t timestamp_bits = 0;

@@ -20,6 +20,8 @@ KILN_VK_GLOBAL_FUNCTIONS(KILN_VK_DEFINE)
 KILN_VK_INSTANCE_FUNCTIONS(KILN_VK_DEFINE)
 #undef KILN_VK_DEFINE
 PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV vkGetPhysicalDeviceCooperativeMatrixPropertiesNV = nullptr;
+PFN_vkCmdBeginConditionalRenderingEXT vkCmdBeginConditionalRenderingEXT = nullptr;
+PFN_vkCmdEndConditionalRenderingEXT vkCmdEndConditionalRenderingEXT = nullptr;
 
 absl::Status load_loader() {
   static std::once_flag once;
@@ -115,6 +117,10 @@ absl::Status load_instance_functions(VkInstance instance) {
 #undef KILN_VK_LOAD_INSTANCE
   vkGetPhysicalDeviceCooperativeMatrixPropertiesNV = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
       vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  vkCmdBeginConditionalRenderingEXT = reinterpret_cast<PFN_vkCmdBeginConditionalRenderingEXT>(
+      vkGetInstanceProcAddr(instance, "vkCmdBeginConditionalRenderingEXT"));
+  vkCmdEndConditionalRenderingEXT = reinterpret_cast<PFN_vkCmdEndConditionalRenderingEXT>(
+      vkGetInstanceProcAddr(instance, "vkCmdEndConditionalRenderingEXT"));
   loaded = true;
   return absl::OkStatus();
 }

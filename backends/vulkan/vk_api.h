@@ -70,6 +70,7 @@
   X(vkCmdDispatch)                          \
   X(vkCmdPipelineBarrier)                   \
   X(vkCmdCopyBuffer)                        \
+  X(vkCmdFillBuffer)                        \
   X(vkCmdWriteTimestamp)                    \
   X(vkCmdResetQueryPool)                    \
   X(vkCreateQueryPool)                      \
@@ -99,6 +100,8 @@ KILN_VK_INSTANCE_FUNCTIONS(KILN_VK_DECLARE)
 #undef KILN_VK_DECLARE
 // Optional (an extension's command): null where the loader or no driver provides it.
 extern PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV vkGetPhysicalDeviceCooperativeMatrixPropertiesNV;
+extern PFN_vkCmdBeginConditionalRenderingEXT vkCmdBeginConditionalRenderingEXT;
+extern PFN_vkCmdEndConditionalRenderingEXT vkCmdEndConditionalRenderingEXT;
 
 // Opens libvulkan.so.1 ($KILN_VULKAN_LOADER if set) and resolves the global commands, once per
 // process. Unavailable "vulkan: no Vulkan loader (libvulkan.so.1): ..." when it cannot be opened.

@@ -12,8 +12,8 @@
 #   final    a stop's last check: vulkan_test, CUDA contraction tests, op suite and fuzzer on both
 #   copyq    uploads on Vulkan's copy-engine queue: tests, op suite, fuzzer, the transfer pipeline
 #   coopvar  the cooperative-matrix kernel's variants, tested and timed
-#   control  issue 15: control_test on cuda (+ memcheck) and vulkan (+ validation), W10 beside
-#            torch and jax
+#   control  issue 15: control_test on cuda (+ memcheck) and vulkan (+ validation; loops batched
+#            and per trip), W10 beside torch and jax
 #   w11      W11: time to first result at batch sizes 1, 7, 64, 1000, kiln beside torch and jax
 #   vkperf   Vulkan's host path and W4a/W4b/W6/H beside cuda (also the end of `vulkan`)
 #   vulkan   vulkan_test, the op, pass and AOT suites with KILN_DEVICE=vulkan (not in the default
@@ -276,11 +276,17 @@ for s in $SECTIONS; do
         run_test control.cuda 300 env KILN_DEVICE=cuda "$BIN/control_test"
         run_test control.cuda.memcheck 300 env KILN_DEVICE=cuda compute-sanitizer --tool memcheck --error-exitcode 9 \
           "$BIN/control_test" --gtest_filter='*Newton*:*Nested*:*Cond*:*MaxTrips*'
-        run_test control.vulkan 300 env KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 "$BIN/control_test"
+        for batch in 4 1; do
+          run_test control.vulkan.batch$batch 300 env KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 KILN_VULKAN_LOOP_BATCH=$batch \
+            "$BIN/control_test"
+        done
         run_test cuda_test.control 120 "$BIN/cuda_test" --gtest_filter='CudaControl*'
         for scale in 32 8; do
-          for d in cuda vulkan; do
-            timeout 240 "$BIN/anchor_bench" --device $d --w10 --scale $scale --results "$RESULTS" 2>&1 | grep -v "^RESULT"
+          timeout 240 "$BIN/anchor_bench" --device cuda --w10 --scale $scale --results "$RESULTS" 2>&1 | grep -v "^RESULT"
+          for batch in 16 1; do
+            echo "--- vulkan, KILN_VULKAN_LOOP_BATCH=$batch"
+            KILN_VULKAN_LOOP_BATCH=$batch timeout 240 "$BIN/anchor_bench" --device vulkan --w10 --scale $scale --results "$RESULTS" \
+              2>&1 | grep -v "^RESULT"
           done
           for fw in torch-eager torch-graph torch-graph-unchecked jax; do
             echo "--- $fw (scale $scale)"
