@@ -264,8 +264,11 @@ class Structurer {
     if (auto s = emit((*n.regions)[0], args, {flag}); !s.ok()) return s.status();
     const size_t cond_end = p_.steps.size();
     add_marker(ir::StepKind::kWhile, flag, n.ints[1]);
+    const size_t body_begin = p_.steps.size();
+    const int fresh_from = int(p_.buffers.size());
     auto out = emit((*n.regions)[1], args, std::vector<int>(carried, -1));
     if (!out.ok()) return out.status();
+    write_in_place(body_begin, fresh_from, c, &*out);
     // All carried values change at once: one that becomes another's old value is saved first.
     for (size_t k = 0; k < carried; ++k) {
       const int b = (*out)[k];
@@ -280,6 +283,72 @@ class Structurer {
     for (size_t i = cond_begin; i < cond_end; ++i) p_.steps.push_back(p_.steps[i]);
     add_marker(ir::StepKind::kEnd);
     return c;
+  }
+
+  // A body result that one kernel of the body computes goes straight into its carried buffer
+  // (no copy after the body) when no later step of the body reads the carried value (it would
+  // see the new one) and that kernel reads it, if at all, only at the element it writes: an
+  // elementwise kernel loading it over the map it stores with, so each element is read before it
+  // is overwritten and by the same iteration (plan_memory's in-place rule). `fresh_from`: the
+  // first buffer the body made.
+  void write_in_place(size_t body_begin, int fresh_from, const std::vector<int>& c, std::vector<int>* out) {
+    const size_t body_end = p_.steps.size();
+    std::vector<int> uses(p_.kernels.size(), 0);  // steps running each kernel
+    for (const ir::Step& st : p_.steps)
+      if (st.is_kernel()) ++uses[size_t(st.kernel)];
+    auto loads = [](const ir::Kernel& k, int b) {
+      for (const ir::KNode& x : k.nodes)
+        if (x.op == ir::Op::kLoad && x.buffer == b) return true;
+      return false;
+    };
+    for (size_t k = 0; k < c.size(); ++k) {
+      const int b = (*out)[k];
+      if (b == c[k] || b < fresh_from || p_.buffers[size_t(b)].kind != ir::BufferKind::kIntermediate ||
+          std::count(out->begin(), out->end(), b) != 1 || std::count(out->begin(), out->end(), c[k]) != 0)
+        continue;  // (another result that is carried value k unchanged needs its old value)
+      // The one step writing b, outside any block nested in the body.
+      int writer = -1, depth = 0, writers = 0;
+      for (size_t s = body_begin; s < body_end; ++s) {
+        const ir::Step& st = p_.steps[s];
+        if (!st.is_kernel()) {
+          depth += st.kind == ir::StepKind::kWhile || st.kind == ir::StepKind::kIf ? 1 : st.kind == ir::StepKind::kEnd ? -1 : 0;
+          continue;
+        }
+        for (const ir::Store& x : p_.kernels[size_t(st.kernel)].stores)
+          if (x.buffer == b) {
+            ++writers;
+            if (depth == 0) writer = int(s);
+          }
+      }
+      if (writers != 1 || writer < 0) continue;
+      const ir::Kernel& w = p_.kernels[size_t(p_.steps[size_t(writer)].kernel)];
+      bool ok = true;
+      if (loads(w, c[k])) {
+        const ir::Store* st = nullptr;
+        for (const ir::Store& x : w.stores)
+          if (x.buffer == b) st = &x;
+        ok = !w.has_reduce() && st && !st->indexed();
+        for (const ir::KNode& x : w.nodes)
+          if (ok && x.op == ir::Op::kLoad && x.buffer == c[k]) ok = !ir::is_indexed_load(x) && x.map == st->map;
+      }
+      for (size_t s = size_t(writer); s < body_end && ok; ++s) {
+        const ir::Step& st = p_.steps[s];
+        if (!st.is_kernel()) continue;
+        const ir::Kernel& x = p_.kernels[size_t(st.kernel)];
+        if (s > size_t(writer) && loads(x, c[k])) ok = false;
+        if ((loads(x, b) || s == size_t(writer)) && uses[size_t(st.kernel)] != 1) ok = false;  // renamed below: its own
+      }
+      if (!ok) continue;
+      for (size_t s = size_t(writer); s < body_end; ++s) {
+        if (!p_.steps[s].is_kernel()) continue;
+        ir::Kernel& x = p_.kernels[size_t(p_.steps[s].kernel)];
+        for (ir::KNode& n : x.nodes)
+          if (n.op == ir::Op::kLoad && n.buffer == b) n.buffer = c[k];
+        for (ir::Store& n : x.stores)
+          if (n.buffer == b) n.buffer = c[k];
+      }
+      (*out)[k] = c[k];
+    }
   }
 
   absl::StatusOr<std::vector<int>> emit_if(const ir::Graph& g, const ir::Node& n, const std::vector<int>& ops) {

@@ -156,6 +156,33 @@ TEST(Control, OneProgramAndNoRecompile) {
   EXPECT_EQ(stats().kernels_compiled, 0);
 }
 
+// An elementwise body writes its carried values in place: the trip is its own kernels and the
+// condition's, with no copies after the body; a body that swaps its values keeps them.
+TEST(Control, ElementwiseBodiesWriteCarriedValuesInPlace) {
+  Tensor x = testing::random_tensor({256}, float32, 8);
+  auto loop = [&](bool swap) {
+    return while_loop([](const Values& v) { return v[2] < 10; },
+                      [swap](const Values& v) {
+                        Tensor a = v[0] * 0.5 + 1.0;
+                        return swap ? Values{v[1], a, v[2] + 1} : Values{a, v[1] - a, v[2] + 1};
+                      },
+                      {x, x * 2.0, from_vector<int32_t>({0}, {}, int32)});
+  };
+  auto copies_in_loop = [](const ir::Program& p) {
+    int copies = 0, depth = 0;
+    for (const ir::Step& s : p.steps) {
+      depth += s.kind == ir::StepKind::kWhile ? 1 : s.kind == ir::StepKind::kEnd ? -1 : 0;
+      if (s.is_kernel() && depth > 0 && p.kernels[size_t(s.kernel)].name.find("_copy") != std::string::npos) ++copies;
+    }
+    return copies;
+  };
+  Values plain = loop(false), swapped = loop(true);
+  EXPECT_EQ(copies_in_loop(testing::program_of({plain[0], plain[1]})), 0);
+  EXPECT_GT(copies_in_loop(testing::program_of({swapped[0], swapped[1]})), 0);
+  EXPECT_MATCHES_REFERENCE({plain[0], plain[1], plain[2]});
+  EXPECT_MATCHES_REFERENCE({swapped[0], swapped[1]});
+}
+
 TEST(Control, MaxTripsIsARunTimeError) {
   Tensor x = from_vector<float>({1}, {1});
   Values forever = while_loop([](const Values& v) { return (v[0] > 0).reshape({}); },
