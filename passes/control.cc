@@ -94,7 +94,7 @@ class Structurer {
         if (!ir::is_control(n.op) || stage[i] != s) continue;
         std::vector<int> ops;
         for (NodeId in : n.inputs) ops.push_back(buf[size_t(in)]);
-        auto got = n.op == ir::Op::kWhile ? emit_while(n, ops) : emit_if(g, n, ops);
+        auto got = n.op == ir::Op::kWhile ? emit_while(n, ops) : emit_if(n, ops);
         if (!got.ok()) return got.status();
         results[i] = *std::move(got);
       }
@@ -351,8 +351,7 @@ class Structurer {
     }
   }
 
-  absl::StatusOr<std::vector<int>> emit_if(const ir::Graph& g, const ir::Node& n, const std::vector<int>& ops) {
-    (void)g;
+  absl::StatusOr<std::vector<int>> emit_if(const ir::Node& n, const std::vector<int>& ops) {
     const ir::Graph& then = (*n.regions)[0];
     std::vector<int> r;
     for (NodeId o : then.outputs()) r.push_back(new_buffer(then.node(o).dtype, then.node(o).shape));

@@ -1,6 +1,7 @@
 // The CUDA replay unit: one CUDA graph per CompiledProgram, built explicitly (a kernel node per
 // step, edges only from the steps' dependencies, so independent kernels may run concurrently)
-// and instantiated once. run() rebinds inputs and outputs by updating the parameters of only the
+// and instantiated once (loops and branches: conditional nodes whose body graphs hold their
+// steps, graph_build.cc). run() rebinds inputs and outputs by updating the parameters of only the
 // kernel nodes whose pointers changed (no re-instantiation), launches the graph on the device's
 // stream and records an event; the host waits on that event only when a result is downloaded.
 //

@@ -1,6 +1,9 @@
 // A CompiledProgram loaded on a Vulkan device: one compute pipeline per kernel (made from its
 // SPIR-V) and ONE recorded command buffer holding every dispatch, with a pipeline barrier only
-// before steps that have dependency edges. Kernels reach memory through a table of buffer device
+// before steps that have dependency edges. A program with loops and branches (ir/program.h) has
+// a command buffer per straight-line run instead, which run() submits as the host walks the
+// step list, and a loop whose body is one run gets a command buffer of several trips under
+// conditional rendering (ExecutableOptions::loop_batch). Kernels reach memory through a table of buffer device
 // addresses (codegen/c_family/gpu_program.h), so run() replays the recorded command buffer after
 // rewriting the table. The contracts of run() are those of runtime/device.h.
 #pragma once
