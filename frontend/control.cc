@@ -31,7 +31,8 @@ NodePtr placeholder(const Tensor& like, runtime::Device* device) {
   return new_node(ir::Op::kInput, like.dtype(), like.shape(), device);
 }
 
-// The values some functions recorded, split into what depends on their arguments (the regions'
+// The values some functions recorded (walked under the realize lock: another thread may be
+// realizing part of the history they read), split into what depends on their arguments (the regions'
 // nodes), constants built by cheap ops and views of captured values (both cloned into the
 // regions), and everything else they read (captured: operands of the control node, computed once
 // outside it).
@@ -231,8 +232,11 @@ Values while_loop(const std::function<Tensor(const Values&)>& cond, const std::f
   Tracer tracer(args);
   std::vector<NodePtr> roots = nodes_of(next);
   roots.push_back(detail::node_of(flag));
-  tracer.scan(roots);
-  ir::Regions regions{tracer.build({detail::node_of(flag)}), tracer.build(nodes_of(next))};
+  ir::Regions regions;
+  detail::under_realize_lock([&] {
+    tracer.scan(roots);
+    regions = {tracer.build({detail::node_of(flag)}), tracer.build(nodes_of(next))};
+  });
   return control_node(label, ir::Op::kWhile, {int64_t(init.size()), options.max_trips}, std::move(regions), nodes_of(init),
                       tracer, init, device);
 }
@@ -255,8 +259,11 @@ Values cond(const Tensor& pred, const std::function<Values(const Values&)>& then
   Tracer tracer(args);
   std::vector<NodePtr> roots = nodes_of(a);
   for (const NodePtr& n : nodes_of(b)) roots.push_back(n);
-  tracer.scan(roots);
-  ir::Regions regions{tracer.build(nodes_of(a)), tracer.build(nodes_of(b))};
+  ir::Regions regions;
+  detail::under_realize_lock([&] {
+    tracer.scan(roots);
+    regions = {tracer.build(nodes_of(a)), tracer.build(nodes_of(b))};
+  });
   std::vector<NodePtr> ops{detail::node_of(p)};
   for (const NodePtr& n : nodes_of(operands)) ops.push_back(n);
   return control_node(label, ir::Op::kIf, {int64_t(a.size())}, std::move(regions), ops, tracer, a, device);

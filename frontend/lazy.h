@@ -1,6 +1,7 @@
 // The recorded (lazy) graph behind kiln::Tensor.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,11 @@ Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, abs
 Tensor record_operands(const std::string& label, ir::Op op, DType dtype, Shape shape,
                        absl::Span<const Tensor* const> inputs, std::vector<int64_t> ints = {},
                        Scalar scalar = {}, runtime::Device* device = nullptr);
+
+// Runs `f` holding the lock realizes take while they walk lazy nodes and replace a realized
+// node's inputs by its buffer: code that walks a history another thread may be realizing (the
+// tracer of while_loop / cond) walks it inside. `f` must not realize anything.
+void under_realize_lock(const std::function<void()>& f);
 
 // A realized node holding `buffer`.
 Tensor from_buffer(std::shared_ptr<runtime::Buffer> buffer, DType dtype, Shape shape);

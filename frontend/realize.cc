@@ -330,6 +330,11 @@ ir::Graph capture(const std::vector<Tensor>& tensors, std::vector<std::shared_pt
   return build_unlifted(w);
 }
 
+void under_realize_lock(const std::function<void()>& f) {
+  std::lock_guard<std::mutex> lock(realize_mutex());
+  f();
+}
+
 // Another thread may be realizing the node right now: its buffer is written under the lock.
 bool node_is_realized(const NodePtr& node) {
   std::lock_guard<std::mutex> lock(realize_mutex());

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "kiln/kiln.h"
 #include "passes/helpers.h"
@@ -181,6 +182,34 @@ TEST(Control, ElementwiseBodiesWriteCarriedValuesInPlace) {
   EXPECT_GT(copies_in_loop(testing::program_of({swapped[0], swapped[1]})), 0);
   EXPECT_MATCHES_REFERENCE({plain[0], plain[1], plain[2]});
   EXPECT_MATCHES_REFERENCE({swapped[0], swapped[1]});
+}
+
+// Threads trace loops over one shared unrealized history while others realize it (the tracer
+// walks it under the realize lock); every result is right.
+TEST(Control, TracingWhileAnotherThreadRealizes) {
+  Tensor base = testing::random_tensor({64}, float32, 9) * 2.0 + 1.0;
+  std::vector<std::vector<float>> got(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Tensor shared = base.exp() * 0.5;  // recorded by every thread over the same history
+      if (t % 2) {
+        got[size_t(t)] = shared.to_vector<float>();
+        return;
+      }
+      Values r = while_loop([](const Values& v) { return v[1] < 3; },
+                            [&](const Values& v) { return Values{v[0] + shared, v[1] + 1}; },
+                            {zeros({64}), from_vector<int32_t>({0}, {}, int32)});
+      got[size_t(t)] = r[0].to_vector<float>();
+    });
+  for (std::thread& th : threads) th.join();
+  std::vector<float> b = base.to_vector<float>();
+  for (size_t i = 0; i < b.size(); ++i) {
+    const float once = std::exp(b[i]) * 0.5f;
+    EXPECT_NEAR(got[1][i], once, 1e-5 * once);
+    EXPECT_NEAR(got[0][i], 3 * once, 3e-5 * once);
+    EXPECT_NEAR(got[2][i], 3 * once, 3e-5 * once);
+  }
 }
 
 TEST(Control, MaxTripsIsARunTimeError) {
