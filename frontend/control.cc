@@ -2,6 +2,7 @@
 // they record becomes the regions of one while / if node (ir/graph.h).
 #include "kiln/control.h"
 
+#include <atomic>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -22,8 +23,25 @@ NodePtr new_node(ir::Op op, DType dtype, Shape shape, runtime::Device* device) {
   n->dtype = dtype;
   n->shape = std::move(shape);
   n->device = device;
+  n->trace = detail::current_trace();
   return n;
 }
+
+// Marks what this thread records while a cond branch is traced (restored on exit, so branches
+// nest).
+class BranchTrace {
+ public:
+  BranchTrace() : saved_(detail::current_trace()) {
+    static std::atomic<uint32_t> serial{0};
+    id_ = serial.fetch_add(1) + 1;
+    detail::current_trace() = id_;
+  }
+  ~BranchTrace() { detail::current_trace() = saved_; }
+  uint32_t id() const { return id_; }
+
+ private:
+  uint32_t saved_, id_ = 0;
+};
 
 // A stand-in for a function argument while it is traced: an input without a buffer (realize
 // refuses to read one).
@@ -38,7 +56,10 @@ NodePtr placeholder(const Tensor& like, runtime::Device* device) {
 // outside it).
 class Tracer {
  public:
-  explicit Tracer(std::vector<NodePtr> args) : args_(std::move(args)) {
+  // `own`: a cond's branch trace, whose nodes all belong to the regions even where they do not
+  // depend on the operands (a branch runs only what it recorded); 0 for a loop, whose work that
+  // does not depend on its carried values is captured, i.e. hoisted out of the loop.
+  explicit Tracer(std::vector<NodePtr> args, uint32_t own = 0) : args_(std::move(args)), own_(own) {
     for (size_t k = 0; k < args_.size(); ++k) state_[args_[k].get()] = kDepends;
   }
 
@@ -138,7 +159,7 @@ class Tracer {
       depends = depends || s == kDepends;
       constant = constant && s == kConstant;
     }
-    if (depends) return kDepends;
+    if (depends || (own_ && n.trace == own_)) return kDepends;
     const ir::OpClass c = ir::op_class(n.op);
     // A view of a captured value (a bias broadcast to the rows) read by the region stays in it:
     // the capture is the value itself, not a materialized copy of its view. (Work over views
@@ -153,6 +174,7 @@ class Tracer {
   }
 
   std::vector<NodePtr> args_, captures_;
+  uint32_t own_ = 0;
   std::unordered_map<const LazyNode*, State> state_;
   std::unordered_map<const LazyNode*, int> position_;
 };
@@ -250,13 +272,19 @@ Values cond(const Tensor& pred, const std::function<Values(const Values&)>& then
   runtime::Device* device = detail::common_device(label, all);
   std::vector<NodePtr> args;
   const Values vars = placeholders(operands, device, &args);
-  const Values a = then_fn(vars);
-  const Values b = else_fn(vars);
+  Values a, b;
+  uint32_t own = 0;
+  {
+    BranchTrace trace;
+    own = trace.id();
+    a = then_fn(vars);
+    b = else_fn(vars);
+  }
   if (a.empty()) detail::fail(label, "the branches must return at least one value");
   for (size_t k = 0; k < a.size(); ++k)
     if (!a[k].defined()) detail::fail(label, absl::StrCat("the then branch's value ", k, " is an undefined tensor"));
   check_values(label, "the else branch", b, a, "then branch's value");
-  Tracer tracer(args);
+  Tracer tracer(args, own);
   std::vector<NodePtr> roots = nodes_of(a);
   for (const NodePtr& n : nodes_of(b)) roots.push_back(n);
   ir::Regions regions;

@@ -42,6 +42,8 @@ struct LazyNode {
   // built, valid when `collected` equals that collection's number.
   uint64_t collected = 0;
   int32_t collected_id = -1;
+  // The cond branch being traced when the node was recorded (0: none); see current_trace().
+  uint32_t trace = 0;
 };
 
 using NodePtr = std::shared_ptr<LazyNode>;
@@ -66,6 +68,10 @@ Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, abs
 Tensor record_operands(const std::string& label, ir::Op op, DType dtype, Shape shape,
                        absl::Span<const Tensor* const> inputs, std::vector<int64_t> ints = {},
                        Scalar scalar = {}, runtime::Device* device = nullptr);
+
+// The cond branch this thread is tracing (0: none): nodes recorded meanwhile carry it, so the
+// branch runs only what it recorded (frontend/control.cc).
+uint32_t& current_trace();
 
 // Runs `f` holding the lock realizes take while they walk lazy nodes and replace a realized
 // node's inputs by its buffer: code that walks a history another thread may be realizing (the

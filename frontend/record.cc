@@ -104,9 +104,15 @@ Tensor record_operands(const std::string& label, ir::Op op, DType dtype, Shape s
   node->ints = std::move(n.ints);
   node->scalar = scalar;
   node->device = dev;
+  node->trace = current_trace();
   node->inputs.reserve(inputs.size());
   for (const Tensor* t : inputs) node->inputs.push_back(detail::node_of(*t));
   return Access::tensor(std::move(node));
+}
+
+uint32_t& current_trace() {
+  static KILN_FAST_TLS uint32_t t = 0;
+  return t;
 }
 
 Tensor record(const std::string& label, ir::Op op, DType dtype, Shape shape, absl::Span<const Tensor> inputs,

@@ -8,7 +8,8 @@
 // condition fails, on the CPU it is a native loop.
 //
 // Tensors the functions read that are not their arguments (weights, biases, any outer value) are
-// captured: computed once before the loop, then read by every trip. Constants stay compiled into
+// captured: computed once before the loop, then read by every trip; so is work a loop body records
+// that does not depend on the carried values (it is the same on every trip). Constants stay compiled into
 // the regions (unlike the top level, where float constants are run-time params).
 //
 //   // Newton's method for sqrt(a), until the step is below 1e-6 (at most 100 trips):
@@ -46,7 +47,9 @@ Values while_loop(const std::function<Tensor(const Values&)>& cond, const std::f
                   const Values& init, WhileOptions options = {});
 
 // then_fn(operands) where pred (a bool of one element) holds, else else_fn(operands); both must
-// return values of the same dtypes and shapes. Only the branch taken runs.
+// return values of the same dtypes and shapes. Only the branch taken runs: everything a branch
+// function records belongs to it (what it reads from outside that was recorded before the call
+// is computed once, before the branch).
 Values cond(const Tensor& pred, const std::function<Values(const Values&)>& then_fn,
             const std::function<Values(const Values&)>& else_fn, const Values& operands);
 

@@ -142,6 +142,31 @@ TEST(Control, CondTakesEitherBranch) {
   EXPECT_MATCHES_REFERENCE({loop[0]});
 }
 
+// A branch runs only what its function recorded: the product the then branch records of outside
+// tensors is inside the if block, not computed before it whichever way the branch goes; a loop
+// body's work that does not depend on its carried values is hoisted before the loop instead.
+TEST(Control, BranchesRunOnlyTheirOwnWork) {
+  Tensor w = testing::random_tensor({32, 32}, float32, 10), z = testing::random_tensor({32, 32}, float32, 11);
+  auto in_block = [](const ir::Program& p, ir::StepKind head) {
+    int depth = 0, dots = 0;
+    for (const ir::Step& s : p.steps) {
+      depth += s.kind == head ? 1 : s.kind == ir::StepKind::kEnd ? -1 : 0;
+      if (s.is_kernel() && depth > 0 && p.kernels[size_t(s.kernel)].contraction.reduce >= 0) ++dots;
+    }
+    return dots;
+  };
+  Values r = cond(full({}, 0, bool_), [&](const Values&) { return Values{w.matmul(z)}; },
+                  [&](const Values&) { return Values{zeros({32, 32})}; }, {});
+  EXPECT_EQ(in_block(testing::program_of({r[0]}), ir::StepKind::kIf), 1);
+  EXPECT_MATCHES_REFERENCE({r[0]});
+  EXPECT_EQ(r[0].to_vector<float>(), std::vector<float>(32 * 32, 0.0f));
+  Values l = while_loop([](const Values& v) { return v[1] < 3; },
+                        [&](const Values& v) { return Values{v[0] + w.matmul(z), v[1] + 1}; },
+                        {zeros({32, 32}), from_vector<int32_t>({0}, {}, int32)});
+  EXPECT_EQ(in_block(testing::program_of({l[0]}), ir::StepKind::kWhile), 0);
+  EXPECT_MATCHES_REFERENCE({l[0]});
+}
+
 // A loop compiles to one program whose body is fused like any straight-line code; a second
 // loop of the same structure replays it.
 TEST(Control, OneProgramAndNoRecompile) {
