@@ -34,6 +34,14 @@ int inspect_command(const Args& a) {
                     "\n",
                     "    memory plan: peak ", p.arena_bytes, " bytes of intermediates (one arena), ", io, " bytes of inputs and outputs\n",
                     "    kernels: ", p.kernels.size(), " (", p.steps.size(), " steps");
+    int loops = 0, branches = 0;
+    for (const ir::Step& st : p.steps) {
+      loops += st.kind == ir::StepKind::kWhile;
+      branches += st.kind == ir::StepKind::kIf;
+    }
+    if (loops + branches > 0)
+      absl::StrAppend(&out, "; ", loops, loops == 1 ? " loop" : " loops", " and ", branches, branches == 1 ? " branch" : " branches",
+                      " run on the device");
     int functions = 0;
     for (const runtime::CompiledKernel& k : p.kernels) functions += k.twin < 0;
     if (functions < int(p.kernels.size()))
