@@ -1,9 +1,10 @@
 // The CPU Executable: a loaded CompiledProgram replayed as a task list. Steps run in order on the
-// calling thread; each kernel spreads its tiles over the thread pool when its work is large
+// calling thread (loops and branches as jumps over the list); each kernel spreads its tiles over the thread pool when its work is large
 // enough to pay for it. Each concurrent run gets an arena of its own (reused afterwards). A run
 // is finished when run() returns.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -23,7 +24,10 @@ class CpuExecutable : public Executable {
 
   absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
                    const ParamValues& params) override;
-  int kernels_per_run() const override { return int(steps_.size()); }
+  // Kernel steps of one pass over the step list (a loop's body counts once).
+  int kernels_per_run() const override {
+    return int(std::count_if(steps_.begin(), steps_.end(), [](const ir::Step& s) { return s.is_kernel(); }));
+  }
 
  private:
   struct Kernel {

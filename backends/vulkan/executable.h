@@ -51,7 +51,7 @@ class VulkanExecutable : public Executable {
 
   absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
                    const ParamValues& params) override;
-  int kernels_per_run() const override { return kernel_steps_; }
+  int kernels_per_run() const override { return kernel_steps_; }  // a loop's body counts once
 
  private:
   // One replayable command buffer with its own address table, so a run never rewrites a table
