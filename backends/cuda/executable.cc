@@ -295,6 +295,9 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
           return s;
         }
       }
+      // The launches in flight still run the old instantiation: let them finish first.
+      if (launched_)
+        if (absl::Status s = done_->wait(); !s.ok()) return s;
       if (exec_) api().cuGraphExecDestroy(exec_);
       exec_ = nullptr;
       if (absl::Status s = cu_check(api().cuGraphInstantiateWithFlags(&exec_, graph_, 0), "instantiating the CUDA graph again");
