@@ -241,8 +241,8 @@ Values control_node(const std::string& label, ir::Op op, std::vector<int64_t> in
 }  // namespace
 
 Values while_loop(const std::function<Tensor(const Values&)>& cond, const std::function<Values(const Values&)>& body,
-                  const Values& init, WhileOptions options) {
-  const std::string label = "while_loop";
+                  const Values& init, WhileOptions options, const std::string& name) {
+  const std::string label = name.empty() ? "while_loop" : absl::StrCat("while_loop '", name, "'");
   if (init.empty()) detail::fail(label, "needs at least one carried value");
   if (options.max_trips < 0) detail::fail(label, absl::StrCat("max_trips must be >= 0 (0: no limit), got ", options.max_trips));
   runtime::Device* device = detail::common_device(label, init);
@@ -264,8 +264,8 @@ Values while_loop(const std::function<Tensor(const Values&)>& cond, const std::f
 }
 
 Values cond(const Tensor& pred, const std::function<Values(const Values&)>& then_fn,
-            const std::function<Values(const Values&)>& else_fn, const Values& operands) {
-  const std::string label = "cond";
+            const std::function<Values(const Values&)>& else_fn, const Values& operands, const std::string& name) {
+  const std::string label = name.empty() ? "cond" : absl::StrCat("cond '", name, "'");
   const Tensor p = as_flag(label, "the predicate", pred);
   Values all = operands;
   all.push_back(p);

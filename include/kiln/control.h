@@ -18,7 +18,7 @@
 //       [](const std::vector<kiln::Tensor>& v) { return std::vector<kiln::Tensor>{(v[0] + v[1] / v[0]) * 0.5, v[1]}; },
 //       {x0, a}, {.max_trips = 100});
 //
-// Errors (kiln::Error, InvalidArgument, naming "while_loop" or "cond"): a body returning another
+// Errors (kiln::Error, InvalidArgument, naming "while_loop" or "cond" and the name given, if any): a body returning another
 // number of values than it carries, or a value of another dtype or shape than its carried value
 // (the shapes of carried values cannot change between trips); a condition or predicate that is
 // not a bool of one element; branches returning different dtypes or shapes; a function reading a
@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "kiln/tensor.h"
@@ -42,15 +43,17 @@ struct WhileOptions {
 };
 
 // Runs `body` while `cond` holds, starting from `init`; returns the carried values after the
-// last trip (`init` itself, unchanged, when cond fails at once).
+// last trip (`init` itself, unchanged, when cond fails at once). `name`, when given, is named in
+// record-time errors ("while_loop 'newton': ..."), for programs with several loops.
 Values while_loop(const std::function<Tensor(const Values&)>& cond, const std::function<Values(const Values&)>& body,
-                  const Values& init, WhileOptions options = {});
+                  const Values& init, WhileOptions options = {}, const std::string& name = "");
 
 // then_fn(operands) where pred (a bool of one element) holds, else else_fn(operands); both must
 // return values of the same dtypes and shapes. Only the branch taken runs: everything a branch
 // function records belongs to it (what it reads from outside that was recorded before the call
 // is computed once, before the branch).
+// `name`, when given, is named in record-time errors ("cond 'clip': ...").
 Values cond(const Tensor& pred, const std::function<Values(const Values&)>& then_fn,
-            const std::function<Values(const Values&)>& else_fn, const Values& operands);
+            const std::function<Values(const Values&)>& else_fn, const Values& operands, const std::string& name = "");
 
 }  // namespace kiln

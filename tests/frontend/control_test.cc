@@ -30,7 +30,7 @@ absl::StatusCode code_of(const std::function<void()>& f) {
 Values newton_sqrt(const Tensor& a, int64_t max_trips = 0) {
   return while_loop([](const Values& v) { return (abs(v[0] * v[0] - v[1]).max() > 1e-5); },
                     [](const Values& v) { return Values{(v[0] + v[1] / v[0]) * 0.5, v[1]}; },
-                    {ones_like(a), a}, {max_trips});
+                    {ones_like(a), a}, {.max_trips = max_trips});
 }
 
 TEST(Control, NewtonIterationToATolerance) {
@@ -240,7 +240,7 @@ TEST(Control, TracingWhileAnotherThreadRealizes) {
 TEST(Control, MaxTripsIsARunTimeError) {
   Tensor x = from_vector<float>({1}, {1});
   Values forever = while_loop([](const Values& v) { return (v[0] > 0).reshape({}); },
-                              [](const Values& v) { return Values{v[0] + 1.0}; }, {x}, {50});
+                              [](const Values& v) { return Values{v[0] + 1.0}; }, {x}, {.max_trips = 50});
   EXPECT_EQ(code_of([&] { forever[0].to_vector<float>(); }), absl::StatusCode::kOutOfRange);
   const std::string e = error_of([&] { forever[0].to_vector<float>(); });
   EXPECT_NE(e.find("maximum of 50 trips"), std::string::npos) << e;
@@ -268,7 +268,7 @@ TEST(Control, BadLoopsAreRecordTimeErrors) {
             "while_loop: the condition must be a bool of one element, it is f32[]");
   EXPECT_EQ(msg([&] { while_loop([](const Values& v) { return v[0] > 0; }, [](const Values& v) { return v; }, {x}); }),
             "while_loop: the condition must be a bool of one element, it is bool[4]");
-  EXPECT_EQ(msg([&] { while_loop([](const Values& v) { return v[0].sum() > 0; }, [](const Values& v) { return v; }, {x}, {-1}); }),
+  EXPECT_EQ(msg([&] { while_loop([](const Values& v) { return v[0].sum() > 0; }, [](const Values& v) { return v; }, {x}, {.max_trips = -1}); }),
             "while_loop: max_trips must be >= 0 (0: no limit), got -1");
   EXPECT_EQ(msg([&] {
               cond(full({}, 1, bool_), [](const Values& v) { return Values{v[0]}; },
@@ -277,6 +277,14 @@ TEST(Control, BadLoopsAreRecordTimeErrors) {
             "cond: the else branch value 0 is f32[], its then branch's value is f32[4]");
   EXPECT_EQ(msg([&] { cond(x, [](const Values& v) { return v; }, [](const Values& v) { return v; }, {x}); }),
             "cond: the predicate must be a bool of one element, it is f32[4]");
+  // Named loops and branches say which.
+  EXPECT_EQ(msg([&] {
+              while_loop([](const Values& v) { return v[0].sum() > 0; }, [](const Values& v) { return Values{v[0], v[0]}; }, {x},
+                         {}, "newton");
+            }),
+            "while_loop 'newton': the body returns 2 values for 1 carried value");
+  EXPECT_EQ(msg([&] { cond(x, [](const Values& v) { return v; }, [](const Values& v) { return v; }, {x}, "clip"); }),
+            "cond 'clip': the predicate must be a bool of one element, it is f32[4]");
   // Reading a traced value on the host.
   auto host_read = [&] {
     while_loop([](const Values& v) { return v[0].sum() > 0; },
