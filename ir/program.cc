@@ -185,6 +185,26 @@ BlockLinks block_links(const std::vector<Step>& steps) {
   return l;
 }
 
+absl::StatusOr<size_t> step_after_marker(const std::vector<Step>& steps, const BlockLinks& links, size_t i, bool flag,
+                                         std::vector<int64_t>* trips) {
+  const Step& s = steps[i];
+  switch (s.kind) {
+    case StepKind::kWhile:
+      if (!flag) {
+        (*trips)[i] = 0;
+        return size_t(links.end[i]) + 1;
+      }
+      if (s.max_trips > 0 && (*trips)[i]++ == s.max_trips) return absl::OutOfRangeError(max_trips_message(s.max_trips));
+      return i + 1;
+    case StepKind::kIf:
+      return flag ? i + 1 : size_t(links.otherwise[i] >= 0 ? links.otherwise[i] : links.end[i]) + 1;
+    case StepKind::kElse: return size_t(links.end[i]) + 1;  // the then branch ran
+    case StepKind::kEnd: return steps[size_t(links.head[i])].kind == StepKind::kWhile ? size_t(links.head[i]) : i + 1;
+    case StepKind::kKernel: break;
+  }
+  return i + 1;
+}
+
 std::string max_trips_message(int64_t max_trips) {
   return absl::StrCat("while_loop: its condition still holds after the maximum of ", max_trips,
                       " trips (WhileOptions::max_trips); the loop's results are not kept");

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "ir/op.h"
 #include "ir/params.h"
 #include "ir/view.h"
@@ -177,6 +178,13 @@ BlockLinks block_links(const std::vector<Step>& steps);
 
 // The error a run reports when a loop's condition still holds after max_trips trips.
 std::string max_trips_message(int64_t max_trips);
+
+// Where a walk over a structured step list goes from marker `i` (host-driven backends: the CPU,
+// Vulkan): `flag` is the value of step i's flag (read by the caller for kWhile / kIf only);
+// `trips` counts each loop's trips (one entry per step, zero at first). OutOfRange with
+// max_trips_message when a loop's condition holds after its limit.
+absl::StatusOr<size_t> step_after_marker(const std::vector<Step>& steps, const BlockLinks& links, size_t i, bool flag,
+                                         std::vector<int64_t>* trips);
 
 // Whether buffers a and b (different) share arena bytes: two intermediates whose planned ranges
 // intersect. Within one kernel only an in-place pair does (plan_memory: the same range, an

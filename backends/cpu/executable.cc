@@ -82,28 +82,12 @@ absl::Status CpuExecutable::run(const std::vector<Buffer*>& inputs, const std::v
   for (size_t i = 0; i < steps_.size();) {
     const ir::Step& s = steps_[i];
     if (!s.is_kernel()) {
-      const bool flag = s.flag >= 0 && *bufs[s.flag] != 0;
-      size_t next = i + 1;
-      switch (s.kind) {
-        case ir::StepKind::kWhile:
-          if (!flag) {
-            trips[i] = 0;
-            next = size_t(links_.end[i]) + 1;
-          } else if (s.max_trips > 0 && trips[i]++ == s.max_trips) {
-            give_arena(arena);
-            return absl::OutOfRangeError(ir::max_trips_message(s.max_trips));
-          }
-          break;
-        case ir::StepKind::kIf:
-          if (!flag) next = size_t(links_.otherwise[i] >= 0 ? links_.otherwise[i] : links_.end[i]) + 1;
-          break;
-        case ir::StepKind::kElse: next = size_t(links_.end[i]) + 1; break;  // the then branch ran
-        case ir::StepKind::kEnd:
-          if (steps_[size_t(links_.head[i])].kind == ir::StepKind::kWhile) next = size_t(links_.head[i]);
-          break;
-        case ir::StepKind::kKernel: break;
+      auto next = ir::step_after_marker(steps_, links_, i, s.flag >= 0 && *bufs[s.flag] != 0, &trips);
+      if (!next.ok()) {
+        give_arena(arena);
+        return next.status();
       }
-      i = next;
+      i = *next;
       continue;
     }
     ++i;

@@ -353,49 +353,32 @@ absl::Status VulkanExecutable::run_structured(Slot* s, Stamp first) {
       i = run.second;
       continue;
     }
-    size_t next = i + 1;
-    switch (step.kind) {
-      case ir::StepKind::kWhile: {
-        // The flag was copied out at the end of the run before this head, or of the body (the
-        // run before the loop's end marker, which jumps back here).
-        auto go = flag_at(back_from ? back_from : i);
-        back_from = 0;
-        if (!go.ok()) return go.status();
-        if (!*go) {
-          trips[i] = 0;
-          next = size_t(links_.end[i]) + 1;
-        } else if (step.max_trips > 0 && trips[i]++ == step.max_trips) {
-          return absl::OutOfRangeError(ir::max_trips_message(step.max_trips));
-        } else if (batch_at_[i] >= 0) {
-          // Batches of trips until the flag after one is false (the trips after the condition
-          // failed dispatched nothing), then on after the loop.
-          for (bool more = true; more;) {
-            auto v = ctx_->submit(Queue::kCompute, s->batches[size_t(batch_at_[i])], Stamp{opts_.queue_order ? 0 : last, 0},
-                                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
-            if (!v.ok()) return v.status();
-            s->value = last_value_ = last = *v;
-            auto again = flag_at(size_t(links_.end[i]));
-            if (!again.ok()) return again.status();
-            more = *again;
-          }
-          next = size_t(links_.end[i]) + 1;
-        }
-        break;
+    // A head's flag was copied out at the end of the run before it, or for a loop's head reached
+    // from its end, of the body's last run (the slot of the end marker).
+    bool flag = false;
+    if (step.kind == ir::StepKind::kWhile || step.kind == ir::StepKind::kIf) {
+      auto go = flag_at(back_from ? back_from : i);
+      if (!go.ok()) return go.status();
+      flag = *go;
+    }
+    back_from = 0;
+    auto after = ir::step_after_marker(steps_, links_, i, flag, &trips);
+    if (!after.ok()) return after.status();
+    size_t next = *after;
+    if (step.kind == ir::StepKind::kEnd && next < i) back_from = i;
+    if (step.kind == ir::StepKind::kWhile && next == i + 1 && batch_at_[i] >= 0) {
+      // Batches of trips until the flag after one is false (the trips after the condition
+      // failed dispatched nothing), then on after the loop.
+      for (bool more = true; more;) {
+        auto v = ctx_->submit(Queue::kCompute, s->batches[size_t(batch_at_[i])], Stamp{opts_.queue_order ? 0 : last, 0},
+                              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+        if (!v.ok()) return v.status();
+        s->value = last_value_ = last = *v;
+        auto again = flag_at(size_t(links_.end[i]));
+        if (!again.ok()) return again.status();
+        more = *again;
       }
-      case ir::StepKind::kIf: {
-        auto go = flag_at(i);
-        if (!go.ok()) return go.status();
-        if (!*go) next = size_t(links_.otherwise[i] >= 0 ? links_.otherwise[i] : links_.end[i]) + 1;
-        break;
-      }
-      case ir::StepKind::kElse: next = size_t(links_.end[i]) + 1; break;
-      case ir::StepKind::kEnd:
-        if (steps_[size_t(links_.head[i])].kind == ir::StepKind::kWhile) {
-          next = size_t(links_.head[i]);
-          back_from = i;
-        }
-        break;
-      case ir::StepKind::kKernel: break;
+      next = size_t(links_.end[i]) + 1;
     }
     i = next;
   }

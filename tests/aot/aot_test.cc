@@ -10,6 +10,7 @@
 #include "aot/aot_fixture.h"
 #include "frontend/lazy.h"
 #include "runtime/registry.h"
+#include "testing/control_graphs.h"
 #include "testing/error_of.h"
 #include "testing/reference.h"
 #include "tools/kilnc/npy.h"
@@ -273,31 +274,7 @@ TEST(Aot, InspectShowsTwins) {
 // the loaded model runs it (x = 2x + w while sum(x) < 100).
 TEST(Aot, LoopsCompileAheadOfTime) {
   std::string dir = scratch_dir("loop");
-  std::ofstream(dir + "/loop.ir") << R"(graph {
-  %0 = input 0 : f32[4]
-  %1 = input 1 : f32[4]
-  %2 = while %0, %1 carried=1 max_trips=0 : bool[]
-    cond graph {
-      %0 = input 0 : f32[4]
-      %1 = input 1 : f32[4]
-      %2 = reduce_sum %0 axes=[0] : f32[1]
-      %3 = reshape %2 : f32[]
-      %4 = const 1e+02 : f32[]
-      %5 = lt %3, %4 : bool[]
-      output %5
-    }
-    body graph {
-      %0 = input 0 : f32[4]
-      %1 = input 1 : f32[4]
-      %2 = const 2 : f32[4]
-      %3 = mul %0, %2 : f32[4]
-      %4 = add %3, %1 : f32[4]
-      output %4
-    }
-  %3 = result %2 index=0 : f32[4]
-  output %3
-}
-)";
+  std::ofstream(dir + "/loop.ir") << kDoublingLoop;
   std::string out;
   ASSERT_EQ(run_kilnc("compile " + dir + "/loop.ir -o " + dir + "/loop.kiln --target cpu:x86-64-v2", &out), 0) << out;
   ASSERT_EQ(run_kilnc("inspect " + dir + "/loop.kiln", &out), 0) << out;

@@ -8,36 +8,12 @@
 #include "ir/interpreter.h"
 #include "ir/program.h"
 #include "passes/pipeline.h"
+#include "testing/control_graphs.h"
 
 namespace kiln::ir {
 namespace {
 
-// x = x * 2 while sum(x) < 100, x captured weights w added each trip.
-const char* kLoop = R"(graph {
-  %0 = input 0 : f32[4]
-  %1 = input 1 : f32[4]
-  %2 = while %0, %1 carried=1 max_trips=0 : bool[]
-    cond graph {
-      %0 = input 0 : f32[4]
-      %1 = input 1 : f32[4]
-      %2 = reduce_sum %0 axes=[0] : f32[1]
-      %3 = reshape %2 : f32[]
-      %4 = const 1e+02 : f32[]
-      %5 = lt %3, %4 : bool[]
-      output %5
-    }
-    body graph {
-      %0 = input 0 : f32[4]
-      %1 = input 1 : f32[4]
-      %2 = const 2 : f32[4]
-      %3 = mul %0, %2 : f32[4]
-      %4 = add %3, %1 : f32[4]
-      output %4
-    }
-  %3 = result %2 index=0 : f32[4]
-  output %3
-}
-)";
+const char* const kLoop = testing::kDoublingLoop;
 
 std::string error_of(const std::string& text) {
   auto g = parse(text);
