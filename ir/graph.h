@@ -29,6 +29,12 @@
 //                is combined into the element at i with its axis coordinate replaced by idx[i]
 //                (negative counts from the end; an index still out of range drops the update).
 //                Updates along the axis apply in order: with mode none the last duplicate wins.
+//   segment_reduce  data [N, R...], offsets [S + 1] (i64) -> [S, R...] of data's dtype; ints =
+//                {mode} (ScatterMode add, mul, max or min: sum, product, max, min). Row s of the
+//                result folds data rows [lo, hi) elementwise, lo = offsets[s] and hi = offsets[s + 1]
+//                each clamped into [0, N] (hi below lo: an empty segment). An empty segment holds
+//                the fold's identity: 0, 1, the dtype's lowest / highest value (-inf / inf).
+//                Segments may overlap and need not be in order; float max / min propagate NaN.
 //   dot          [B..., M, K] x [B..., K, N] -> [B..., M, N] (batch dims equal); ints = {} exact,
 //                {1}: float32 operands may be rounded to TF32 for tensor cores (a permission;
 //                the interpreter and devices without TF32 compute exactly)
@@ -55,6 +61,26 @@
 namespace kiln::ir {
 
 using NodeId = int32_t;
+
+// The smallest and largest value of an integer dtype (bool: 0 and 1): the identities of an
+// integer max and min.
+inline int64_t dtype_lowest(DType t) {
+  switch (t) {
+    case DType::kInt8: return -128;
+    case DType::kInt32: return INT32_MIN;
+    case DType::kInt64: return INT64_MIN;
+    default: return 0;
+  }
+}
+inline int64_t dtype_highest(DType t) {
+  switch (t) {
+    case DType::kBool: return 1;
+    case DType::kUInt8: return 255;
+    case DType::kInt8: return 127;
+    case DType::kInt32: return INT32_MAX;
+    default: return INT64_MAX;
+  }
+}
 
 class Graph;
 // The nested graphs of a while or if node (shared: passes copy nodes freely).

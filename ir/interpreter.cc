@@ -145,7 +145,11 @@ class Interp {
       case OpClass::kReduce: reduce(n, &r); break;
       case OpClass::kMovement: movement(n, &r); break;
       case OpClass::kContract: n.op == Op::kDot ? dot(n, &r) : attention(n, &r); break;
-      case OpClass::kIndex: n.op == Op::kGather ? gather(n, &r) : scatter(n, &r); break;
+      case OpClass::kIndex:
+        if (n.op == Op::kGather) gather(n, &r);
+        else if (n.op == Op::kScatter) scatter(n, &r);
+        else segment_reduce(n, &r);
+        break;
       case OpClass::kKernel: return absl::InvalidArgumentError("kernel op in a graph");
     }
     (void)fl;
@@ -361,6 +365,45 @@ class Interp {
         case ScatterMode::kMin: v = nan_min(a, b), vi = std::min(ai, bi); break;
       }
       set(r, dst, v, vi);
+    }
+  }
+
+  // Rows [lo, hi) of each segment, offsets clamped into [0, N]; an empty segment keeps the
+  // identity (integers: the dtype's own lowest / highest value).
+  void segment_reduce(const Node& n, HostTensor* r) {
+    const HostTensor& data = vals_[n.inputs[0]];
+    const HostTensor& off = vals_[n.inputs[1]];
+    const int64_t N = data.shape[0], S = r->shape[0], R = N ? data.numel() / N : shape_numel(r->shape) / std::max<int64_t>(S, 1);
+    const bool f = is_float(r->dtype);
+    const auto mode = ScatterMode(n.ints[0]);
+    double finit = 0;
+    int64_t iinit = 0;
+    switch (mode) {
+      case ScatterMode::kMul: finit = 1, iinit = 1; break;
+      case ScatterMode::kMax: finit = -INFINITY, iinit = ir::dtype_lowest(r->dtype); break;
+      case ScatterMode::kMin: finit = INFINITY, iinit = ir::dtype_highest(r->dtype); break;
+      default: break;
+    }
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t lo = std::clamp<int64_t>(off.i[size_t(s)], 0, N);
+      const int64_t hi = std::clamp<int64_t>(off.i[size_t(s + 1)], lo, N);
+      for (int64_t c = 0; c < R; ++c) {
+        double v = finit;
+        int64_t vi = iinit;
+        for (int64_t row = lo; row < hi; ++row) {
+          const int64_t k = row * R + c;
+          const double x = f ? data.f[size_t(k)] : 0;
+          const int64_t xi = f ? 0 : data.i[size_t(k)];
+          switch (mode) {
+            case ScatterMode::kAdd: v += x, vi = int64_t(uint64_t(vi) + uint64_t(xi)); break;
+            case ScatterMode::kMul: v *= x, vi = int64_t(uint64_t(vi) * uint64_t(xi)); break;
+            case ScatterMode::kMax: v = nan_max(v, x), vi = std::max(vi, xi); break;
+            case ScatterMode::kMin: v = nan_min(v, x), vi = std::min(vi, xi); break;
+            case ScatterMode::kNone: break;
+          }
+        }
+        set(r, s * R + c, v, vi);
+      }
     }
   }
 

@@ -15,7 +15,7 @@ enum class OpClass : uint8_t {
   kMovement,  // reshape, permute, expand, slice, pad, concat, window
   kContract,  // dot, attention
   kKernel,    // kernel-IR only: load, valid, axis index
-  kIndex,     // gather, scatter: read / write positions held by an index operand
+  kIndex,     // gather, scatter, segment_reduce: read / write positions held by an index operand
   kControl,   // while, if (nested regions), result (one value of either)
 };
 
@@ -79,7 +79,9 @@ enum class OpClass : uint8_t {
   X(Scatter, "scatter", kIndex, 3)              \
   X(While, "while", kControl, -1)               \
   X(If, "if", kControl, -1)                     \
-  X(Result, "result", kControl, 1)
+  X(Result, "result", kControl, 1)               \
+  X(SegmentReduce, "segment_reduce", kIndex, 2) \
+  X(SegmentPos, "segment_pos", kKernel, 0)
 
 enum class Op : uint8_t {
 #define KILN_X(name, text, cls, arity) k##name,
@@ -103,10 +105,12 @@ inline bool is_comparison(Op op) {
 }
 inline bool is_arg_reduce(Op op) { return op == Op::kArgMax || op == Op::kArgMin; }
 inline bool is_gather(Op op) { return op == Op::kGather; }
+inline bool is_segment(Op op) { return op == Op::kSegmentReduce; }
 // A node with regions (while, if): its values are read through `result` nodes.
 inline bool is_control(Op op) { return op == Op::kWhile || op == Op::kIf; }
 
-// How a scatter combines an update with the value it lands on (graph ints[1]).
+// How a scatter combines an update with the value it lands on (graph ints[1]); how a
+// segment_reduce folds a segment's rows (graph ints[0]: add, mul, max or min).
 enum class ScatterMode : int64_t { kNone, kAdd, kMul, kMax, kMin };
 
 }  // namespace kiln::ir

@@ -75,6 +75,12 @@ std::string Kernel::finalize() {
       n.inner = reduce[n.ints[0]];
     } else if (n.op == Op::kAttention) {
       n.inner = false;  // folds over the Sk and D axes like a reduction
+    } else if (n.op == Op::kSegmentReduce) {
+      if (n.inputs.size() != 3 || n.ints.size() != 2) return absl::StrCat("segment_reduce ", i, " needs lo, hi, value and {mode, rows}");
+      n.inner = false;
+      for (KNodeId in : n.inputs) n.inner = n.inner || nodes[size_t(in)].inner;
+    } else if (n.op == Op::kSegmentPos) {
+      n.inner = false;
     } else if (is_reduce(n.op)) {
       if (!nodes[n.inputs[0]].inner && !has_reduce()) return absl::StrCat("reduce node ", i, " in a kernel without reduce axes");
       n.inner = false;

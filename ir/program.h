@@ -45,6 +45,12 @@ using KNodeId = int32_t;
 //     read at (b, sq, d), (b, sk, d), (b, sk, dv), (b, sq, sk); ints = {causal}, scalar = scale;
 //     the graph op's value at (b, sq, dv), an outer-level value (only a fused-attention kernel
 //     renders it: passes/attention.h decides where one exists)
+//   segment_reduce  inputs lo, hi (i64), value; ints = {mode (ScatterMode), rows}: the fold of
+//     `value` over the rows i of [clamp(lo, 0, rows), clamp(hi, that, rows)) in order, where value
+//     is evaluated with every segment_pos node beneath it reading i (the identity when the range
+//     is empty; ir/graph.h). Its value is an indexed load whose index is segment_pos. Renderers
+//     emit the loop where the node is evaluated; a strategy may split it over threads.
+//   segment_pos  i64: the row of the enclosing segment_reduce's loop (only beneath one)
 struct KNode {
   Op op = Op::kConst;
   DType dtype = DType::kFloat32;

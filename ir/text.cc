@@ -55,6 +55,7 @@ const char* ints_attr(Op op) {
     case Op::kWindow: return "stride_dilation";
     case Op::kAttention: return "causal";
     case Op::kScatter: return "axis_mode";
+    case Op::kSegmentReduce: return "mode";
     case Op::kIf: return "results";
     case Op::kResult: return "index";
     default: return nullptr;
@@ -62,6 +63,7 @@ const char* ints_attr(Op op) {
 }
 bool ints_is_list(Op op) {
   return op != Op::kInput && op != Op::kRand && op != Op::kRandn && op != Op::kParam && op != Op::kConcat && op != Op::kGather &&
+         op != Op::kSegmentReduce &&
          op != Op::kAttention && op != Op::kIf && op != Op::kResult;
 }
 bool has_scalar(Op op) { return op == Op::kConst || op == Op::kParam || op == Op::kPad || op == Op::kAttention; }

@@ -244,6 +244,22 @@ absl::Status check_scatter(const Operands& g, const Node& n) {
   return absl::OkStatus();
 }
 
+absl::Status check_segment(const Operands& g, const Node& n) {
+  const Operand data = g.node(n.inputs[0]);
+  const Operand off = g.node(n.inputs[1]);
+  if (n.dtype != data.dtype) return err(n, "result dtype must equal the data's dtype");
+  if (data.dtype == DType::kBool) return err(n, "needs numeric data, got bool");
+  if (n.ints.size() != 1 || n.ints[0] < int64_t(ScatterMode::kAdd) || n.ints[0] > int64_t(ScatterMode::kMin))
+    return err(n, "mode must be add, mul, max or min");
+  if (off.dtype != DType::kInt64 || off.shape.size() != 1 || off.shape[0] < 1)
+    return err(n, absl::StrCat("offsets must be i64 [S + 1], got ", dtype_name(off.dtype), shape_str(off.shape)));
+  if (data.shape.empty()) return err(n, "data must have a row axis");
+  Shape want = data.shape;
+  want[0] = off.shape[0] - 1;
+  if (n.shape != want) return err(n, absl::StrCat("result must be ", shape_str(want)));
+  return absl::OkStatus();
+}
+
 absl::Status check_attention(const Operands& g, const Node& n) {
   if (n.inputs.size() != 3 && n.inputs.size() != 4) return err(n, "takes q, k, v and an optional bias");
   if (n.ints.size() != 1 || (n.ints[0] != 0 && n.ints[0] != 1)) return err(n, "causal must be 0 or 1");
@@ -440,7 +456,9 @@ absl::Status check(const Operands& g, const Node& n) {
       if (!n.ints.empty() && n.dtype != DType::kFloat32) return err(n, "TF32 precision needs float32 operands");
       return absl::OkStatus();
     }
-    case OpClass::kIndex: return n.op == Op::kGather ? check_gather(g, n) : check_scatter(g, n);
+    case OpClass::kIndex:
+      if (n.op == Op::kGather) return check_gather(g, n);
+      return n.op == Op::kScatter ? check_scatter(g, n) : check_segment(g, n);
     case OpClass::kKernel: return err(n, "kernel-IR op in a graph");
     case OpClass::kControl: return check_control(g, n);
   }

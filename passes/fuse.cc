@@ -60,7 +60,9 @@ class Fuser {
       if (g_.node(o).op != Op::kInput) mat[o] = true;
     for (size_t i = 0; i < g_.size(); ++i) {
       const Node& n = g_.node(NodeId(i));
-      if (ir::is_reduce(n.op) || n.op == Op::kDot || n.op == Op::kAttention || n.op == Op::kScatter) mat[i] = true;
+      if (ir::is_reduce(n.op) || n.op == Op::kDot || n.op == Op::kAttention || n.op == Op::kScatter ||
+          n.op == Op::kSegmentReduce)
+        mat[i] = true;
       if (!enable_ && (ir::is_elementwise(n.op))) mat[i] = true;
     }
     for (size_t i = 0; i < g_.size(); ++i) {
@@ -90,13 +92,16 @@ class Fuser {
     }
     // A gather reads its source at positions known only at run time, so the source is in memory:
     // the first node below the gather's movement ops (those fold into the gather's load).
+    // So is a segment_reduce's data: each segment reads rows the offsets name.
     for (size_t i = 0; i < g_.size(); ++i) {
-      if (!ir::is_gather(g_.node(NodeId(i)).op)) continue;
+      if (!ir::is_gather(g_.node(NodeId(i)).op) && !ir::is_segment(g_.node(NodeId(i)).op)) continue;
       NodeId src = g_.node(NodeId(i)).inputs[0];
       while (is_reindexing(g_.node(src).op)) src = g_.node(src).inputs[0];
       if (g_.node(src).op != Op::kInput && !mat[size_t(src)]) {
         mat[size_t(src)] = true;
-        plan_.decisions.push_back(absl::StrCat("materialize %", src, ": gathered from at run-time positions"));
+        plan_.decisions.push_back(absl::StrCat("materialize %", src, ": ",
+                                               ir::is_gather(g_.node(NodeId(i)).op) ? "gathered from" : "segments read",
+                                               " at run-time positions"));
       }
     }
     // Inlined expressions stay at most kMaxInlineDepth deep: lowering and code generation walk
@@ -271,6 +276,7 @@ class Fuser {
     if (!SH.has_reduce()) {
       if (all_natural(SG)) {
         *out = SG;
+        out->segment = SG.segment || SH.segment;
         return true;
       }
       *why = "read through a view the consumer's loop cannot produce";
@@ -409,7 +415,9 @@ class Fuser {
       for (size_t b = a + 1; b < groups_.size(); ++b) {
         if (!alive_[b]) continue;
         const Space &sa = groups_[a].space, &sb = groups_[b].space;
-        if (sa.dot || sb.dot || sa.attention || sb.attention || sa.scatter || sb.scatter || sa.full != sb.full) continue;
+        if (sa.dot || sb.dot || sa.attention || sb.attention || sa.scatter || sb.scatter || sa.segment ||
+            sb.segment || sa.full != sb.full)
+          continue;
         // Same space, or an elementwise kernel joining a reduction over its full shape (its values
         // become inner-level stores of the reduction kernel).
         if (!(sa == sb) && sa.has_reduce() && sb.has_reduce()) continue;

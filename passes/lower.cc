@@ -203,6 +203,7 @@ class Builder {
       case ir::OpClass::kContract: return n.op == Op::kDot ? lower_dot(id, n, m) : lower_attention(id, n, m);
       case ir::OpClass::kIndex:
         if (n.op == Op::kGather) return lower_gather(n, m);
+        if (n.op == Op::kSegmentReduce) return lower_segment(n, m);
         return absl::InternalError(absl::StrCat("scatter %", id, " is read before it is in memory"));
       case ir::OpClass::kKernel:
       case ir::OpClass::kControl: break;  // control nodes are never inside a kernel (passes/control.h)
@@ -316,6 +317,54 @@ class Builder {
     KNodeId loaded = emit(l);
     Scalar z = is_float(n.dtype) ? Scalar::from_double(0) : Scalar::from_int(0);
     return op(Op::kWhere, n.dtype, {ok, loaded, constant(z, n.dtype)});
+  }
+
+  // segment_reduce at map m (over its result [S, R...]): the segment's bounds are the offsets at
+  // s and s + 1 (read like an elementwise operand through m), and each row of the segment is an
+  // indexed load of the data (from memory, through the movement ops above its buffer) whose row
+  // coordinate is the segment loop's position (ir/program.h, segment_reduce).
+  absl::StatusOr<KNodeId> lower_segment(const Node& n, const IndexMap& m) {
+    const Shape& xs = g_.node(n.inputs[0]).shape;
+    KNodeId bound[2];
+    for (int b = 0; b < 2; ++b) {
+      View v;
+      v.shape = n.shape;
+      v.strides.assign(n.shape.size(), 0);
+      v.strides[0] = 1;
+      v.offset = b;
+      v.canonicalize();
+      auto x = lower(n.inputs[1], compose_merged(m, v));
+      if (!x.ok()) return x;
+      bound[b] = *x;
+    }
+    IndexMap source = IndexMap::of(View::contiguous(xs));
+    NodeId src = n.inputs[0];
+    for (;;) {
+      const Node& s = g_.node(src);
+      if (s.op == Op::kInput || ((*r_.buffer_of)[src] >= 0 && !is_computed(src))) break;
+      if (!is_reindexing(s.op))
+        return absl::InternalError(absl::StrCat("segment_reduce data %", src, " is not in memory"));
+      source = compose_merged(source, reindexing_view(g_, s));
+      src = s.inputs[0];
+    }
+    if (r_.on_read) r_.on_read(src, source, /*indexed=*/true);
+    KNode pos;
+    pos.op = Op::kSegmentPos;
+    pos.dtype = DType::kInt64;
+    KNode l;
+    l.op = Op::kLoad;
+    l.dtype = n.dtype;
+    l.buffer = (*r_.buffer_of)[src];
+    l.inputs = {emit(pos)};
+    l.ints = {int64_t(source.views.size()), 0, n.shape[0]};
+    l.map = source;
+    l.map.views.insert(l.map.views.end(), m.views.begin(), m.views.end());
+    KNode seg;
+    seg.op = Op::kSegmentReduce;
+    seg.dtype = n.dtype;
+    seg.inputs = {bound[0], bound[1], emit(l)};
+    seg.ints = {n.ints[0], xs[0]};
+    return emit(seg);
   }
 
   absl::StatusOr<KNodeId> lower_movement(const Node& n, const IndexMap& m) {

@@ -93,6 +93,7 @@ Space space_of(const ir::Graph& g, ir::NodeId id) {
     s.outer[size_t(n.ints[0])] = 1;
   } else {
     s = elementwise_space(n.shape);
+    s.segment = n.op == ir::Op::kSegmentReduce;
   }
   return s;
 }

@@ -16,12 +16,13 @@ struct Space {
   bool dot = false;          // a contraction: full = outer + [K], K is the last axis
   bool attention = false;    // attention: full = outer + [Sk, D], outer = [B..., Sq, Dv]
   bool scatter = false;      // a scatter's updates: full = the indices' shape, reduce = its axis
+  bool segment = false;      // computes a segment_reduce (elementwise over its result's shape)
 
   bool has_reduce() const;
   int64_t reduce_count() const;
   bool operator==(const Space& o) const {
     return full == o.full && reduce == o.reduce && outer == o.outer && dot == o.dot && attention == o.attention &&
-           scatter == o.scatter;
+           scatter == o.scatter && segment == o.segment;
   }
   // The view over `full` that addresses a row-major tensor of `outer` shape.
   ir::View outer_view() const;

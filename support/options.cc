@@ -101,6 +101,14 @@ Options options() {
   o.cache_dir = cache_location();
   read_switch("KILN_GPU_SHUFFLE", &o.gpu_shuffle);
   read_switch("KILN_GPU_ROW_CACHE", &o.gpu_row_cache);
+  if (const char* v = env("KILN_GPU_SEGMENTS")) {
+    if (std::string(v) == "thread" || std::string(v) == "block" || std::string(v) == "queue") {
+      o.gpu_segments = v;
+    } else {
+      o.invalid.emplace("KILN_GPU_SEGMENTS", v);
+      std::fprintf(stderr, "kiln: KILN_GPU_SEGMENTS=%s is not thread, block or queue; choosing by row width\n", v);
+    }
+  }
   read_int(o, "KILN_CUDA_DEVICE", &o.cuda_device, /*strict=*/true);
   if (const char* e = env("KILN_CUDA_INCLUDE")) o.cuda_include_dirs.push_back(e);
   if (const char* e = env("CUDA_HOME")) o.cuda_include_dirs.push_back(std::string(e) + "/include");

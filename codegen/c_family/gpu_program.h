@@ -68,6 +68,10 @@ struct KernelSource {
   std::string strategy;       // how threads map to the iteration space, for dumps
   std::vector<TensorMapSpec> tensor_maps;  // CUDA: by-value parameters after the buffers
   std::vector<int> params;  // param slots the kernel reads; CUDA/HIP: arguments after the buffers
+  // CUDA: the kernel keeps state between launches in a module global of its own (a work queue's
+  // counters, reset by the kernel's last warp), so it is never a twin of another kernel and two
+  // launches of it must not overlap (they do not: a program's steps run in order on one stream).
+  bool own_state = false;
 };
 
 struct RenderedProgram {

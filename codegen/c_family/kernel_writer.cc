@@ -238,6 +238,7 @@ std::string KernelWriter::eval_uncached(KNodeId id) {
     }
     case Op::kCast: return def(d_.cast(k_.nodes[n.inputs[0]].dtype, n.dtype, eval(n.inputs[0])));
     case Op::kWhere: return def(d_.select(eval(n.inputs[0]), eval(n.inputs[1]), eval(n.inputs[2])));
+    case Op::kSegmentReduce: return def(segment_fold(id));  // this thread walks the whole segment
     default: break;
   }
   if (ir::is_elementwise(n.op)) {
@@ -263,6 +264,51 @@ void KernelWriter::store(const ir::Store& s) {
   line(d_.store(s.buffer, p_.buffers[s.buffer].dtype, a.offset, v));
 }
 
+namespace {
+// The reduction a node folds with: its own op, or a segment_reduce's mode as one.
+Op fold_op(const KNode& n) {
+  if (n.op != Op::kSegmentReduce) return n.op;
+  switch (ir::ScatterMode(n.ints[0])) {
+    case ir::ScatterMode::kMul: return Op::kReduceProd;
+    case ir::ScatterMode::kMax: return Op::kReduceMax;
+    case ir::ScatterMode::kMin: return Op::kReduceMin;
+    default: return Op::kReduceSum;
+  }
+}
+}  // namespace
+
+KernelWriter::Segment KernelWriter::segment_bounds(KNodeId id) {
+  const KNode& n = k_.nodes[id];
+  const DType i64 = DType::kInt64;
+  const std::string t = d_.type(i64), rows = d_.literal(i64, Scalar::from_int(n.ints[1]));
+  Segment s;
+  s.lo = fresh("lo");
+  s.hi = fresh("hi");
+  line(absl::StrCat(t, " ", s.lo, " = ",
+                    d_.op(Op::kMin, i64, {d_.op(Op::kMax, i64, {eval(n.inputs[0]), d_.literal(i64, Scalar::from_int(0))}), rows}),
+                    ";"));
+  line(absl::StrCat(t, " ", s.hi, " = ", d_.op(Op::kMin, i64, {d_.op(Op::kMax, i64, {eval(n.inputs[1]), s.lo}), rows}), ";"));
+  return s;
+}
+
+std::string KernelWriter::segment_row(KNodeId id, const std::string& row) {
+  for (size_t i = 0; i < k_.nodes.size(); ++i)
+    if (k_.nodes[i].op == Op::kSegmentPos) bind(KNodeId(i), row);
+  return eval(k_.nodes[id].inputs[2]);
+}
+
+std::string KernelWriter::segment_fold(KNodeId id) {
+  Segment s = segment_bounds(id);
+  Acc a = declare_acc(id);
+  std::string r = fresh("row");
+  open(absl::StrCat("for (", d_.type(DType::kInt64), " ", r, " = ", s.lo, "; ", r, " < ", s.hi, "; ++", r, ")"));
+  push_scope();
+  update_acc(id, a, segment_row(id, r), "");
+  pop_scope();
+  close();
+  return acc_result(id, a);
+}
+
 DType KernelWriter::acc_type(KNodeId id) const {
   const KNode& n = k_.nodes[id];
   return ir::is_arg_reduce(n.op) ? k_.nodes[n.inputs[0]].dtype : n.dtype;
@@ -275,7 +321,7 @@ KernelWriter::Acc KernelWriter::declare_acc(KNodeId id) {
   a.value = fresh("acc");
   bool f = is_float(a.type);
   Scalar init;
-  switch (n.op) {
+  switch (fold_op(n)) {
     case Op::kReduceSum: init = Scalar::from_int(0); break;
     case Op::kReduceProd: init = Scalar::from_int(1); break;
     case Op::kReduceMax:
@@ -303,7 +349,7 @@ void KernelWriter::combine_into(KNodeId id, const std::string& av, const std::st
                                 const std::string& bi) {
   const KNode& n = k_.nodes[id];
   DType t = acc_type(id);
-  switch (n.op) {
+  switch (fold_op(n)) {
     case Op::kReduceSum: line(absl::StrCat(av, " = ", d_.op(Op::kAdd, t, {av, bv}), ";")); return;
     case Op::kReduceProd: line(absl::StrCat(av, " = ", d_.op(Op::kMul, t, {av, bv}), ";")); return;
     case Op::kReduceMax: line(absl::StrCat(av, " = ", d_.op(Op::kMax, t, {av, bv}), ";")); return;

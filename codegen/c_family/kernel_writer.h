@@ -64,6 +64,15 @@ class KernelWriter {
   // Text of combine((av, ai), (bv, bi)) assignments into (av, ai).
   void combine_into(ir::KNodeId id, const std::string& av, const std::string& ai, const std::string& bv,
                     const std::string& bi);
+  // --- segment_reduce node `id` (ir/program.h): its row range [lo, hi) as i64 variables (the
+  // offsets clamped); the node's value operand at row `row` (an i64 expression), bound inside the
+  // caller's scope; and the whole fold walked by this one thread.
+  struct Segment {
+    std::string lo, hi;
+  };
+  Segment segment_bounds(ir::KNodeId id);
+  std::string segment_row(ir::KNodeId id, const std::string& row);
+  std::string segment_fold(ir::KNodeId id);
   // The reduction's result value from its accumulator.
   std::string acc_result(ir::KNodeId id, const Acc& a) const;
   DType acc_type(ir::KNodeId id) const;

@@ -8,6 +8,8 @@
 //                   every thread sees each finished reduction (softmax/layer_norm in one kernel)
 //   per-output      one thread per outer index looping over the reduce axes, with the thread
 //                   index running along the outer axis that is contiguous (coalesced columns)
+//   segments        a segment_reduce's rows walked by one thread per output, a workgroup per
+//                   segment, or warps pulling segments from a work queue (segment.cc)
 //   contraction     64x64 output tiles per workgroup, 16-deep k slices staged in shared memory,
 //                   4x4 outputs per thread, the elementwise epilogue applied per output
 #include <algorithm>
@@ -152,7 +154,7 @@ absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir
     std::unordered_map<std::string, int> families;
     for (size_t i = 0; i < out.kernels.size(); ++i) {
       KernelSource& k = out.kernels[i];
-      if (auto [at, fresh] = families.emplace(canonical_text(k.source, k), int(i)); !fresh) {
+      if (auto [at, fresh] = families.emplace(k.own_state ? k.name : canonical_text(k.source, k), int(i)); !fresh) {
         k.twin = at->second;
         k.source.clear();
         continue;

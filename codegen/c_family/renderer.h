@@ -63,6 +63,7 @@ class Renderer {
   }
 
   absl::StatusOr<KernelSource> run(const std::string& name) {
+    name_ = name;
     KernelSource out;
     out.name = name;
     int block = 256;
@@ -80,10 +81,14 @@ class Renderer {
       if (support::debug_level() >= 2)
         std::fprintf(stderr, "kiln: %s: %s%s%s\n", name.c_str(), out.strategy.c_str(), why.empty() ? "" : "; not sm_90a: ",
                      why.c_str());
+    } else if (const std::string how = segment_strategy(); how == "block" || how == "queue") {
+      block = how == "block" ? segment_block(&out) : segment_queue(&out);
+      if (support::debug_level() >= 2) std::fprintf(stderr, "kiln: %s: %s\n", name.c_str(), out.strategy.c_str());
     } else if (k_.serial) {
       per_output(&out, block);  // its reduce axes run in order in each thread
     } else if (phases_.empty()) {
       elementwise(&out, block);
+      if (how == "thread") out.strategy = "segments: one thread per output walks its segment";
     } else if (use_row_strategy()) {
       block = row_reduction(&out);
     } else {
@@ -97,7 +102,8 @@ class Renderer {
     std::string open = sm90_                     ? sm90_kernel_open(name)
                        : !helpers_.empty() ? dsmem_kernel_open(name)
                                                 : d_.kernel_open(name, w_.params(), out.params, w_.param_base(), block, shared);
-    out.source = open + w_.body() + d_.kernel_close();
+    out.source = prologue_ + open + w_.body() + d_.kernel_close();
+    out.own_state = !prologue_.empty();
     return out;
   }
 
@@ -589,6 +595,19 @@ class Renderer {
   bool attention_sm90_applies(std::string* why) const;
   int attention_sm90(KernelSource* out);
   std::vector<std::string> attention_sm90_candidates(std::string* shape_class) const;
+  // Ragged segments (segment.cc): the kernel's one segment_reduce node (-1: none or several);
+  // how its segments map to threads ("thread": each output walks its segment alone, the
+  // elementwise strategy; "block": a workgroup per segment; "queue": warps pull batches of
+  // segments from a work queue in a module global, CUDA only); the two cooperative bodies.
+  KNodeId segment_node() const;
+  std::string segment_strategy() const;
+  bool segment_cooperative(int64_t* segments, int64_t* width) const;
+  int segment_block(KernelSource* out);
+  int segment_queue(KernelSource* out);
+  void segment_columns(KNodeId seg, int64_t width, const std::string& lead, const std::string& first, int64_t step,
+                       const std::function<std::string(KernelWriter::Acc&)>& reduce);
+  std::string name_;      // the kernel's entry point
+  std::string prologue_;  // text before the kernel (a work queue's module global)
   std::string helpers_;
   int dsmem_threads_ = 0;
   bool sm90_ = false;

@@ -511,6 +511,7 @@ class Emitter {
       }
       case Op::kCast: return cast(eval(n.inputs[0]), k_.nodes[n.inputs[0]].dtype, n.dtype);
       case Op::kWhere: return b_.CreateSelect(eval(n.inputs[0]), eval(n.inputs[1]), eval(n.inputs[2]));
+      case Op::kSegmentReduce: return segment_fold(n);
       default: break;
     }
     switch (ir::op_class(n.op)) {
@@ -523,6 +524,36 @@ class Emitter {
     }
     error_ = absl::StrCat("cpu codegen: node $", id, " (", ir::op_name(n.op), ") is not available here");
     return zero(n.dtype);
+  }
+
+  // A segment_reduce (ir/program.h): a loop over its clamped row range, the segment_pos nodes
+  // reading the loop's row, folding into an accumulator of the entry block.
+  Value* segment_fold(const KNode& n) {
+    ir::Op fold = Op::kReduceSum, combine = Op::kAdd;
+    switch (ir::ScatterMode(n.ints[0])) {
+      case ir::ScatterMode::kMul: fold = Op::kReduceProd, combine = Op::kMul; break;
+      case ir::ScatterMode::kMax: fold = Op::kReduceMax, combine = Op::kMax; break;
+      case ir::ScatterMode::kMin: fold = Op::kReduceMin, combine = Op::kMin; break;
+      default: break;
+    }
+    KNode as_reduce;
+    as_reduce.op = fold;
+    as_reduce.dtype = n.dtype;
+    llvm::Type* t = compute_type(n.dtype);
+    llvm::AllocaInst* acc = entry_alloca(t, 1, "seg");
+    b_.CreateStore(reduce_init(as_reduce), acc);
+    Value* rows = b_.getInt64(n.ints[1]);
+    Value* lo = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
+                                         b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, eval(n.inputs[0]), b_.getInt64(0)), rows);
+    Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, eval(n.inputs[1]), lo), rows);
+    loop(lo, hi, [&](Value* row) {
+      for (size_t i = 0; i < k_.nodes.size(); ++i)
+        if (k_.nodes[i].op == Op::kSegmentPos) scopes_.back()[KNodeId(i)] = row;
+      Value* x = eval(n.inputs[2]);
+      Value* cur = b_.CreateLoad(t, acc);
+      b_.CreateStore(binary(combine, n.dtype, cur, x), acc);
+    }, "seg");
+    return b_.CreateLoad(t, acc);
   }
 
   // ---------------------------------------------------------------- reductions

@@ -268,6 +268,20 @@ Tensor scatter(const Tensor& data, int64_t axis, const Tensor& indices, const Te
 Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates,
                   ScatterReduction reduction = ScatterReduction::kNone);
 
+// --- segmented reductions: ragged rows given by run-time offsets -----------------------------
+// PyTorch's segment_reduce(offsets=...) / TensorFlow's segment ops / a CSR row reduction: row s
+// of the result folds data rows [offsets[s], offsets[s + 1]) elementwise over data's other dims,
+// so data [N, R...] and offsets [S + 1] give [S, R...]. Offsets have an integer dtype and are
+// read at run time: each is clamped into [0, N], an end below its start is an empty segment, and
+// segments may overlap or come in any order. An empty segment holds the identity: 0 for a sum, 1
+// for a product, -inf / +inf (an integer dtype's lowest / highest value) for max / min; float max
+// and min propagate NaN. Each segment costs its own rows (no padding to the longest); on CUDA the
+// kernel pulls segments from a work queue when rows are narrow (DESIGN.md, "Ragged work").
+Tensor segment_sum(const Tensor& data, const Tensor& offsets);
+Tensor segment_prod(const Tensor& data, const Tensor& offsets);
+Tensor segment_max(const Tensor& data, const Tensor& offsets);
+Tensor segment_min(const Tensor& data, const Tensor& offsets);
+
 // --- contraction and composites ------------------------------------------------------------
 Tensor matmul(const Tensor& a, const Tensor& b);
 

@@ -1,0 +1,160 @@
+// Ragged work: a segment_reduce's segments differ in length (CSR rows, bags of embeddings,
+// variable-length sequences), so a fixed thread mapping either leaves threads idle on short
+// segments or serializes long ones. Three strategies, one per regime:
+//
+//   thread  each output element walks its segment alone (the elementwise strategy; KernelWriter
+//           emits the loop): wide rows (>= 32 columns), where neighbouring threads read
+//           neighbouring columns of the same row.
+//   block   a workgroup per segment (grid-stride over segments), threads striding over the
+//           segment's rows and meeting in the block reduction: the classic one-block-per-item
+//           launch; any dialect.
+//   queue   a persistent kernel (CUDA): as many warps as fit on the GPU pull batches of 32
+//           segments from an atomic counter (one atomic per batch, by lane 0), each segment
+//           reduced by the whole warp (lanes striding over rows, xor shuffles). A warp stuck on a
+//           long segment does not hold up the others, and no block is launched for a segment of
+//           one row. The counters live in a module global of the kernel's own, zero at module
+//           load; the last warp to finish resets them for the next launch (KernelSource::own_state).
+//
+// KILN_GPU_SEGMENTS or the kernel's config ("segments=block") forces one; by default narrow rows
+// take the queue on CUDA and every other case one thread per output.
+#include "codegen/c_family/renderer.h"
+
+namespace kiln::codegen::gpu::render_detail {
+
+KNodeId Renderer::segment_node() const {
+  KNodeId found = -1;
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    if (k_.nodes[i].op != Op::kSegmentReduce) continue;
+    if (found >= 0) return -1;
+    found = KNodeId(i);
+  }
+  return found;
+}
+
+// Whether the kernel iterates the segment_reduce's own result: axis 0 the segments, the other
+// axes its columns (the value's load addresses the result through the identity), with nothing
+// else that needs a thread mapping of its own.
+bool Renderer::segment_cooperative(int64_t* segments, int64_t* width) const {
+  const KNodeId seg = segment_node();
+  if (seg < 0 || !reduce_axes_.empty() || k_.serial || k_.contraction.reduce >= 0 || attention_node() >= 0) return false;
+  const ir::KNode& v = k_.nodes[size_t(k_.nodes[size_t(seg)].inputs[2])];
+  if (!ir::is_indexed_load(v) || v.ints.size() != 3 || v.ints[1] != 0) return false;
+  const size_t split = size_t(v.ints[0]);
+  if (v.map.views.size() != split + 1 || k_.shape.empty() || k_.shape[0] != v.ints[2]) return false;
+  const ir::View& m = v.map.views[split];
+  const ir::View id = ir::View::contiguous(k_.shape);
+  if (m.shape != id.shape || m.strides != id.strides || m.offset != 0 || m.has_mask()) return false;
+  *segments = k_.shape[0];
+  *width = *segments > 0 ? shape_numel(k_.shape) / *segments : 0;
+  return *segments > 0;
+}
+
+std::string Renderer::segment_strategy() const {
+  const KNodeId seg = segment_node();
+  if (seg < 0) return "";
+  int64_t S = 0, R = 0;
+  if (!segment_cooperative(&S, &R)) return "thread";
+  const DType at = w_.acc_type(seg);
+  const bool queue_ok = d_.kind() == Dialect::kCuda && d_.warp_size(t_) == 32 && d_.can_shuffle(at);
+  std::string forced = support::options().gpu_segments;
+  if (forced.empty()) forced = config_value(k_.config, "segments");
+  if (forced == "queue" && !queue_ok) return "block";
+  if (forced == "thread" || forced == "block" || forced == "queue") return forced;
+  return R < 32 && queue_ok ? "queue" : "thread";
+}
+
+// The body for the current segment (axis 0 bound): for each column, this thread folds rows
+// first, first + step, ... of the segment, `reduce` combines the team's accumulators into a
+// variable the thread `lead` holds, and `lead` stores the outputs.
+void Renderer::segment_columns(KNodeId seg, int64_t width, const std::string& lead, const std::string& first, int64_t step,
+                               const std::function<std::string(KernelWriter::Acc&)>& reduce) {
+  std::vector<int> cols;
+  for (size_t a = 1; a < k_.shape.size(); ++a) cols.push_back(int(a));
+  const std::string col = w_.fresh("col"), i64 = d_.type(DType::kInt64);
+  if (!cols.empty()) {
+    w_.open(absl::StrCat("for (", w_.idx_t(), " ", col, " = ", w_.ilit(0), "; ", col, " < ", w_.ilit(width), "; ++", col, ")"));
+    w_.unravel(col, cols);
+  } else {
+    w_.open("");
+  }
+  w_.push_scope();
+  KernelWriter::Segment b = w_.segment_bounds(seg);
+  KernelWriter::Acc acc = w_.declare_acc(seg);
+  const std::string row = w_.fresh("row");
+  w_.open(absl::StrCat("for (", i64, " ", row, " = ", b.lo, " + ", d_.convert(i64, first), "; ", row, " < ", b.hi, "; ", row,
+                       " += ", d_.literal(DType::kInt64, Scalar::from_int(step)), ")"));
+  w_.push_scope();
+  w_.update_acc(seg, acc, w_.segment_row(seg, row), "");
+  w_.pop_scope();
+  w_.close();
+  w_.bind(seg, reduce(acc));
+  w_.open(absl::StrCat("if (", lead, ")"));
+  for (const ir::Store& s : k_.stores) w_.store(s);
+  w_.close();
+  w_.pop_scope();
+  w_.close();
+}
+
+int Renderer::segment_block(KernelSource* out) {
+  const int block = 256;
+  const KNodeId seg = segment_node();
+  int64_t S = 0, R = 0;
+  segment_cooperative(&S, &R);
+  const std::string lid = idx_cast(d_.local_id());
+  grid_loop("sg", S, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+  w_.set_axis(0, "sg");
+  segment_columns(seg, R, absl::StrCat(lid, " == ", w_.ilit(0)), lid, block,
+                  [&](KernelWriter::Acc& acc) { return block_reduce(seg, acc, lid, block); });
+  w_.close();
+  const int64_t limit = d_.kind() == Dialect::kGlsl ? 65535 : int64_t(INT32_MAX);
+  out->grid[0] = uint32_t(std::min<int64_t>(S, limit));
+  out->strategy = absl::StrCat("segments: a workgroup per segment (", S, " segments of ", R, " columns)");
+  return block;
+}
+
+int Renderer::segment_queue(KernelSource* out) {
+  const int block = 256, ws = 32;
+  const KNodeId seg = segment_node();
+  int64_t S = 0, R = 0;
+  segment_cooperative(&S, &R);
+  const std::string q = absl::StrCat(name_, "_queue");
+  prologue_ = absl::StrCat("// The work queue of ", name_, ": [0] the next batch's first segment, [1] warps done.\n",
+                           "__device__ unsigned long long ", q, "[2];\n");
+  const std::string u64 = "unsigned long long";
+  w_.line("const unsigned lane = threadIdx.x % 32u;");
+  w_.line(absl::StrCat("const ", u64, " warps = (", u64, ")gridDim.x * (blockDim.x / 32u);"));
+  w_.open("for (;;)");
+  w_.line(absl::StrCat(u64, " base = 0;"));
+  w_.line(absl::StrCat("if (lane == 0u) base = atomicAdd(&", q, "[0], ", ws, "ull);"));
+  w_.line("base = __shfl_sync(0xffffffffu, base, 0);");
+  w_.line(absl::StrCat("if (base >= ", S, "ull) break;"));
+  w_.line(absl::StrCat("const ", u64, " batch_end = base + ", ws, "ull < ", S, "ull ? base + ", ws, "ull : ", S, "ull;"));
+  w_.open(absl::StrCat("for (", w_.idx_t(), " sg = (", w_.idx_t(), ")base; sg < (", w_.idx_t(), ")batch_end; ++sg)"));
+  w_.set_axis(0, "sg");
+  const DType at = w_.acc_type(seg);
+  segment_columns(seg, R, "lane == 0u", "lane", ws, [&](KernelWriter::Acc& acc) {
+    for (int m = ws / 2; m > 0; m /= 2) {
+      const std::string other = w_.fresh("sh");
+      w_.line(absl::StrCat(d_.type(at), " ", other, " = ", d_.shuffle_xor(at, acc.value, m), ";"));
+      w_.combine_into(seg, acc.value, acc.index, other, "");
+    }
+    return w_.acc_result(seg, acc);
+  });
+  w_.close();
+  w_.close();
+  // Every warp's last pull happened before it counts itself done; the last one resets the queue.
+  w_.line("__threadfence();");
+  w_.open("if (lane == 0u)");
+  w_.open(absl::StrCat("if (atomicAdd(&", q, "[1], 1ull) == warps - 1ull)"));
+  w_.line(absl::StrCat("atomicExch(&", q, "[0], 0ull);"));
+  w_.line(absl::StrCat("atomicExch(&", q, "[1], 0ull);"));
+  w_.close();
+  w_.close();
+  const int64_t warps_per_block = block / ws;
+  out->grid[0] = uint32_t(std::max<int64_t>(1, std::min<int64_t>(int64_t(t_.parallelism) * 8, ceil_div(S, warps_per_block))));
+  out->strategy = absl::StrCat("segments: persistent warps pull batches of ", ws, " from a work queue (", S,
+                               " segments of ", R, " columns)");
+  return block;
+}
+
+}  // namespace kiln::codegen::gpu::render_detail
