@@ -6,6 +6,7 @@
 //   anchor_bench --first-call W1|W3 --var cold|warm [--device cuda] [--results results.jsonl]
 //   anchor_bench --w11 [--device cuda] [--results results.jsonl]   (in a fresh process)
 //   anchor_bench --w10 [--scale 32] [--device cuda] [--results results.jsonl]
+//   anchor_bench --segments short|skewed|long [--width R] [--device cuda] [--results results.jsonl]
 //
 // Timing, per workload and path ("jit": kiln::Jit replay; "realize": record + realize each call):
 //   first_call_s  first call including compilation, then a device sync
@@ -591,9 +592,58 @@ int w10(const Device& dev, double scale, Output* out) {
   return 0;
 }
 
+// Ragged segment sums (issue 15's persistent kernels): segment_sum of x [N, R] over S segments
+// whose lengths are integer hashes (segment_anchor.py builds the same ones):
+//   short   S = 2^18, lengths h % 16 (about 2M rows)
+//   skewed  S = 2^17, every 512th segment 16384 + h % 16384 rows, the others h % 16
+//   long    S = 512, lengths 8192 + h % 16384
+// with h = (s * 2654435761) mod 2^32, x[k] = the hash of k in [-1, 1). GPU time per call (CUDA
+// events around back-to-back realizes); the thread mapping is KILN_GPU_SEGMENTS's (labelled).
+std::vector<int64_t> segment_offsets(const std::string& dist) {
+  const int64_t S = dist == "short" ? int64_t(1) << 18 : dist == "skewed" ? int64_t(1) << 17 : 512;
+  std::vector<int64_t> off = {0};
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t h = int64_t((uint64_t(s) * 2654435761ull) & 0xFFFFFFFFull);
+    int64_t len = h % 16;
+    if (dist == "skewed" && s % 512 == 0) len = 16384 + h % 16384;
+    if (dist == "long") len = 8192 + h % 16384;
+    off.push_back(off.back() + len);
+  }
+  return off;
+}
+
+int segments(const Device& dev, const std::string& dist, int64_t width, Output* out) {
+  if (dist != "short" && dist != "skewed" && dist != "long") {
+    std::fprintf(stderr, "anchor_bench: --segments takes short, skewed or long\n");
+    return 2;
+  }
+  const std::vector<int64_t> off = segment_offsets(dist);
+  const int64_t S = int64_t(off.size()) - 1, N = off.back();
+  const Tensor x = upload(hashed(size_t(N * width), 2246822519ull, -1, 1), {N, width}, dev, float32);
+  const Tensor o = from_vector(off, {S + 1}, int64, dev).realize();
+  std::unique_ptr<GpuTimer> timer = GpuTimer::create(dev);
+  Tensor y;
+  Timing t = time_calls([&] { y = segment_sum(x, o).realize(); }, dev, timer.get(), false);
+  double checksum = 0;
+  for (float f : y.to_vector<float>()) checksum += f;
+  const char* how = std::getenv("KILN_GPU_SEGMENTS");
+  const std::string mapping = how && *how ? how : "default";
+  const double ms = t.ms_gpu >= 0 ? t.ms_gpu : t.ms_wall;
+  const double gbps = double(N * width * 4 + (S + 1) * 8 + S * width * 4) / (ms * 1e6);
+  out->emit(absl::StrFormat(
+      R"({"sec": "SEG", "wl": "SEG-%s-R%d", "fw": "kiln", "mapping": "%s", "ms": %s, "ms_wall": %s, "gbps": %s, )"
+      R"("rows": %d, "segments": %d, "checksum": %s, "device": "%s"})",
+      dist, width, mapping, num(ms), num(t.ms_wall), num(gbps), N, S, num(checksum), dev.description()));
+  std::printf("SEG %s R=%lld kiln (%s): %.4f ms GPU per call (%.1f GB/s), %.4f ms wall; %lld rows in %lld segments, checksum %.6g\n",
+              dist.c_str(), (long long)width, mapping.c_str(), ms, gbps, t.ms_wall, (long long)N, (long long)S, checksum);
+  return 0;
+}
+
 int main_impl(int argc, char** argv) {
   std::string device = "cuda", results, only = "W1,W2,W3,W4a,W4b,W5,W6,H", first, var = "cold";
   double scale = 32;
+  std::string dist;
+  int64_t width = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -605,9 +655,12 @@ int main_impl(int argc, char** argv) {
     else if (a == "--w11") first = "W11";
     else if (a == "--w10") first = "W10";
     else if (a == "--scale") scale = std::atof(value().c_str());
+    else if (a == "--segments") dist = value();
+    else if (a == "--width") width = std::atol(value().c_str());
     else {
       std::fprintf(stderr, "usage: anchor_bench [--device cuda] [--results f.jsonl] [--only W1,...] "
-                           "[--first-call W1|W3 --var cold|warm] [--w11] [--w10 [--scale S]]\n");
+                           "[--first-call W1|W3 --var cold|warm] [--w11] [--w10 [--scale S]] "
+                           "[--segments short|skewed|long [--width R]]\n");
       return 2;
     }
   }
@@ -624,6 +677,7 @@ int main_impl(int argc, char** argv) {
   std::printf("anchor_bench on %s\n", dev->description().c_str());
   if (first == "W11") return w11(*dev, &out);
   if (first == "W10") return w10(*dev, scale, &out);
+  if (!dist.empty()) return segments(*dev, dist, std::max<int64_t>(width, 1), &out);
   if (!first.empty()) return first_call(first, var, *dev, &out);
   std::unique_ptr<GpuTimer> timer = GpuTimer::create(*dev);
   for (absl::string_view id : absl::StrSplit(only, ',', absl::SkipEmpty())) run_workload(std::string(id), *dev, timer.get(), &out);

@@ -295,6 +295,40 @@ for s in $SECTIONS; do
         done
       } 2>&1 | tee -a "$OUT/tests.log"
       ;;
+    segments)
+      # Issue 15's persistent kernels: segment_test on cuda under each thread mapping (and memcheck
+      # on the work queue), on vulkan (thread, block) with the validation layer, the compile checks;
+      # then ragged segment sums: kiln's three mappings beside torch.segment_reduce and index_add_.
+      {
+        for how in queue block thread; do
+          run_test segment.cuda.$how 300 env KILN_DEVICE=cuda KILN_GPU_SEGMENTS=$how "$BIN/segment_test"
+        done
+        run_test segment.cuda.memcheck 300 env KILN_DEVICE=cuda KILN_GPU_SEGMENTS=queue compute-sanitizer --tool memcheck \
+          --error-exitcode 9 "$BIN/segment_test"
+        run_test segment.cuda.racecheck 300 env KILN_DEVICE=cuda KILN_GPU_SEGMENTS=block compute-sanitizer --tool racecheck \
+          --error-exitcode 9 "$BIN/segment_test" --gtest_filter='*EveryMode*:*LongAndShort*'
+        for how in thread block; do
+          run_test segment.vulkan.$how 300 env KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 KILN_GPU_SEGMENTS=$how "$BIN/segment_test"
+        done
+        run_test cuda_test.segments 120 "$BIN/cuda_test" --gtest_filter='CudaSegments*'
+        for dist in short skewed long; do
+          for width in 1 8; do
+            for how in queue block thread; do
+              KILN_GPU_SEGMENTS=$how timeout 120 "$BIN/anchor_bench" --device cuda --segments $dist --width $width \
+                --results "$RESULTS" 2>&1 | grep -v "^RESULT"
+            done
+            for how in block thread; do
+              KILN_GPU_SEGMENTS=$how timeout 120 "$BIN/anchor_bench" --device vulkan --segments $dist --width $width \
+                --results "$RESULTS" 2>&1 | grep -v "^RESULT"
+            done
+            for fw in torch-segment torch-index-add; do
+              timeout 120 python3 "$HERE/../bench/gpu/segment_anchor.py" $fw $dist --width $width 2>&1 \
+                | grep -E "^SEG|^RESULT|Error|error" | head -4
+            done
+          done
+        done
+      } 2>&1 | tee -a "$OUT/tests.log"
+      ;;
     w11)
       # W11 (issue 14): the MLP block at batch sizes 1, 7, 64, 1000 in a fresh process each: time to
       # each new size's first result, kiln (cuda, then vulkan, empty kernel caches) and the frameworks.

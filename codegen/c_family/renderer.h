@@ -604,8 +604,9 @@ class Renderer {
   bool segment_cooperative(int64_t* segments, int64_t* width) const;
   int segment_block(KernelSource* out);
   int segment_queue(KernelSource* out);
-  void segment_columns(KNodeId seg, int64_t width, const std::string& lead, const std::string& first, int64_t step,
-                       const std::function<std::string(KernelWriter::Acc&)>& reduce);
+  KernelWriter::Segment segment_range(KNodeId seg);
+  void segment_columns(KNodeId seg, const KernelWriter::Segment& b, int64_t width, const std::string& lead,
+                       const std::string& first, int64_t step, const std::function<std::string(KernelWriter::Acc&)>& reduce);
   std::string name_;      // the kernel's entry point
   std::string prologue_;  // text before the kernel (a work queue's module global)
   std::string helpers_;

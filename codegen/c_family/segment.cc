@@ -9,10 +9,10 @@
 //           segment's rows and meeting in the block reduction: the classic one-block-per-item
 //           launch; any dialect.
 //   queue   a persistent kernel (CUDA): as many warps as fit on the GPU pull batches of 32
-//           segments from an atomic counter (one atomic per batch, by lane 0), each segment
-//           reduced by the whole warp (lanes striding over rows, xor shuffles). A warp stuck on a
-//           long segment does not hold up the others, and no block is launched for a segment of
-//           one row. The counters live in a module global of the kernel's own, zero at module
+//           segments from an atomic counter (one atomic per batch, by lane 0); each lane folds
+//           one segment of the batch of at most 32 rows alone, then the whole warp reduces the
+//           batch's longer ones in turn (lanes striding over rows, xor shuffles). A warp held up
+//           by a long segment does not hold up the others, and a short segment costs one lane. The counters live in a module global of the kernel's own, zero at module
 //           load; the last warp to finish resets them for the next launch (KernelSource::own_state).
 //
 // KILN_GPU_SEGMENTS or the kernel's config ("segments=block") forces one; by default narrow rows
@@ -63,10 +63,18 @@ std::string Renderer::segment_strategy() const {
   return R < 32 && queue_ok ? "queue" : "thread";
 }
 
-// The body for the current segment (axis 0 bound): for each column, this thread folds rows
-// first, first + step, ... of the segment, `reduce` combines the team's accumulators into a
-// variable the thread `lead` holds, and `lead` stores the outputs.
-void Renderer::segment_columns(KNodeId seg, int64_t width, const std::string& lead, const std::string& first, int64_t step,
+// The segment's row range, evaluated once with the column axes at 0 (the offsets are read at
+// (s, 0...): segment_cooperative's identity map gives them stride 0 along the columns).
+KernelWriter::Segment Renderer::segment_range(KNodeId seg) {
+  for (size_t a = 1; a < k_.shape.size(); ++a) w_.set_axis(int(a), w_.ilit(0));
+  return w_.segment_bounds(seg);
+}
+
+// For each column of the current segment (axis 0 bound, range `b`): this thread folds rows
+// b.lo + first, + step, ..., `reduce` combines the team's accumulators into a value the thread
+// `lead` holds, and `lead` stores the outputs.
+void Renderer::segment_columns(KNodeId seg, const KernelWriter::Segment& b, int64_t width, const std::string& lead,
+                               const std::string& first, int64_t step,
                                const std::function<std::string(KernelWriter::Acc&)>& reduce) {
   std::vector<int> cols;
   for (size_t a = 1; a < k_.shape.size(); ++a) cols.push_back(int(a));
@@ -78,11 +86,11 @@ void Renderer::segment_columns(KNodeId seg, int64_t width, const std::string& le
     w_.open("");
   }
   w_.push_scope();
-  KernelWriter::Segment b = w_.segment_bounds(seg);
   KernelWriter::Acc acc = w_.declare_acc(seg);
   const std::string row = w_.fresh("row");
-  w_.open(absl::StrCat("for (", i64, " ", row, " = ", b.lo, " + ", d_.convert(i64, first), "; ", row, " < ", b.hi, "; ", row,
-                       " += ", d_.literal(DType::kInt64, Scalar::from_int(step)), ")"));
+  const std::string from = first == "0" ? b.lo : absl::StrCat(b.lo, " + ", d_.convert(i64, first));
+  w_.open(absl::StrCat("for (", i64, " ", row, " = ", from, "; ", row, " < ", b.hi, "; ", row,
+                       step == 1 ? " += 1" : absl::StrCat(" += ", d_.literal(DType::kInt64, Scalar::from_int(step))), ")"));
   w_.push_scope();
   w_.update_acc(seg, acc, w_.segment_row(seg, row), "");
   w_.pop_scope();
@@ -103,8 +111,11 @@ int Renderer::segment_block(KernelSource* out) {
   const std::string lid = idx_cast(d_.local_id());
   grid_loop("sg", S, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
   w_.set_axis(0, "sg");
-  segment_columns(seg, R, absl::StrCat(lid, " == ", w_.ilit(0)), lid, block,
+  w_.push_scope();
+  const KernelWriter::Segment b = segment_range(seg);
+  segment_columns(seg, b, R, absl::StrCat(lid, " == ", w_.ilit(0)), lid, block,
                   [&](KernelWriter::Acc& acc) { return block_reduce(seg, acc, lid, block); });
+  w_.pop_scope();
   w_.close();
   const int64_t limit = d_.kind() == Dialect::kGlsl ? 65535 : int64_t(INT32_MAX);
   out->grid[0] = uint32_t(std::min<int64_t>(S, limit));
@@ -112,6 +123,8 @@ int Renderer::segment_block(KernelSource* out) {
   return block;
 }
 
+// Lane j of a warp takes segment base + j of the batch alone when it has at most 32 rows; the
+// longer ones of the batch (a ballot) are then reduced by the whole warp, one after another.
 int Renderer::segment_queue(KernelSource* out) {
   const int block = 256, ws = 32;
   const KNodeId seg = segment_node();
@@ -120,7 +133,8 @@ int Renderer::segment_queue(KernelSource* out) {
   const std::string q = absl::StrCat(name_, "_queue");
   prologue_ = absl::StrCat("// The work queue of ", name_, ": [0] the next batch's first segment, [1] warps done.\n",
                            "__device__ unsigned long long ", q, "[2];\n");
-  const std::string u64 = "unsigned long long";
+  const std::string u64 = "unsigned long long", it = w_.idx_t();
+  const DType at = w_.acc_type(seg);
   w_.line("const unsigned lane = threadIdx.x % 32u;");
   w_.line(absl::StrCat("const ", u64, " warps = (", u64, ")gridDim.x * (blockDim.x / 32u);"));
   w_.open("for (;;)");
@@ -128,11 +142,27 @@ int Renderer::segment_queue(KernelSource* out) {
   w_.line(absl::StrCat("if (lane == 0u) base = atomicAdd(&", q, "[0], ", ws, "ull);"));
   w_.line("base = __shfl_sync(0xffffffffu, base, 0);");
   w_.line(absl::StrCat("if (base >= ", S, "ull) break;"));
-  w_.line(absl::StrCat("const ", u64, " batch_end = base + ", ws, "ull < ", S, "ull ? base + ", ws, "ull : ", S, "ull;"));
-  w_.open(absl::StrCat("for (", w_.idx_t(), " sg = (", w_.idx_t(), ")base; sg < (", w_.idx_t(), ")batch_end; ++sg)"));
+  w_.line("bool is_long = false;");
+  w_.open(absl::StrCat("if (base + lane < ", S, "ull)"));
+  w_.line(absl::StrCat(it, " mine = (", it, ")(base + lane);"));
+  w_.set_axis(0, "mine");
+  w_.push_scope();
+  KernelWriter::Segment b = segment_range(seg);
+  w_.line(absl::StrCat("is_long = ", b.hi, " - ", b.lo, " > ", ws, ";"));
+  w_.open("if (!is_long)");
+  segment_columns(seg, b, R, "true", "0", 1, [&](KernelWriter::Acc& acc) { return w_.acc_result(seg, acc); });
+  w_.close();
+  w_.pop_scope();
+  w_.close();
+  w_.line("unsigned long_ones = __ballot_sync(0xffffffffu, is_long);");
+  w_.open("while (long_ones != 0u)");
+  w_.line("const unsigned j = (unsigned)(__ffs(long_ones) - 1);");
+  w_.line("long_ones &= long_ones - 1u;");
+  w_.line(absl::StrCat(it, " sg = (", it, ")(base + j);"));
   w_.set_axis(0, "sg");
-  const DType at = w_.acc_type(seg);
-  segment_columns(seg, R, "lane == 0u", "lane", ws, [&](KernelWriter::Acc& acc) {
+  w_.push_scope();
+  b = segment_range(seg);
+  segment_columns(seg, b, R, "lane == 0u", "lane", ws, [&](KernelWriter::Acc& acc) {
     for (int m = ws / 2; m > 0; m /= 2) {
       const std::string other = w_.fresh("sh");
       w_.line(absl::StrCat(d_.type(at), " ", other, " = ", d_.shuffle_xor(at, acc.value, m), ";"));
@@ -140,6 +170,7 @@ int Renderer::segment_queue(KernelSource* out) {
     }
     return w_.acc_result(seg, acc);
   });
+  w_.pop_scope();
   w_.close();
   w_.close();
   // Every warp's last pull happened before it counts itself done; the last one resets the queue.
@@ -151,8 +182,9 @@ int Renderer::segment_queue(KernelSource* out) {
   w_.close();
   w_.close();
   const int64_t warps_per_block = block / ws;
-  out->grid[0] = uint32_t(std::max<int64_t>(1, std::min<int64_t>(int64_t(t_.parallelism) * 8, ceil_div(S, warps_per_block))));
-  out->strategy = absl::StrCat("segments: persistent warps pull batches of ", ws, " from a work queue (", S,
+  out->grid[0] = uint32_t(std::max<int64_t>(1, std::min<int64_t>(int64_t(t_.parallelism) * 8, ceil_div(S, warps_per_block * ws))));
+  out->strategy = absl::StrCat("segments: persistent warps pull batches of ", ws,
+                               " from a work queue, a lane per short segment, the warp per long one (", S,
                                " segments of ", R, " columns)");
   return block;
 }

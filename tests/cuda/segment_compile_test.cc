@@ -66,7 +66,9 @@ TEST(CudaSegments, QueueKernelsCompileWithAQueueEach) {
   ASSERT_EQ(d.c.kernels.size(), 2u);
   EXPECT_FALSE(d.c.module.empty());
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_NE(d.strategies[i].find("work queue (8 segments of 2 columns)"), std::string::npos) << d.strategies[i];
+    EXPECT_NE(d.strategies[i].find("work queue, a lane per short segment, the warp per long one (8 segments of 2 columns)"),
+              std::string::npos)
+        << d.strategies[i];
     EXPECT_EQ(d.c.kernels[i].twin, -1);
     // The queue is a global of the module (its symbol is in the cubin).
     EXPECT_NE(d.c.module.find(d.c.kernels[i].name + "_queue"), std::string::npos);
