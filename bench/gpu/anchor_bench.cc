@@ -627,7 +627,8 @@ int segments(const Device& dev, const std::string& dist, int64_t width, Output* 
   double checksum = 0;
   for (float f : y.to_vector<float>()) checksum += f;
   const char* how = std::getenv("KILN_GPU_SEGMENTS");
-  const std::string mapping = how && *how ? how : "default";
+  std::string mapping = how && *how ? how : "default";
+  if (const char* grid = std::getenv("KILN_GPU_SEGMENTS_GRID"); grid && *grid) mapping += absl::StrCat(" grid=", grid);
   const double ms = t.ms_gpu >= 0 ? t.ms_gpu : t.ms_wall;
   const double gbps = double(N * width * 4 + (S + 1) * 8 + S * width * 4) / (ms * 1e6);
   out->emit(absl::StrFormat(

@@ -303,8 +303,12 @@ for s in $SECTIONS; do
         for how in queue block thread; do
           run_test segment.cuda.$how 300 env KILN_DEVICE=cuda KILN_GPU_SEGMENTS=$how "$BIN/segment_test"
         done
-        run_test segment.cuda.memcheck 300 env KILN_DEVICE=cuda KILN_GPU_SEGMENTS=queue compute-sanitizer --tool memcheck \
-          --error-exitcode 9 "$BIN/segment_test"
+        # One block of 8 warps: all but the first 256 segments come from the queue's atomic pulls.
+        run_test segment.cuda.queue_pulls 300 env KILN_DEVICE=cuda KILN_GPU_SEGMENTS=queue KILN_GPU_SEGMENTS_GRID=1 \
+          "$BIN/segment_test"
+        run_test segment.cuda.memcheck 300 env KILN_DEVICE=cuda KILN_GPU_SEGMENTS=queue KILN_GPU_SEGMENTS_GRID=1 \
+          compute-sanitizer --tool memcheck \
+          --error-exitcode 9 "$BIN/segment_test" --gtest_filter='*EveryMode*:*LongAndShort*:*Clamped*:*EmptyShapes*'
         run_test segment.cuda.racecheck 300 env KILN_DEVICE=cuda KILN_GPU_SEGMENTS=block compute-sanitizer --tool racecheck \
           --error-exitcode 9 "$BIN/segment_test" --gtest_filter='*EveryMode*:*LongAndShort*'
         for how in thread block; do
@@ -313,12 +317,15 @@ for s in $SECTIONS; do
         run_test cuda_test.segments 120 "$BIN/cuda_test" --gtest_filter='CudaSegments*'
         for dist in short skewed long; do
           for width in 1 8; do
-            for how in queue block thread; do
-              KILN_GPU_SEGMENTS=$how timeout 120 "$BIN/anchor_bench" --device cuda --segments $dist --width $width \
+            for how in default queue block thread; do
+              KILN_GPU_SEGMENTS=${how/default/} timeout 120 "$BIN/anchor_bench" --device cuda --segments $dist --width $width \
                 --results "$RESULTS" 2>&1 | grep -v "^RESULT"
             done
-            for how in block thread; do
-              KILN_GPU_SEGMENTS=$how timeout 120 "$BIN/anchor_bench" --device vulkan --segments $dist --width $width \
+            echo "--- the queue on 264 blocks (2 per SM): the batches past the first 67584 segments are pulled"
+            KILN_GPU_SEGMENTS=queue KILN_GPU_SEGMENTS_GRID=264 timeout 120 "$BIN/anchor_bench" --device cuda --segments $dist \
+              --width $width 2>&1 | grep -v "^RESULT"
+            for how in default block thread; do
+              KILN_GPU_SEGMENTS=${how/default/} timeout 120 "$BIN/anchor_bench" --device vulkan --segments $dist --width $width \
                 --results "$RESULTS" 2>&1 | grep -v "^RESULT"
             done
             for fw in torch-segment torch-index-add; do

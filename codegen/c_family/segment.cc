@@ -8,15 +8,18 @@
 //   block   a workgroup per segment (grid-stride over segments), threads striding over the
 //           segment's rows and meeting in the block reduction: the classic one-block-per-item
 //           launch; any dialect.
-//   queue   a persistent kernel (CUDA): as many warps as fit on the GPU pull batches of 32
-//           segments from an atomic counter (one atomic per batch, by lane 0); each lane folds
-//           one segment of the batch of at most 32 rows alone, then the whole warp reduces the
-//           batch's longer ones in turn (lanes striding over rows, xor shuffles). A warp held up
-//           by a long segment does not hold up the others, and a short segment costs one lane. The counters live in a module global of the kernel's own, zero at module
+//   queue   a persistent kernel (CUDA): as many warps as fit on the GPU take batches of 32
+//           segments, the first by their place in the grid and the rest from an atomic counter
+//           (one atomic per batch, by lane 0); each lane folds one segment of the batch of at most
+//           32 rows alone, then the whole warp reduces the batch's longer ones in turn (lanes
+//           over rows and columns, xor shuffles). A warp held up by a long segment does not hold
+//           up the others, and a short segment costs one lane. The counters live in a module global of the kernel's own, zero at module
 //           load; the last warp to finish resets them for the next launch (KernelSource::own_state).
 //
-// KILN_GPU_SEGMENTS or the kernel's config ("segments=block") forces one; by default narrow rows
-// take the queue on CUDA and every other case one thread per output.
+// KILN_GPU_SEGMENTS or the kernel's config ("segments=block") forces one. By default (the
+// lengths are run-time data, their mean rows / segments is known): rows of 32 columns or more a
+// thread per output; segments of 256 rows or more on average (32 off CUDA) a workgroup each;
+// shorter ones the queue on CUDA, a thread per output elsewhere (bench/results/h100-2026-11-26-segments).
 #include "codegen/c_family/renderer.h"
 
 namespace kiln::codegen::gpu::render_detail {
@@ -60,7 +63,13 @@ std::string Renderer::segment_strategy() const {
   if (forced.empty()) forced = config_value(k_.config, "segments");
   if (forced == "queue" && !queue_ok) return "block";
   if (forced == "thread" || forced == "block" || forced == "queue") return forced;
-  return R < 32 && queue_ok ? "queue" : "thread";
+  // Rows per segment on average (the lengths themselves are run-time data): long segments keep a
+  // whole workgroup busy each; short ones are best walked by one lane each (the queue's lanes on
+  // CUDA, with its warps for the few long ones; elsewhere a thread per output).
+  const int64_t rows = k_.nodes[size_t(seg)].ints[1], mean = rows / std::max<int64_t>(S, 1);
+  if (R >= 32) return "thread";
+  if (mean >= (queue_ok ? 256 : 32)) return "block";
+  return queue_ok ? "queue" : "thread";
 }
 
 // The segment's row range, evaluated once with the column axes at 0 (the offsets are read at
@@ -103,6 +112,47 @@ void Renderer::segment_columns(KNodeId seg, const KernelWriter::Segment& b, int6
   w_.close();
 }
 
+// The current segment reduced by a whole warp: with a width that divides 32, lane l takes column
+// l % width of rows lo + l / width, + 32 / width, ... (the warp reads whole rows at a time) and
+// xor shuffles over the lanes of one column leave its result in lane `column`; other widths walk
+// the columns in turn, every lane striding over rows.
+void Renderer::segment_warp(KNodeId seg, const KernelWriter::Segment& b, int64_t width) {
+  const int ws = 32;
+  const DType at = w_.acc_type(seg);
+  auto shuffle_down_to = [&](KernelWriter::Acc& acc, int64_t lowest) {
+    for (int64_t m = ws / 2; m >= lowest; m /= 2) {
+      const std::string other = w_.fresh("sh");
+      w_.line(absl::StrCat(d_.type(at), " ", other, " = ", d_.shuffle_xor(at, acc.value, int(m)), ";"));
+      w_.combine_into(seg, acc.value, acc.index, other, "");
+    }
+    return w_.acc_result(seg, acc);
+  };
+  if (width <= 1 || ws % width != 0 || k_.shape.size() < 2) {
+    segment_columns(seg, b, width, "lane == 0u", "lane", ws, [&](KernelWriter::Acc& acc) { return shuffle_down_to(acc, 1); });
+    return;
+  }
+  std::vector<int> cols;
+  for (size_t a = 1; a < k_.shape.size(); ++a) cols.push_back(int(a));
+  const std::string col = w_.fresh("col"), i64 = d_.type(DType::kInt64), row = w_.fresh("row");
+  w_.open("");
+  w_.line(absl::StrCat(w_.idx_t(), " ", col, " = (", w_.idx_t(), ")(lane % ", width, "u);"));
+  w_.unravel(col, cols);
+  w_.push_scope();
+  KernelWriter::Acc acc = w_.declare_acc(seg);
+  w_.open(absl::StrCat("for (", i64, " ", row, " = ", b.lo, " + (", i64, ")(lane / ", width, "u); ", row, " < ", b.hi, "; ",
+                       row, " += ", ws / width, ")"));
+  w_.push_scope();
+  w_.update_acc(seg, acc, w_.segment_row(seg, row), "");
+  w_.pop_scope();
+  w_.close();
+  w_.bind(seg, shuffle_down_to(acc, width));
+  w_.open(absl::StrCat("if (lane < ", width, "u)"));
+  for (const ir::Store& s : k_.stores) w_.store(s);
+  w_.close();
+  w_.pop_scope();
+  w_.close();
+}
+
 int Renderer::segment_block(KernelSource* out) {
   const int block = 256;
   const KNodeId seg = segment_node();
@@ -123,27 +173,27 @@ int Renderer::segment_block(KernelSource* out) {
   return block;
 }
 
-// Lane j of a warp takes segment base + j of the batch alone when it has at most 32 rows; the
-// longer ones of the batch (a ballot) are then reduced by the whole warp, one after another.
+// Batches of 32 segments: warp w takes batch w first (no atomic), then, where the grid's warps
+// do not cover every segment that way, pulls the next batches from the queue (lane 0, one atomic
+// per batch). In a batch, lane j folds segment base + j alone when it has at most 32 rows; the
+// longer ones (a ballot) are then reduced by the whole warp in turn. Each block counts itself
+// done once its warps are; the last block resets the queue for the next launch.
 int Renderer::segment_queue(KernelSource* out) {
   const int block = 256, ws = 32;
   const KNodeId seg = segment_node();
   int64_t S = 0, R = 0;
   segment_cooperative(&S, &R);
   const std::string q = absl::StrCat(name_, "_queue");
-  prologue_ = absl::StrCat("// The work queue of ", name_, ": [0] the next batch's first segment, [1] warps done.\n",
+  prologue_ = absl::StrCat("// The work queue of ", name_, ": [0] batches handed out past the first round, [1] blocks done.\n",
                            "__device__ unsigned long long ", q, "[2];\n");
-  const std::string u64 = "unsigned long long", it = w_.idx_t();
-  const DType at = w_.acc_type(seg);
+  const std::string u64 = "unsigned long long", it = w_.idx_t(), seg_count = absl::StrCat(S, "ull");
   w_.line("const unsigned lane = threadIdx.x % 32u;");
   w_.line(absl::StrCat("const ", u64, " warps = (", u64, ")gridDim.x * (blockDim.x / 32u);"));
-  w_.open("for (;;)");
-  w_.line(absl::StrCat(u64, " base = 0;"));
-  w_.line(absl::StrCat("if (lane == 0u) base = atomicAdd(&", q, "[0], ", ws, "ull);"));
-  w_.line("base = __shfl_sync(0xffffffffu, base, 0);");
-  w_.line(absl::StrCat("if (base >= ", S, "ull) break;"));
+  w_.line(absl::StrCat("const bool pulls = warps * ", ws, "ull < ", seg_count, ";"));
+  w_.line(absl::StrCat(u64, " base = ((", u64, ")blockIdx.x * (blockDim.x / 32u) + threadIdx.x / 32u) * ", ws, "ull;"));
+  w_.open(absl::StrCat("while (base < ", seg_count, ")"));
   w_.line("bool is_long = false;");
-  w_.open(absl::StrCat("if (base + lane < ", S, "ull)"));
+  w_.open(absl::StrCat("if (base + lane < ", seg_count, ")"));
   w_.line(absl::StrCat(it, " mine = (", it, ")(base + lane);"));
   w_.set_axis(0, "mine");
   w_.push_scope();
@@ -162,28 +212,29 @@ int Renderer::segment_queue(KernelSource* out) {
   w_.set_axis(0, "sg");
   w_.push_scope();
   b = segment_range(seg);
-  segment_columns(seg, b, R, "lane == 0u", "lane", ws, [&](KernelWriter::Acc& acc) {
-    for (int m = ws / 2; m > 0; m /= 2) {
-      const std::string other = w_.fresh("sh");
-      w_.line(absl::StrCat(d_.type(at), " ", other, " = ", d_.shuffle_xor(at, acc.value, m), ";"));
-      w_.combine_into(seg, acc.value, acc.index, other, "");
-    }
-    return w_.acc_result(seg, acc);
-  });
+  segment_warp(seg, b, R);
   w_.pop_scope();
   w_.close();
+  w_.line("if (!pulls) break;");
+  w_.line(absl::StrCat("if (lane == 0u) base = warps * ", ws, "ull + atomicAdd(&", q, "[0], ", ws, "ull);"));
+  w_.line("base = __shfl_sync(0xffffffffu, base, 0);");
   w_.close();
-  // Every warp's last pull happened before it counts itself done; the last one resets the queue.
+  // Every pull of the block's warps happened before the block counts itself done; the last
+  // block resets the queue.
+  w_.open("if (pulls)");
+  w_.line("__syncthreads();");
+  w_.open("if (threadIdx.x == 0u)");
   w_.line("__threadfence();");
-  w_.open("if (lane == 0u)");
-  w_.open(absl::StrCat("if (atomicAdd(&", q, "[1], 1ull) == warps - 1ull)"));
+  w_.open(absl::StrCat("if (atomicAdd(&", q, "[1], 1ull) == (", u64, ")gridDim.x - 1ull)"));
   w_.line(absl::StrCat("atomicExch(&", q, "[0], 0ull);"));
   w_.line(absl::StrCat("atomicExch(&", q, "[1], 0ull);"));
   w_.close();
   w_.close();
-  const int64_t warps_per_block = block / ws;
-  out->grid[0] = uint32_t(std::max<int64_t>(1, std::min<int64_t>(int64_t(t_.parallelism) * 8, ceil_div(S, warps_per_block * ws))));
-  out->strategy = absl::StrCat("segments: persistent warps pull batches of ", ws,
+  w_.close();
+  int64_t grid = std::min<int64_t>(int64_t(t_.parallelism) * 8, ceil_div(S, block));
+  if (const int cap = support::options().gpu_segments_grid; cap > 0) grid = std::min<int64_t>(grid, cap);
+  out->grid[0] = uint32_t(std::max<int64_t>(1, grid));
+  out->strategy = absl::StrCat("segments: persistent warps take batches of ", ws,
                                " from a work queue, a lane per short segment, the warp per long one (", S,
                                " segments of ", R, " columns)");
   return block;

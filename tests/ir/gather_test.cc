@@ -1,5 +1,6 @@
-// The gather primitive in the graph IR: text round trip, the verifier's messages, and the
-// interpreter's values (negative indices count from the end, out-of-range ones read 0).
+// The index primitives in the graph IR (gather, scatter, segment_reduce): text round trip, the
+// verifier's messages, and the interpreter's values (negative indices count from the end,
+// out-of-range ones read 0; segment offsets are clamped).
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -133,6 +134,47 @@ TEST(IrScatter, VerifierNamesTheProblem) {
        "scatter: unknown mode"},
   };
   for (const Bad& c : cases) expect_refused(c, 3);
+}
+
+const char* kSegment = R"(graph {
+  %0 = input 0 : f32[5,2]
+  %1 = input 1 : i64[4]
+  %2 = segment_reduce %0, %1 mode=3 : f32[3,2]
+  output %2
+}
+)";
+
+// Max over rows [0, 2), [2, 2) (empty: -inf), then [1, 9) clamped to [1, 5).
+TEST(IrSegment, RoundTripsAndInterpretsWithClampedOffsets) {
+  auto g = round_trip(kSegment);
+  ASSERT_TRUE(g.ok()) << g.status();
+  HostTensor x = HostTensor::make(DType::kFloat32, {5, 2});
+  x.f = {1, 9, 4, -1, 0, 2, 7, 3, 5, 8};
+  HostTensor off = HostTensor::make(DType::kInt64, {4});
+  off.i = {0, 2, 1, 9};
+  auto r = interpret(*g, {x, off});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].f, (std::vector<double>{4, 9, -INFINITY, -INFINITY, 7, 8}));
+  off.i = {0, 2, 2, 9};
+  r = interpret(*g, {x, off});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0].f, (std::vector<double>{4, 9, -INFINITY, -INFINITY, 7, 8}));
+}
+
+TEST(IrSegment, VerifierNamesTheProblem) {
+  const Bad cases[] = {
+      {"%0 = input 0 : f32[5,2]\n  %1 = input 1 : i32[4]\n  %2 = segment_reduce %0, %1 mode=1 : f32[3,2]",
+       "segment_reduce: offsets must be i64 [S + 1], got i32[4]"},
+      {"%0 = input 0 : f32[5,2]\n  %1 = input 1 : i64[4]\n  %2 = segment_reduce %0, %1 mode=0 : f32[3,2]",
+       "segment_reduce: mode must be add, mul, max or min"},
+      {"%0 = input 0 : f32[5,2]\n  %1 = input 1 : i64[4]\n  %2 = segment_reduce %0, %1 mode=1 : f32[4,2]",
+       "segment_reduce: result must be [3,2]"},
+      {"%0 = input 0 : bool[5]\n  %1 = input 1 : i64[4]\n  %2 = segment_reduce %0, %1 mode=1 : bool[3]",
+       "segment_reduce: needs numeric data, got bool"},
+      {"%0 = input 0 : f32[5]\n  %1 = input 1 : i64[4]\n  %2 = segment_reduce %0, %1 mode=1 : f64[3]",
+       "segment_reduce: result dtype must equal the data's dtype"},
+  };
+  for (const Bad& c : cases) expect_refused(c, 2);
 }
 
 }  // namespace

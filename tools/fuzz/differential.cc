@@ -336,6 +336,15 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
         rel = std::expm1(rin) + tr * (1 + y) + ur;
         break;
       }
+      // A segment sums up to all N rows of the data in order; max / min pick one of them.
+      case ir::Op::kSegmentReduce: {
+        const double N = double(g.node(in[0]).shape[0]);
+        const double uacc = compute_unit(node.dtype);
+        if (Ein(1) > 0 || ir::ScatterMode(node.ints[0]) == ir::ScatterMode::kMul) e = INFINITY;
+        else if (ir::ScatterMode(node.ints[0]) == ir::ScatterMode::kAdd) e = N * Ein(0) + std::max(0.0, N - 1) * uacc * N * Min(0) + round, rel = ur;
+        else e = Ein(0);
+        break;
+      }
       case ir::Op::kReduceSum:
       case ir::Op::kReduceProd: {
         int64_t out_n = std::max<int64_t>(1, shape_numel(node.shape));

@@ -1145,8 +1145,43 @@ class Generator {
                 double(-n - 1), double(n), true, false);
   }
 
+  // segment_sum / max / min over ragged rows of `a`: sums take any offsets (out of range ones
+  // clamp, ends before starts are empty segments: 0); max and min non-empty segments only (an
+  // empty one holds -inf / an integer's lowest value, outside every bound kept here).
+  bool segment_op(const Val& a0) {
+    Val a = a0;
+    if (a.rank() == 0 || a.dtype() == DType::kBool || a.shape()[0] == 0) return false;
+    const int64_t N = a.shape()[0], S = uniform(0, 6);
+    const int mode = int(uniform(0, 2));
+    std::vector<int64_t> off(size_t(S + 1));
+    if (mode == 0) {
+      for (int64_t& x : off) x = uniform(-2, double(N + 2));
+    } else {
+      // Starts in [0, N), each end past its start: offsets s and s + 1 bound segment s, so
+      // alternate starts and ends over pairs (segment 2j is [start, end), 2j + 1 [end, next)).
+      off[0] = uniform(0, double(N - 1));
+      for (size_t i = 1; i < off.size(); ++i)
+        off[i] = off[i - 1] < N ? uniform(double(off[i - 1] + 1), double(N)) : 0;
+      for (size_t i = 1; i < off.size(); ++i)
+        if (off[i] <= off[i - 1]) return false;  // ran past N: no non-empty segment left
+    }
+    const DType t = pick(std::vector<DType>{int32, int64});
+    Tensor o = from_vector(off, {S + 1}, t, dev_);
+    Val ov = push(o, absl::StrCat("kiln::from_vector<int64_t>({", absl::StrJoin(off, ", "), "}, {", S + 1, "}, ", dtype_cpp(t), ")"), -2.0, double(N + 2),
+                  true, false);
+    static const char* names[] = {"segment_sum", "segment_max", "segment_min"};
+    Tensor r = mode == 0 ? segment_sum(a.t, ov.t) : mode == 1 ? segment_max(a.t, ov.t) : segment_min(a.t, ov.t);
+    const double n = double(N);
+    double lo = mode == 0 ? std::min(0.0, a.lo) * n : a.lo, hi = mode == 0 ? std::max(0.0, a.hi) * n : a.hi;
+    push(r, absl::StrCat("kiln::", names[mode], "(", a.name, ", ", ov.name, ")"), lo, hi, a.exact && (mode != 0 || !a.is_fl()),
+         a.special);
+    settle();
+    return true;
+  }
+
   bool gather_op() {
     Val a = pick_val();
+    if (chance(0.2)) return segment_op(a);
     if (a.rank() == 0 || a.t.numel() == 0) return false;
     const Shape& s = a.shape();
     int64_t ax = uniform(0, double(a.rank() - 1));
