@@ -606,6 +606,7 @@ class Renderer {
   int segment_queue(KernelSource* out);
   KernelWriter::Segment segment_range(KNodeId seg);
   void segment_warp(KNodeId seg, const KernelWriter::Segment& b, int64_t width);
+  void segment_alone(KNodeId seg, const KernelWriter::Segment& b, int64_t width);
   void segment_columns(KNodeId seg, const KernelWriter::Segment& b, int64_t width, const std::string& lead,
                        const std::string& first, int64_t step, const std::function<std::string(KernelWriter::Acc&)>& reduce);
   std::string name_;      // the kernel's entry point

@@ -153,6 +153,41 @@ void Renderer::segment_warp(KNodeId seg, const KernelWriter::Segment& b, int64_t
   w_.close();
 }
 
+// The current segment folded by this thread alone, its outputs stored. Up to 16 columns: one
+// pass over the rows, each row's columns (contiguous) into an accumulator each; wider rows a
+// pass per column.
+void Renderer::segment_alone(KNodeId seg, const KernelWriter::Segment& b, int64_t width) {
+  if (width > 16 || k_.shape.size() < 2) {
+    segment_columns(seg, b, width, "true", "0", 1, [&](KernelWriter::Acc& acc) { return w_.acc_result(seg, acc); });
+    return;
+  }
+  // Column c's coordinates over the kernel's axes 1.. (row-major), as literals.
+  auto at_column = [&](int64_t c) {
+    for (size_t a = k_.shape.size(); a-- > 1;) {
+      w_.set_axis(int(a), w_.ilit(c % k_.shape[a]));
+      c /= k_.shape[a];
+    }
+  };
+  std::vector<KernelWriter::Acc> accs;
+  for (int64_t c = 0; c < width; ++c) accs.push_back(w_.declare_acc(seg));
+  const std::string row = w_.fresh("row"), i64 = d_.type(DType::kInt64);
+  w_.open(absl::StrCat("for (", i64, " ", row, " = ", b.lo, "; ", row, " < ", b.hi, "; ", row, " += 1)"));
+  for (int64_t c = 0; c < width; ++c) {
+    at_column(c);
+    w_.push_scope();
+    w_.update_acc(seg, accs[size_t(c)], w_.segment_row(seg, row), "");
+    w_.pop_scope();
+  }
+  w_.close();
+  for (int64_t c = 0; c < width; ++c) {
+    at_column(c);
+    w_.push_scope();
+    w_.bind(seg, w_.acc_result(seg, accs[size_t(c)]));
+    for (const ir::Store& st : k_.stores) w_.store(st);
+    w_.pop_scope();
+  }
+}
+
 int Renderer::segment_block(KernelSource* out) {
   const int block = 256;
   const KNodeId seg = segment_node();
@@ -163,8 +198,48 @@ int Renderer::segment_block(KernelSource* out) {
   w_.set_axis(0, "sg");
   w_.push_scope();
   const KernelWriter::Segment b = segment_range(seg);
-  segment_columns(seg, b, R, absl::StrCat(lid, " == ", w_.ilit(0)), lid, block,
-                  [&](KernelWriter::Acc& acc) { return block_reduce(seg, acc, lid, block); });
+  const int ws = d_.warp_size(t_);
+  const DType at = w_.acc_type(seg);
+  if (R > 1 && k_.shape.size() >= 2 && ws > 0 && ws % R == 0 && block % ws == 0 && d_.can_shuffle(at) &&
+      support::options().gpu_shuffle) {
+    // Thread t takes column t % R of rows lo + t / R, + block / R, ...: the block reads whole rows
+    // at a time. Xor shuffles combine a warp's lanes of one column, one shared slot per warp and
+    // column holds the warp's partial, and thread c < R folds those of column c and stores.
+    std::vector<int> cols;
+    for (size_t a = 1; a < k_.shape.size(); ++a) cols.push_back(int(a));
+    const std::string col = w_.fresh("col"), i64 = d_.type(DType::kInt64), row = w_.fresh("row");
+    const std::string lane = d_.lane_of(lid, ws), warp = d_.warp_of(lid, ws);
+    const std::string partial = shared_array(at, (block / ws) * R);
+    w_.line(absl::StrCat(w_.idx_t(), " ", col, " = ", lid, " % ", w_.ilit(R), ";"));
+    w_.unravel(col, cols);
+    KernelWriter::Acc acc = w_.declare_acc(seg);
+    w_.open(absl::StrCat("for (", i64, " ", row, " = ", b.lo, " + ", d_.convert(i64, absl::StrCat(lid, " / ", w_.ilit(R))), "; ",
+                         row, " < ", b.hi, "; ", row, " += ", d_.literal(DType::kInt64, Scalar::from_int(block / R)), ")"));
+    w_.push_scope();
+    w_.update_acc(seg, acc, w_.segment_row(seg, row), "");
+    w_.pop_scope();
+    w_.close();
+    for (int64_t m = ws / 2; m >= R; m /= 2) {
+      const std::string other = w_.fresh("sh");
+      w_.line(absl::StrCat(d_.type(at), " ", other, " = ", d_.shuffle_xor(at, acc.value, int(m)), ";"));
+      w_.combine_into(seg, acc.value, acc.index, other, "");
+    }
+    w_.open(absl::StrCat("if (", lane, " < ", w_.ilit(R), ")"));
+    w_.line(absl::StrCat(partial, "[", warp, " * ", w_.ilit(R), " + ", lane, "] = ", acc.value, ";"));
+    w_.close();
+    w_.line(d_.barrier());
+    w_.open(absl::StrCat("if (", lid, " < ", w_.ilit(R), ")"));
+    KernelWriter::Acc total = w_.declare_acc(seg);
+    for (int w = 0; w < block / ws; ++w)
+      w_.combine_into(seg, total.value, total.index, absl::StrCat(partial, "[", w * R, " + ", lid, "]"), "");
+    w_.bind(seg, w_.acc_result(seg, total));
+    for (const ir::Store& st : k_.stores) w_.store(st);
+    w_.close();
+    w_.line(d_.barrier());  // the partials are written again for the next segment
+  } else {
+    segment_columns(seg, b, R, absl::StrCat(lid, " == ", w_.ilit(0)), lid, block,
+                    [&](KernelWriter::Acc& acc) { return block_reduce(seg, acc, lid, block); });
+  }
   w_.pop_scope();
   w_.close();
   const int64_t limit = d_.kind() == Dialect::kGlsl ? 65535 : int64_t(INT32_MAX);
@@ -200,7 +275,7 @@ int Renderer::segment_queue(KernelSource* out) {
   KernelWriter::Segment b = segment_range(seg);
   w_.line(absl::StrCat("is_long = ", b.hi, " - ", b.lo, " > ", ws, ";"));
   w_.open("if (!is_long)");
-  segment_columns(seg, b, R, "true", "0", 1, [&](KernelWriter::Acc& acc) { return w_.acc_result(seg, acc); });
+  segment_alone(seg, b, R);
   w_.close();
   w_.pop_scope();
   w_.close();

@@ -115,7 +115,7 @@ TEST(Segment, LongAndShortSegmentsAgainstTheInterpreter) {
     off.push_back(off.back() + len);
   }
   const int64_t N = off.back();
-  for (int64_t R : {1, 5, 40}) {
+  for (int64_t R : {1, 5, 8, 40}) {
     Tensor x = random_tensor({N, R}, float32, uint32_t(R));
     Tensor o = ints(off);
     Tensor s = segment_sum(x, o), mx = segment_max(x, o);
