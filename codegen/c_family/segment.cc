@@ -6,15 +6,17 @@
 //           emits the loop): wide rows (>= 32 columns), where neighbouring threads read
 //           neighbouring columns of the same row.
 //   block   a workgroup per segment (grid-stride over segments), threads striding over the
-//           segment's rows and meeting in the block reduction: the classic one-block-per-item
-//           launch; any dialect.
+//           segment's rows and meeting in the block reduction (narrow rows: thread t takes
+//           column t % R, so the workgroup reads whole rows, and partials meet per column): the
+//           classic one-block-per-item launch; any dialect.
 //   queue   a persistent kernel (CUDA): as many warps as fit on the GPU take batches of 32
 //           segments, the first by their place in the grid and the rest from an atomic counter
-//           (one atomic per batch, by lane 0); each lane folds one segment of the batch of at most
-//           32 rows alone, then the whole warp reduces the batch's longer ones in turn (lanes
-//           over rows and columns, xor shuffles). A warp held up by a long segment does not hold
-//           up the others, and a short segment costs one lane. The counters live in a module global of the kernel's own, zero at module
-//           load; the last warp to finish resets them for the next launch (KernelSource::own_state).
+//           (one atomic per batch, by lane 0); each lane folds one segment of the batch of at
+//           most 32 rows alone, then the whole warp reduces the batch's longer ones in turn
+//           (lanes over rows and columns, xor shuffles). A warp held up by a long segment does
+//           not hold up the others, and a short segment costs one lane. The counters live in a
+//           module global of the kernel's own, zero at module load; the last block to finish
+//           resets them for the next launch (KernelSource::own_state).
 //
 // KILN_GPU_SEGMENTS or the kernel's config ("segments=block") forces one. By default (the
 // lengths are run-time data, their mean rows / segments is known): rows of 32 columns or more a
