@@ -285,6 +285,23 @@ class Builder {
     return absl::OkStatus();
   }
 
+  // Where operand `x` of a gather or segment_reduce (read at run-time positions) is in memory:
+  // the node *src holding its buffer below x's reindexing views, and the map *source from x's
+  // coordinates to that buffer's elements (the read is reported as indexed).
+  absl::Status in_memory(NodeId x, const char* what, NodeId* src, IndexMap* source) {
+    *source = IndexMap::of(View::contiguous(g_.node(x).shape));
+    *src = x;
+    for (;;) {
+      const Node& s = g_.node(*src);
+      if (s.op == Op::kInput || ((*r_.buffer_of)[*src] >= 0 && !is_computed(*src))) break;
+      if (!is_reindexing(s.op)) return absl::InternalError(absl::StrCat(what, " %", *src, " is not in memory"));
+      *source = compose_merged(*source, reindexing_view(g_, s));
+      *src = s.inputs[0];
+    }
+    if (r_.on_read) r_.on_read(*src, *source, /*indexed=*/true);
+    return absl::OkStatus();
+  }
+
   // gather(x, idx) at map m (over its result G): idx is read at m like an elementwise operand;
   // x is read from memory (through the movement ops above its buffer) at m's position in G with
   // the axis coordinate taken from the index. An index outside the axis, after counting a
@@ -295,17 +312,9 @@ class Builder {
     auto j = lower(n.inputs[1], m);
     if (!j.ok()) return j;
     KNodeId ok = -1, safe = in_axis(*j, xs[axis], &ok);
-    IndexMap source = IndexMap::of(View::contiguous(xs));
-    NodeId src = n.inputs[0];
-    for (;;) {
-      const Node& s = g_.node(src);
-      if (s.op == Op::kInput || ((*r_.buffer_of)[src] >= 0 && !is_computed(src))) break;
-      if (!is_reindexing(s.op))
-        return absl::InternalError(absl::StrCat("gather source %", src, " is not in memory"));
-      source = compose_merged(source, reindexing_view(g_, s));
-      src = s.inputs[0];
-    }
-    if (r_.on_read) r_.on_read(src, source, /*indexed=*/true);
+    IndexMap source;
+    NodeId src = -1;
+    if (absl::Status st = in_memory(n.inputs[0], "gather source", &src, &source); !st.ok()) return st;
     KNode l;
     l.op = Op::kLoad;
     l.dtype = n.dtype;
@@ -337,17 +346,9 @@ class Builder {
       if (!x.ok()) return x;
       bound[b] = *x;
     }
-    IndexMap source = IndexMap::of(View::contiguous(xs));
-    NodeId src = n.inputs[0];
-    for (;;) {
-      const Node& s = g_.node(src);
-      if (s.op == Op::kInput || ((*r_.buffer_of)[src] >= 0 && !is_computed(src))) break;
-      if (!is_reindexing(s.op))
-        return absl::InternalError(absl::StrCat("segment_reduce data %", src, " is not in memory"));
-      source = compose_merged(source, reindexing_view(g_, s));
-      src = s.inputs[0];
-    }
-    if (r_.on_read) r_.on_read(src, source, /*indexed=*/true);
+    IndexMap source;
+    NodeId src = -1;
+    if (absl::Status st = in_memory(n.inputs[0], "segment_reduce data", &src, &source); !st.ok()) return st;
     KNode pos;
     pos.op = Op::kSegmentPos;
     pos.dtype = DType::kInt64;

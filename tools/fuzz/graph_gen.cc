@@ -328,7 +328,7 @@ class Generator {
     if (r < 48) return scalar_op();
     if (r < 60) return reduce();
     if (r < 73) return movement();
-    if (r < 78) return gather_op();
+    if (r < 78) return r == 77 ? segment_op(pick_val()) : gather_op();
     if (r < 84) return r < 80 ? matmul_op() : r < 82 ? window_op() : attention_op();
     if (r < 92) return composite();
     if (r < 97) return concat_op();
@@ -1181,7 +1181,6 @@ class Generator {
 
   bool gather_op() {
     Val a = pick_val();
-    if (chance(0.2)) return segment_op(a);
     if (a.rank() == 0 || a.t.numel() == 0) return false;
     const Shape& s = a.shape();
     int64_t ax = uniform(0, double(a.rank() - 1));
