@@ -10,6 +10,7 @@
 #include "ir/params.h"
 #include "ir/verify_program.h"
 #include "passes/attention.h"
+#include "support/options.h"
 #include "passes/control.h"
 #include "passes/fuse.h"
 #include "passes/insert_barriers.h"
@@ -95,6 +96,7 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
     split.min_chunk = 256;
     split.min_dot_tiles = int64_t(target.parallelism);  // split-K below one tile per multiprocessor
     split.half_waves = target.coop_m > 0 ? 4 : 1;
+    if (const int chunk = support::options().split_k_chunk; chunk > 0) split.min_dot_chunk = chunk;
   } else {
     split.min_row_outputs = split.min_column_outputs = int64_t(target.parallelism) * 4;
   }

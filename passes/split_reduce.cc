@@ -50,10 +50,10 @@ NodeId split_dot(Graph* r, const Node& n, const SplitPolicy& policy) {
   if (tiles == 0 || tiles >= policy.min_dot_tiles) return -1;
   int64_t S = 1;
   if (half) {
-    while (tiles * S * 2 <= policy.half_waves * policy.min_dot_tiles && K / (S * 2) >= policy.min_dot_chunk &&
+    while (tiles * S * 2 <= policy.half_waves * policy.min_dot_tiles && K / (S * 2) >= policy.min_half_dot_chunk &&
            K % (S * 2 * 8) == 0)
       S *= 2;
-  } else {
+  } else if (K >= policy.min_dot_k) {
     while (tiles * S * 2 <= 4 * policy.min_dot_tiles && K / (S * 2) >= policy.min_dot_chunk) S *= 2;  // up to 4 per multiprocessor
   }
   if (S == 1) return -1;

@@ -43,7 +43,8 @@ struct Options {
   // KILN_GPU_SEGMENTS=thread|block|queue: how a segment_reduce kernel maps segments to threads
   // (codegen/c_family/segment.cc; "" = by row width), for comparisons.
   std::string gpu_segments;
-  int gpu_segments_grid = 0;     // KILN_GPU_SEGMENTS_GRID: at most this many blocks of the queue kernel (tests; 0: as many as fit)
+  int gpu_segments_grid = 0;
+  int split_k_chunk = 0;         // KILN_SPLIT_K_CHUNK: smallest k chunk of a split-K f32/f64 dot on GPUs (comparisons; 0: 128)     // KILN_GPU_SEGMENTS_GRID: at most this many blocks of the queue kernel (tests; 0: as many as fit)
 
   // --- CUDA (backends/cuda)
   int cuda_device = 0;           // KILN_CUDA_DEVICE

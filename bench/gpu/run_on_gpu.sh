@@ -295,6 +295,25 @@ for s in $SECTIONS; do
         done
       } 2>&1 | tee -a "$OUT/tests.log"
       ;;
+    splitk)
+      # W10's trip: its f32 64x1024x1024 dot has 16 output tiles; split-K chunks of 512 (the
+      # default), 256 and 128 rows of k (KILN_SPLIT_K_CHUNK), and W5 and the f32 matmuls of the
+      # op suite unchanged.
+      {
+        for chunk in 512 256 128; do
+          echo "--- KILN_SPLIT_K_CHUNK=$chunk"
+          for scale in 8 32; do
+            KILN_SPLIT_K_CHUNK=$chunk timeout 240 "$BIN/anchor_bench" --device cuda --w10 --scale $scale --results "$RESULTS" \
+              2>&1 | grep -v "^RESULT"
+          done
+          KILN_SPLIT_K_CHUNK=$chunk KILN_DEBUG=1 timeout 120 "$BIN/anchor_bench" --device cuda --w10 --scale 32 2>&1 \
+            | grep -E "dot|kernel" | head -12
+        done
+        echo "--- jax (scale 8)"
+        timeout 240 python3 "$HERE/../bench/gpu/w10_anchor.py" jax --scale 8 2>&1 | grep -E "^W10|Error|error" | head -3
+        run_test matmul.cuda.chunk128 300 env KILN_DEVICE=cuda KILN_SPLIT_K_CHUNK=128 "$BIN/ops_test" --gtest_filter='*Matmul*:*Dot*'
+      } 2>&1 | tee -a "$OUT/tests.log"
+      ;;
     segments)
       # Issue 15's persistent kernels: segment_test on cuda under each thread mapping (and memcheck
       # on the work queue), on vulkan (thread, block) with the validation layer, the compile checks;
