@@ -314,6 +314,21 @@ for s in $SECTIONS; do
         run_test matmul.cuda.chunk128 300 env KILN_DEVICE=cuda KILN_SPLIT_K_CHUNK=128 "$BIN/ops_test" --gtest_filter='*Matmul*:*Dot*'
       } 2>&1 | tee -a "$OUT/tests.log"
       ;;
+    fmm)
+      # float32 products with few output tiles (split-K), exact f32: kiln with k chunks of 512 (the
+      # old default) and 128 (the new), torch.mm (TF32 off) in the same call; and cuda_test.
+      {
+        run_test cuda_test 300 "$BIN/cuda_test" --gtest_brief=1
+        ids="FMM16x512x4096,FMM64x1024x1024,FMM32x2048x2048,FMM64x256x8192,FMM128x1024x2048"
+        for chunk in 512 128; do
+          echo "--- kiln, KILN_SPLIT_K_CHUNK=$chunk"
+          KILN_SPLIT_K_CHUNK=$chunk timeout 200 "$BIN/anchor_bench" --device cuda --only "$ids" --results "$RESULTS" 2>&1 \
+            | grep -v "^RESULT"
+        done
+        echo "--- torch.mm"
+        timeout 200 python3 "$HERE/../bench/gpu/mm_sweep_torch.py" ${ids//,/ } 2>&1 | grep -v "^RESULT" | head -20
+      } 2>&1 | tee -a "$OUT/tests.log"
+      ;;
     segments)
       # Issue 15's persistent kernels: segment_test on cuda under each thread mapping (and memcheck
       # on the work queue), on vulkan (thread, block) with the validation layer, the compile checks;
