@@ -1,12 +1,15 @@
-// Control flow whose decisions are known at import: If builds the taken branch in place, Loop is
-// unrolled (trip count and conditions known at import, at most kMaxUnroll iterations), Scan is
-// unrolled over its (static) scan axis. kiln has
-// no device-side control flow yet; a condition or trip count read from a graph input makes that
-// input a value input, and one computed on the device is refused.
+// Control flow. If: a condition known at import builds the taken branch in place; one computed
+// on the device becomes a kiln::cond (both branches traced, the taken one run on the device:
+// their outputs must agree in dtype and shape; a graph input as the condition is one too). Loop is
+// unrolled (trip count and conditions known at import, at most kMaxUnroll iterations), Scan over
+// its (static) scan axis. A Loop's condition or trip count read from a graph input makes that
+// input a value input; one computed on the device is refused.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "frontend/onnx/ops.h"
+#include "kiln/control.h"
+#include "kiln/error.h"
 
 namespace kiln::onnx {
 namespace {
@@ -19,7 +22,34 @@ bool host_bool(NodeContext& c, const Value& v, const std::string& what) {
   return v.host->int_at(0) != 0;
 }
 
+// An If whose condition is computed on the device: kiln::cond over the two branches, each run
+// as a subgraph of this scope (what it reads of the enclosing graphs is captured).
+void if_on_device(NodeContext& c) {
+  Tensor pred = c.in(0);
+  if (pred.numel() != 1) c.invalid("an If condition must hold one value");
+  if (pred.dtype() != DType::kBool) c.invalid(absl::StrCat("an If condition must be bool, got ", dtype_name(pred.dtype())));
+  auto branch = [&c](const char* name) {
+    return [&c, name](const Values&) {
+      const Graph& g = c.attr_graph(name);
+      if (!g.inputs.empty()) c.invalid("a branch takes no inputs");
+      Values r;
+      for (const Value& v : c.run_subgraph(g, {})) r.push_back(v.tensor.defined() ? v.tensor : to_tensor(*v.host, c.device()));
+      return r;
+    };
+  };
+  Values outs;
+  try {
+    outs = kiln::cond(reshape(pred, {}), branch("then_branch"), branch("else_branch"), {}, c.node().name);
+  } catch (const Error& e) {
+    c.unsupported(absl::StrCat("an If on a condition computed at run time runs on the device, where ",
+                               e.status().message()));
+  }
+  if (outs.size() != c.num_outputs()) c.invalid(absl::StrCat("the branches have ", outs.size(), " outputs, the node ", c.num_outputs()));
+  for (size_t i = 0; i < outs.size(); ++i) c.set(i, outs[i]);
+}
+
 void if_op(NodeContext& c) {
+  if (!c.is_host(0)) return if_on_device(c);
   bool cond = host_bool(c, c.value(0), "an If condition");
   const Graph& branch = c.attr_graph(cond ? "then_branch" : "else_branch");
   if (!branch.inputs.empty()) c.invalid("a branch takes no inputs");
@@ -135,7 +165,7 @@ void scan_op(NodeContext& c) {
 
 void register_control_ops(OpTable& t) {
   t["Scan"] = {scan_op, {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"}, {}};
-  t["If"] = {if_op, {"then_branch", "else_branch"}, {0}};
+  t["If"] = {if_op, {"then_branch", "else_branch"}, {}};
   t["Loop"] = {loop_op, {"body"}, {0, 1}};
 }
 

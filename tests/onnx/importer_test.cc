@@ -309,7 +309,8 @@ TEST(OnnxImport, IfWithAConditionKnownAtImportBuildsTheTakenBranch) {
   }
 }
 
-TEST(OnnxImport, IfOnARunTimeConditionIsAValueInput) {
+// A graph input as the condition: the If is a kiln::cond too (no import per value).
+TEST(OnnxImport, IfOnAnInputConditionRunsOnTheDevice) {
   ModelBuilder b;
   b.input("c", TensorProto::BOOL, {});
   b.input("x", TensorProto::FLOAT, {2});
@@ -326,10 +327,57 @@ TEST(OnnxImport, IfOnARunTimeConditionIsAValueInput) {
   }
   b.output("y", TensorProto::FLOAT, {2});
   onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
-  EXPECT_TRUE(m.inputs()[0].value_input);
+  EXPECT_FALSE(m.inputs()[0].value_input);
   Tensor x = from_vector<float>({1, -2}, {2});
   expect_near(m({from_vector<bool>({true}, {}), x})[0].to_vector<float>(), {-1, 2}, 0);
   expect_near(m({from_vector<bool>({false}, {}), x})[0].to_vector<float>(), {1, -2}, 0);
+}
+
+// An If on a condition computed on the device (the sign of a sum) is a kiln::cond: one import
+// serves both outcomes, the branch taken is decided on the device, and a branch reads values of
+// the enclosing graph. Branches whose outputs differ in shape cannot be one device If.
+onnx_pb::GraphProto* add_branch(onnx_pb::NodeProto* node, const std::string& name) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx_pb::AttributeProto::GRAPH);
+  a->mutable_g()->set_name(name);
+  return a->mutable_g();
+}
+
+TEST(OnnxImport, IfOnAConditionComputedOnTheDeviceIsACond) {
+  auto build = [](bool same_shapes) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {3});
+    b.initializer("zero", {}, {0.0f});
+    b.initializer("two", {}, {2.0f});
+    b.node("ReduceSum", {"x"}, {"s"});
+    b.node("Greater", {"s", "zero"}, {"positive"});
+    auto* node = b.node("If", {"positive"}, {"y"}, "sign");
+    auto* then_g = add_branch(node, "then_branch");
+    auto* n = then_g->add_node();
+    n->set_op_type("Mul");
+    n->add_input("x");
+    n->add_input("two");
+    n->add_output("doubled");
+    then_g->add_output()->set_name("doubled");
+    auto* else_g = add_branch(node, "else_branch");
+    n = else_g->add_node();
+    n->set_op_type(same_shapes ? "Neg" : "ReduceSum");
+    n->add_input("x");
+    n->add_output("other");
+    else_g->add_output()->set_name("other");
+    b.output("y", TensorProto::FLOAT, {3});
+    return b.bytes();
+  };
+  onnx::Model m = onnx::load_bytes(build(true), default_device());
+  EXPECT_FALSE(m.inputs()[0].value_input);
+  expect_near(m({from_vector<float>({1, 2, -1}, {3})})[0].to_vector<float>(), {2, 4, -2}, 0);
+  reset_stats();
+  expect_near(m({from_vector<float>({1, -5, 2}, {3})})[0].to_vector<float>(), {-1, 5, -2}, 0);
+  EXPECT_EQ(stats().kernels_compiled, 0);
+  EXPECT_NE(error_of([&] { onnx::load_bytes(build(false), default_device()); })
+                .find("node 'sign' (If): an If on a condition computed at run time runs on the device, where cond 'sign': "),
+            std::string::npos);
 }
 
 // Loop with a trip count known at import is unrolled: a loop-carried sum and a scan output.
