@@ -1,9 +1,10 @@
 // Control flow. If: a condition known at import builds the taken branch in place; one computed
 // on the device becomes a kiln::cond (both branches traced, the taken one run on the device:
-// their outputs must agree in dtype and shape; a graph input as the condition is one too). Loop is
-// unrolled (trip count and conditions known at import, at most kMaxUnroll iterations), Scan over
-// its (static) scan axis. A Loop's condition or trip count read from a graph input makes that
-// input a value input; one computed on the device is refused.
+// their outputs must agree in dtype and shape; a graph input as the condition is one too). A Loop
+// whose trip count and conditions are known at import is unrolled (at most kMaxUnroll
+// iterations); one whose trip count or condition is computed at run time, or that runs longer,
+// is a kiln::while_loop (without scan outputs). Scan is unrolled over its (static) scan axis. A
+// Loop's initial condition or trip count read from a graph input makes that input a value input.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -64,6 +65,55 @@ Value host_value(HostTensor h) {
   return Value{t, s, Tensor(), std::make_shared<const HostTensor>(std::move(h))};
 }
 
+Value device_value(const Tensor& t) { return Value{t.dtype(), t.shape(), t, nullptr}; }
+
+// A Loop whose trip count or condition is decided at run time, or that runs more iterations than
+// are unrolled: a kiln::while_loop over (iteration, condition, carried values...), the body run
+// as a subgraph of this scope; its carried values keep their dtypes and shapes. Scan outputs
+// (one row per iteration: a length known only at run time) are refused.
+void loop_on_device(NodeContext& c, const Graph& body, size_t carried, size_t scans) {
+  if (scans > 0)
+    c.unsupported("scan outputs of a Loop whose iterations are decided at run time or exceed the unrolled 1024 "
+                  "(their length is not static)");
+  auto scalar = [&](size_t i, DType t, const char* what) {
+    Tensor v = c.in(i);
+    if (v.numel() != 1) c.invalid(absl::StrCat(what, " must hold one value"));
+    if (v.dtype() != t) c.invalid(absl::StrCat(what, " must be ", dtype_name(t), ", got ", dtype_name(v.dtype())));
+    return reshape(v, {});
+  };
+  const bool has_m = c.has_input(0), has_cond = c.has_input(1);
+  const Tensor m = has_m ? scalar(0, DType::kInt64, "the trip count M") : Tensor();
+  Values init = {full({}, 0, DType::kInt64, c.device()),
+                 has_cond ? scalar(1, DType::kBool, "the loop condition") : full({}, 1, DType::kBool, c.device())};
+  for (size_t k = 0; k < carried; ++k) init.push_back(c.in(2 + k));
+  Values out;
+  try {
+    out = while_loop(
+        [&](const Values& v) { return has_m ? logical_and(v[0] < m, v[1]) : v[1]; },
+        [&](const Values& v) {
+          std::vector<Value> bound;
+          for (const Tensor& t : v) bound.push_back(device_value(t));
+          std::vector<Value> outs = c.run_subgraph(body, bound);
+          Values next = {v[0] + 1.0, v[1]};
+          if (has_cond) {  // without a cond input, the body's cond output is ignored
+            const Value& o = outs[0];
+            Tensor b = o.tensor.defined() ? o.tensor : to_tensor(*o.host, c.device());
+            if (b.numel() != 1 || b.dtype() != DType::kBool) c.invalid("the body's condition must be one bool");
+            next[1] = reshape(b, {});
+          }
+          for (size_t k = 0; k < carried; ++k) {
+            const Value& o = outs[1 + k];
+            next.push_back(o.tensor.defined() ? o.tensor : to_tensor(*o.host, c.device()));
+          }
+          return next;
+        },
+        init, {}, c.node().name);
+  } catch (const Error& e) {
+    c.unsupported(absl::StrCat("a Loop decided at run time runs on the device, where ", e.status().message()));
+  }
+  for (size_t k = 0; k < carried && k < c.num_outputs(); ++k) c.set(k, out[2 + k]);
+}
+
 void loop_op(NodeContext& c) {
   const Graph& body = c.attr_graph("body");
   size_t carried = c.num_inputs() > 2 ? c.num_inputs() - 2 : 0;
@@ -71,6 +121,7 @@ void loop_op(NodeContext& c) {
   if (body.outputs.size() < carried + 1) c.invalid("the body must output the condition and every loop-carried value");
   size_t scans = body.outputs.size() - 1 - carried;
   if (c.num_outputs() > carried + scans) c.invalid("more outputs than loop-carried values and scan outputs");
+  if ((c.has_input(0) && !c.is_host(0)) || (c.has_input(1) && !c.is_host(1))) return loop_on_device(c, body, carried, scans);
   int64_t trips = kMaxUnroll + 1;
   if (c.has_input(0)) {
     const HostTensor& m = c.host(0, "the trip count M");
@@ -82,13 +133,17 @@ void loop_op(NodeContext& c) {
   for (size_t k = 0; k < carried; ++k) state.push_back(c.value(2 + k));
   std::vector<std::vector<Tensor>> scanned(scans);
   int64_t i = 0;
+  if (trips > kMaxUnroll && c.has_input(0)) return loop_on_device(c, body, carried, scans);
   for (; i < trips && cond; ++i) {
     if (i >= kMaxUnroll) c.unsupported(absl::StrCat("a Loop of more than ", kMaxUnroll, " iterations (loops are unrolled at import)"));
     Value cond_in = host_value(HostTensor::from_ints({1}, {}, DType::kBool));
     std::vector<Value> bound = {host_value(HostTensor::from_ints({i}, {})), cond_in};
     bound.insert(bound.end(), state.begin(), state.end());
     std::vector<Value> outs = c.run_subgraph(body, bound);
-    if (c.has_input(1)) cond = host_bool(c, outs[0], "the loop condition");  // without a cond input, cond_out is ignored
+    // Without a cond input, cond_out is ignored; one computed at run time makes the whole Loop a
+    // device loop (the iterations unrolled so far are never read).
+    if (c.has_input(1) && !outs[0].host) return loop_on_device(c, body, carried, scans);
+    if (c.has_input(1)) cond = host_bool(c, outs[0], "the loop condition");
     for (size_t k = 0; k < carried; ++k) state[k] = outs[1 + k];
     for (size_t k = 0; k < scans; ++k) {
       Value& v = outs[1 + carried + k];

@@ -413,6 +413,58 @@ TEST(OnnxImport, LoopWithAKnownTripCountIsUnrolled) {
   expect_near(y[1].to_vector<float>(), {1, 10, 2, 20, 4, 40}, 0);
 }
 
+// A Loop whose condition the body computes on the device (double acc while its sum stays under
+// 100), and one of more iterations than are unrolled (3000 increments), are kiln::while_loops;
+// scan outputs of such a loop are refused.
+std::string device_loop_model(bool cond_from_body, bool scan_output) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2});
+  b.initializer("hundred", {}, {100.0f});
+  b.initializer("one", {}, {1.0f});
+  b.initializer_i64("many", {}, {3000});
+  b.node("Greater", {"hundred", "one"}, {"go"});  // true, computed on the device
+  std::vector<std::string> outs = {"total"};
+  if (scan_output) outs.push_back("rows");
+  auto* loop = b.node("Loop", {cond_from_body ? "" : "many", cond_from_body ? "go" : "", "x"}, outs, "grow");
+  auto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx_pb::AttributeProto::GRAPH);
+  auto* g = a->mutable_g();
+  for (const char* in : {"i", "cond_in", "acc"}) g->add_input()->set_name(in);
+  auto node = [&](const char* op, std::vector<std::string> ins, const std::string& out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    for (const auto& i : ins) n->add_input(i);
+    n->add_output(out);
+  };
+  if (cond_from_body) {
+    node("Add", {"acc", "acc"}, "acc_out");
+    node("ReduceSum", {"acc_out"}, "sum");
+    node("Less", {"sum", "hundred"}, "cond_out");
+  } else {
+    node("Add", {"acc", "one"}, "acc_out");
+    node("Identity", {"cond_in"}, "cond_out");
+  }
+  for (const char* out : {"cond_out", "acc_out"}) g->add_output()->set_name(out);
+  if (scan_output) g->add_output()->set_name("acc_out");
+  b.output("total", TensorProto::FLOAT, {2});
+  return b.bytes();
+}
+
+TEST(OnnxImport, LoopsDecidedAtRunTimeRunOnTheDevice) {
+  onnx::Model m = onnx::load_bytes(device_loop_model(true, false), default_device());
+  // [1, 2]: sums 6, 12, 24, 48, 96, 192 -> [64, 128]; [10, 10]: 40, 80, 160 -> [80, 80].
+  expect_near(m({from_vector<float>({1, 2}, {2})})[0].to_vector<float>(), {64, 128}, 0);
+  reset_stats();
+  expect_near(m({from_vector<float>({10, 10}, {2})})[0].to_vector<float>(), {80, 80}, 0);
+  EXPECT_EQ(stats().kernels_compiled, 0);
+  onnx::Model many = onnx::load_bytes(device_loop_model(false, false), default_device());
+  expect_near(many({from_vector<float>({0.5f, -7}, {2})})[0].to_vector<float>(), {3000.5f, 2993}, 0);
+  EXPECT_NE(error_of([] { onnx::load_bytes(device_loop_model(true, true), default_device()); })
+                .find("node 'grow' (Loop): scan outputs of a Loop whose iterations are decided at run time"),
+            std::string::npos);
+}
+
 // Scan is unrolled over its scan axis: a running sum over the rows of x read backwards, the partial
 // sums stacked along axis 1 in reverse order too.
 TEST(OnnxImport, ScanIsUnrolledOverItsAxis) {
