@@ -329,6 +329,15 @@ for s in $SECTIONS; do
         timeout 200 python3 "$HERE/../bench/gpu/mm_sweep_torch.py" ${ids//,/ } 2>&1 | grep -v "^RESULT" | head -20
       } 2>&1 | tee -a "$OUT/tests.log"
       ;;
+    onnxcontrol)
+      # ONNX If and Loop decided at run time import as kiln::cond / kiln::while_loop: the importer's
+      # tests on cuda (conditional graph nodes) and on vulkan with the validation layer.
+      {
+        run_test onnx.control.cuda 300 env KILN_DEVICE=cuda "$BIN/onnx_test" --gtest_filter='*If*:*Loop*'
+        run_test onnx.control.vulkan 300 env KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 "$BIN/onnx_test" \
+          --gtest_filter='*If*:*Loop*'
+      } 2>&1 | tee -a "$OUT/tests.log"
+      ;;
     segments)
       # Issue 15's persistent kernels: segment_test on cuda under each thread mapping (and memcheck
       # on the work queue), on vulkan (thread, block) with the validation layer, the compile checks;
