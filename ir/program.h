@@ -68,6 +68,24 @@ struct KNode {
 };
 
 inline bool is_indexed_load(const KNode& n) { return n.op == Op::kLoad && !n.inputs.empty(); }
+// The reduction a segment_reduce node folds with (its mode as reduce_sum / prod / max / min),
+// and the elementwise op that combines two of its values.
+inline Op segment_fold_op(const KNode& n) {
+  switch (ScatterMode(n.ints[0])) {
+    case ScatterMode::kMul: return Op::kReduceProd;
+    case ScatterMode::kMax: return Op::kReduceMax;
+    case ScatterMode::kMin: return Op::kReduceMin;
+    default: return Op::kReduceSum;
+  }
+}
+inline Op segment_combine_op(const KNode& n) {
+  switch (segment_fold_op(n)) {
+    case Op::kReduceProd: return Op::kMul;
+    case Op::kReduceMax: return Op::kMax;
+    case Op::kReduceMin: return Op::kMin;
+    default: return Op::kAdd;
+  }
+}
 // The shape over which an indexed access (load or store) with map `m` and ints {split, axis,
 // extent} unflattens its position (see KNode).
 Shape indexed_space(const IndexMap& m, const std::vector<int64_t>& ints);

@@ -266,15 +266,7 @@ void KernelWriter::store(const ir::Store& s) {
 
 namespace {
 // The reduction a node folds with: its own op, or a segment_reduce's mode as one.
-Op fold_op(const KNode& n) {
-  if (n.op != Op::kSegmentReduce) return n.op;
-  switch (ir::ScatterMode(n.ints[0])) {
-    case ir::ScatterMode::kMul: return Op::kReduceProd;
-    case ir::ScatterMode::kMax: return Op::kReduceMax;
-    case ir::ScatterMode::kMin: return Op::kReduceMin;
-    default: return Op::kReduceSum;
-  }
-}
+Op fold_op(const KNode& n) { return n.op == Op::kSegmentReduce ? ir::segment_fold_op(n) : n.op; }
 }  // namespace
 
 KernelWriter::Segment KernelWriter::segment_bounds(KNodeId id) {

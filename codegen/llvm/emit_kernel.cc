@@ -529,15 +529,9 @@ class Emitter {
   // A segment_reduce (ir/program.h): a loop over its clamped row range, the segment_pos nodes
   // reading the loop's row, folding into an accumulator of the entry block.
   Value* segment_fold(const KNode& n) {
-    ir::Op fold = Op::kReduceSum, combine = Op::kAdd;
-    switch (ir::ScatterMode(n.ints[0])) {
-      case ir::ScatterMode::kMul: fold = Op::kReduceProd, combine = Op::kMul; break;
-      case ir::ScatterMode::kMax: fold = Op::kReduceMax, combine = Op::kMax; break;
-      case ir::ScatterMode::kMin: fold = Op::kReduceMin, combine = Op::kMin; break;
-      default: break;
-    }
+    const Op combine = ir::segment_combine_op(n);
     KNode as_reduce;
-    as_reduce.op = fold;
+    as_reduce.op = ir::segment_fold_op(n);
     as_reduce.dtype = n.dtype;
     llvm::Type* t = compute_type(n.dtype);
     llvm::AllocaInst* acc = entry_alloca(t, 1, "seg");
