@@ -18,6 +18,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libamd-comgr-dev libamdhip64-dev
+  openmpi-bin
 )
 
 install_packages() {

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "ir/collective.h"
 #include "ir/half.h"
 #include "ir/random.h"
 
@@ -151,6 +153,9 @@ class Interp {
         else segment_reduce(n, &r);
         break;
       case OpClass::kKernel: return absl::InvalidArgumentError("kernel op in a graph");
+      case OpClass::kCollective:
+        if (absl::Status s = collective(n, &r); !s.ok()) return s;
+        break;
     }
     (void)fl;
     vals_[id] = std::move(r);
@@ -370,6 +375,83 @@ class Interp {
 
   // Rows [lo, hi) of each segment, offsets clamped into [0, N]; an empty segment keeps the
   // identity (integers: the dtype's own lowest / highest value).
+  // A collective (ir/collective.h) through its group's communicator: the ranks first check that
+  // they make the same call, then exchange their operands' exact values (8 bytes each: the
+  // interpreter's own representation) and each computes its result on the host, folding in
+  // float64 / int64 and rounding once.
+  absl::Status collective(const Node& n, HostTensor* r) {
+    const CollectiveAttrs a = CollectiveAttrs::from_ints(n.ints);
+    auto comm = communicator_for(a);
+    if (!comm.ok()) return comm.status();
+    const HostTensor& x = vals_[n.inputs[0]];
+    const int W = a.world, rank = (*comm)->rank();
+    CollectiveCall call;
+    call.attrs = a;
+    call.dtype = x.dtype;
+    call.in_elems = x.numel();
+    std::vector<CollectiveCall> calls(static_cast<size_t>(W));
+    if (absl::Status s = (*comm)->all_gather_bytes(&call, sizeof call, calls.data()); !s.ok()) return s;
+    if (absl::Status s = check_same_call(calls); !s.ok()) return s;
+    const bool f = is_float(x.dtype);
+    const int64_t N = x.numel();
+    std::vector<int64_t> all(size_t(W * N));
+    if (absl::Status s = (*comm)->all_gather_bytes(f ? static_cast<const void*>(x.f.data()) : x.i.data(), N * 8, all.data());
+        !s.ok())
+      return s;
+    auto fval = [&](int src, int64_t k) {
+      double v;
+      std::memcpy(&v, &all[size_t(src * N + k)], 8);
+      return v;
+    };
+    auto ival = [&](int src, int64_t k) { return all[size_t(src * N + k)]; };
+    auto put = [&](int64_t k, int src, int64_t at) { set(r, k, f ? fval(src, at) : 0, f ? 0 : ival(src, at)); };
+    auto fold = [&](int64_t k, int64_t at) {  // the fold over ranks of element `at`
+      double v = f ? fval(0, at) : 0;
+      int64_t iv = f ? 0 : ival(0, at);
+      for (int src = 1; src < W; ++src) {
+        if (f) {
+          const double y = fval(src, at);
+          switch (a.reduce) {
+            case ScatterMode::kMul: v *= y; break;
+            case ScatterMode::kMax: v = nan_max(v, y); break;
+            case ScatterMode::kMin: v = nan_min(v, y); break;
+            default: v += y; break;
+          }
+        } else {
+          const int64_t y = ival(src, at);
+          switch (a.reduce) {
+            case ScatterMode::kMul: iv = int64_t(uint64_t(iv) * uint64_t(y)); break;
+            case ScatterMode::kMax: iv = std::max(iv, y); break;
+            case ScatterMode::kMin: iv = std::min(iv, y); break;
+            default: iv = x.dtype == DType::kBool ? (iv || y) : int64_t(uint64_t(iv) + uint64_t(y)); break;
+          }
+        }
+      }
+      set(r, k, v, iv);
+    };
+    const int64_t chunk = N / W;
+    switch (a.kind) {
+      case Collective::kAllReduce:
+        for (int64_t k = 0; k < N; ++k) fold(k, k);
+        break;
+      case Collective::kReduceScatter:
+        for (int64_t k = 0; k < chunk; ++k) fold(k, rank * chunk + k);
+        break;
+      case Collective::kAllGather:
+        for (int src = 0; src < W; ++src)
+          for (int64_t k = 0; k < N; ++k) put(src * N + k, src, k);
+        break;
+      case Collective::kBroadcast:
+        for (int64_t k = 0; k < N; ++k) put(k, a.root, k);
+        break;
+      case Collective::kAllToAll:
+        for (int src = 0; src < W; ++src)
+          for (int64_t k = 0; k < chunk; ++k) put(src * chunk + k, src, rank * chunk + k);
+        break;
+    }
+    return absl::OkStatus();
+  }
+
   void segment_reduce(const Node& n, HostTensor* r) {
     const HostTensor& data = vals_[n.inputs[0]];
     const HostTensor& off = vals_[n.inputs[1]];

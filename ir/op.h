@@ -17,6 +17,7 @@ enum class OpClass : uint8_t {
   kKernel,    // kernel-IR only: load, valid, axis index
   kIndex,     // gather, scatter, segment_reduce: read / write positions held by an index operand
   kControl,   // while, if (nested regions), result (one value of either)
+  kCollective,  // all_reduce, all_gather, ...: values exchanged between the ranks of a process group
 };
 
 // X(name, text, class, arity). Arity -1 = variadic (concat; attention takes 3 or 4).
@@ -81,7 +82,8 @@ enum class OpClass : uint8_t {
   X(If, "if", kControl, -1)                     \
   X(Result, "result", kControl, 1)               \
   X(SegmentReduce, "segment_reduce", kIndex, 2) \
-  X(SegmentPos, "segment_pos", kKernel, 0)
+  X(SegmentPos, "segment_pos", kKernel, 0)     \
+  X(Collective, "collective", kCollective, 1)
 
 enum class Op : uint8_t {
 #define KILN_X(name, text, cls, arity) k##name,
@@ -112,5 +114,9 @@ inline bool is_control(Op op) { return op == Op::kWhile || op == Op::kIf; }
 // How a scatter combines an update with the value it lands on (graph ints[1]); how a
 // segment_reduce folds a segment's rows (graph ints[0]: add, mul, max or min).
 enum class ScatterMode : int64_t { kNone, kAdd, kMul, kMax, kMin };
+
+// What a collective node does (graph ints[0]; ir/collective.h has the rest of its attributes).
+enum class Collective : int64_t { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kAllToAll };
+inline bool is_collective(Op op) { return op == Op::kCollective; }
 
 }  // namespace kiln::ir

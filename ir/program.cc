@@ -1,5 +1,7 @@
 #include "ir/program.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace kiln::ir {
@@ -153,14 +155,42 @@ const char* step_kind_name(StepKind k) {
     case StepKind::kIf: return "if";
     case StepKind::kElse: return "else";
     case StepKind::kEnd: return "end";
+    case StepKind::kCollective: return "collective";
   }
   return "?";
 }
 
 bool Program::has_control() const {
   for (const Step& s : steps)
-    if (!s.is_kernel()) return true;
+    if (s.is_marker()) return true;
   return false;
+}
+
+bool Program::has_collectives() const {
+  for (const Step& s : steps)
+    if (s.is_collective()) return true;
+  return false;
+}
+
+void step_buffers(const Program& p, size_t s, std::vector<int>* reads, std::vector<int>* writes) {
+  reads->clear();
+  writes->clear();
+  const Step& st = p.steps[s];
+  if (st.is_collective()) {
+    reads->push_back(st.in);
+    writes->push_back(st.out);
+  } else if (st.is_kernel()) {
+    const Kernel& k = p.kernels[size_t(st.kernel)];
+    for (const Store& x : k.stores) writes->push_back(x.buffer);
+    for (const KNode& n : k.nodes)
+      if (n.op == Op::kLoad) reads->push_back(n.buffer);
+  } else if (st.flag >= 0) {
+    reads->push_back(st.flag);
+  }
+  for (auto* v : {reads, writes}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
 }
 
 BlockLinks block_links(const std::vector<Step>& steps) {
@@ -169,7 +199,8 @@ BlockLinks block_links(const std::vector<Step>& steps) {
   std::vector<int> open;  // heads of the blocks around step i
   for (size_t i = 0; i < n; ++i) {
     switch (steps[i].kind) {
-      case StepKind::kKernel: break;
+      case StepKind::kKernel:
+      case StepKind::kCollective: break;
       case StepKind::kWhile:
       case StepKind::kIf: open.push_back(int(i)); break;
       case StepKind::kElse:
@@ -206,7 +237,8 @@ absl::StatusOr<size_t> step_after_marker(const std::vector<Step>& steps, const B
       return flag ? i + 1 : size_t(links.otherwise[i] >= 0 ? links.otherwise[i] : links.end[i]) + 1;
     case StepKind::kElse: return size_t(links.end[i]) + 1;  // the then branch ran
     case StepKind::kEnd: return steps[size_t(links.head[i])].kind == StepKind::kWhile ? size_t(links.head[i]) : i + 1;
-    case StepKind::kKernel: break;
+    case StepKind::kKernel:
+    case StepKind::kCollective: break;
   }
   return i + 1;
 }
@@ -230,6 +262,16 @@ std::string Program::to_string() const {
     absl::StrAppend(&r, "  param ", i, " : ", params[i].rng_key ? "rng_key" : dtype_name(params[i].dtype), "\n");
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
+    if (s.is_collective()) {
+      absl::StrAppend(&r, "  step ", i, ": ", describe(s.collective), " buf", s.in, " -> buf", s.out, " (group ",
+                      s.collective.comm, " of ", s.collective.world, ")");
+      if (!s.deps.empty()) {
+        r += " after";
+        for (int d : s.deps) absl::StrAppend(&r, " ", d);
+      }
+      r += "\n";
+      continue;
+    }
     if (!s.is_kernel()) {
       absl::StrAppend(&r, "  step ", i, ": ", step_kind_name(s.kind));
       if (s.flag >= 0) absl::StrAppend(&r, " buf", s.flag);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ir/collective.h"
 #include "ir/op.h"
 #include "ir/params.h"
 #include "ir/view.h"
@@ -159,9 +160,13 @@ struct BufferDesc {
 //   kIf      run the steps up to the matching kElse (or kEnd) when `flag` holds true, else the
 //            steps between kElse and kEnd.
 //   kElse, kEnd  close a branch or a block.
-// Every marker is a full barrier: it waits for all steps before it, all steps after it wait for
+//   kCollective  exchanges values with the other ranks of a process group (ir/collective.h):
+//            reads buffer `in` (the operand, dense) and writes buffer `out`, like a kernel with
+//            `deps`; backends run it through their collective library (the CPU: the group's
+//            Communicator; CUDA: NCCL). Not a marker.
+// Every marker (kWhile, kIf, kElse, kEnd) is a full barrier: it waits for all steps before it, all steps after it wait for
 // it, and `deps` only name steps after the latest marker (a straight-line run).
-enum class StepKind : uint8_t { kKernel, kWhile, kIf, kElse, kEnd };
+enum class StepKind : uint8_t { kKernel, kWhile, kIf, kElse, kEnd, kCollective };
 
 struct Step {
   int kernel = -1;
@@ -169,7 +174,12 @@ struct Step {
   StepKind kind = StepKind::kKernel;
   int flag = -1;          // kWhile, kIf
   int64_t max_trips = 0;  // kWhile; 0 = none
+  CollectiveAttrs collective{};  // kCollective
+  int in = -1, out = -1;       // kCollective: operand and result buffers
   bool is_kernel() const { return kind == StepKind::kKernel; }
+  bool is_collective() const { return kind == StepKind::kCollective; }
+  // A structured-control marker: kWhile, kIf, kElse, kEnd.
+  bool is_marker() const { return !is_kernel() && !is_collective(); }
 };
 
 const char* step_kind_name(StepKind k);
@@ -189,8 +199,13 @@ struct Program {
   std::vector<ParamDesc> params;
 
   std::string to_string() const;
-  bool has_control() const;  // any step other than a kernel
+  bool has_control() const;      // any marker step
+  bool has_collectives() const;  // any kCollective step
 };
+
+// The buffers step `s` reads and writes (sorted, distinct): a kernel's loads and stores, a
+// collective's operand and result; a marker reads its flag (if any) and writes nothing.
+void step_buffers(const Program& p, size_t s, std::vector<int>* reads, std::vector<int>* writes);
 
 // How the markers of a structured step list pair up (-1 where a step has no such partner):
 // end[i] of a kWhile/kIf/kElse is its kEnd; head[i] of a kElse/kEnd is its block's kWhile/kIf;

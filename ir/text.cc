@@ -56,6 +56,7 @@ const char* ints_attr(Op op) {
     case Op::kAttention: return "causal";
     case Op::kScatter: return "axis_mode";
     case Op::kSegmentReduce: return "mode";
+    case Op::kCollective: return "kind_fold_root_world_group";
     case Op::kIf: return "results";
     case Op::kResult: return "index";
     default: return nullptr;

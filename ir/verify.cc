@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "ir/collective.h"
 #include "ir/graph.h"
 #include "ir/params.h"
 
@@ -461,6 +462,16 @@ absl::Status check(const Operands& g, const Node& n) {
       return n.op == Op::kScatter ? check_scatter(g, n) : check_segment(g, n);
     case OpClass::kKernel: return err(n, "kernel-IR op in a graph");
     case OpClass::kControl: return check_control(g, n);
+    case OpClass::kCollective: {
+      const Operand a = g.node(n.inputs[0]);
+      if (n.ints.size() != 5) return err(n, "needs ints {kind, fold, root, world, group}");
+      auto shape = collective_shape(CollectiveAttrs::from_ints(n.ints), a.shape);
+      if (!shape.ok()) return err(n, std::string(shape.status().message()));
+      if (*shape != n.shape)
+        return err(n, absl::StrCat("result shape ", shape_str(n.shape), " should be ", shape_str(*shape)));
+      if (n.dtype != a.dtype) return err(n, "result dtype must equal the operand's");
+      return absl::OkStatus();
+    }
   }
   return absl::OkStatus();
 }

@@ -9,6 +9,25 @@ namespace {
 
 absl::Status bad(const std::string& what) { return absl::InvalidArgumentError(absl::StrCat("program: ", what)); }
 
+// A collective step reads one dense buffer and writes another of the same dtype, with the element
+// counts its kind gives, and they share no bytes (no collective runs in place).
+absl::Status check_collective(const std::vector<BufferDesc>& buffers, const Step& s, size_t i) {
+  const auto at = [&](const std::string& what) { return bad(absl::StrCat("step ", i, " (collective): ", what)); };
+  if (s.in < 0 || s.out < 0 || size_t(s.in) >= buffers.size() || size_t(s.out) >= buffers.size() || s.in == s.out)
+    return at(absl::StrCat("buffers ", s.in, " -> ", s.out, " of ", buffers.size()));
+  const BufferDesc &in = buffers[size_t(s.in)], &out = buffers[size_t(s.out)];
+  if (out.kind == BufferKind::kInput) return at("writes an input buffer");
+  if (in.dtype != out.dtype) return at("operand and result differ in dtype");
+  auto shape = collective_shape(s.collective, in.shape);
+  if (!shape.ok()) return at(std::string(shape.status().message()));
+  if (shape_numel(*shape) != shape_numel(out.shape)) return at("result size does not match the operand's");
+  if (in.kind == BufferKind::kIntermediate && out.kind == BufferKind::kIntermediate && in.offset < out.offset + out.bytes() &&
+      out.offset < in.offset + in.bytes())
+    return at("operand and result share arena bytes");
+  if (s.kernel != -1 || s.flag != -1 || s.max_trips != 0) return at("has a kernel, flag or trip limit");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status verify_plan(const std::vector<BufferDesc>& buffers, const std::vector<Step>& steps, int num_kernels,
@@ -44,7 +63,9 @@ absl::Status verify_plan(const std::vector<BufferDesc>& buffers, const std::vect
   int run_start = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
-    if (!s.is_kernel()) {
+    if (s.is_collective()) {
+      if (absl::Status st = check_collective(buffers, s, i); !st.ok()) return st;
+    } else if (s.is_marker()) {
       run_start = int(i) + 1;
       if (!s.deps.empty()) return bad(absl::StrCat("step ", i, " (", step_kind_name(s.kind), ") has deps"));
       switch (s.kind) {
@@ -68,13 +89,15 @@ absl::Status verify_plan(const std::vector<BufferDesc>& buffers, const std::vect
           if (open.empty()) return bad(absl::StrCat("step ", i, ": end without a block"));
           open.pop_back();
           break;
-        case StepKind::kKernel: break;
+        case StepKind::kKernel:
+        case StepKind::kCollective: break;
       }
       if (s.kind != StepKind::kWhile && s.kind != StepKind::kIf && (s.flag != -1 || s.max_trips != 0))
         return bad(absl::StrCat("step ", i, " (", step_kind_name(s.kind), ") has a flag"));
       continue;
+    } else if (s.kernel < 0 || s.kernel >= num_kernels) {
+      return bad(absl::StrCat("step ", i, " runs kernel ", s.kernel, " of ", num_kernels));
     }
-    if (s.kernel < 0 || s.kernel >= num_kernels) return bad(absl::StrCat("step ", i, " runs kernel ", s.kernel, " of ", num_kernels));
     for (int d : s.deps)
       if (d < run_start || size_t(d) >= i)
         return bad(absl::StrCat("step ", i, " depends on step ", d, ", not an earlier one of its run"));

@@ -240,7 +240,17 @@ class Structurer {
       c.sources.clear();  // they index the stage's graph, not the one the program computes
       p_.kernels.push_back(std::move(c));
     }
-    for (const ir::Step& s : sub.steps) add_step(base + s.kernel);
+    for (const ir::Step& s : sub.steps) {
+      if (!s.is_collective()) {
+        add_step(base + s.kernel);
+        continue;
+      }
+      ir::Step c = s;
+      c.deps.clear();
+      c.in = map[size_t(s.in)];
+      c.out = map[size_t(s.out)];
+      p_.steps.push_back(c);
+    }
     std::vector<int> out;
     for (size_t k = 0; k < sub.outputs.size(); ++k) {
       const int b = map[size_t(sub.outputs[k])];
@@ -293,6 +303,8 @@ class Structurer {
   // first buffer the body made.
   void write_in_place(size_t body_begin, int fresh_from, const std::vector<int>& c, std::vector<int>* out) {
     const size_t body_end = p_.steps.size();
+    for (size_t s = body_begin; s < body_end; ++s)
+      if (p_.steps[s].is_collective()) return;  // (kernels alone are checked below)
     std::vector<int> uses(p_.kernels.size(), 0);  // steps running each kernel
     for (const ir::Step& st : p_.steps)
       if (st.is_kernel()) ++uses[size_t(st.kernel)];
@@ -310,7 +322,7 @@ class Structurer {
       int writer = -1, depth = 0, writers = 0;
       for (size_t s = body_begin; s < body_end; ++s) {
         const ir::Step& st = p_.steps[s];
-        if (!st.is_kernel()) {
+        if (st.is_marker()) {
           depth += st.kind == ir::StepKind::kWhile || st.kind == ir::StepKind::kIf ? 1 : st.kind == ir::StepKind::kEnd ? -1 : 0;
           continue;
         }

@@ -104,6 +104,17 @@ class Fuser {
                                                " at run-time positions"));
       }
     }
+    // A collective runs outside kernels (a step of its own, ir/program.h): it reads its operand
+    // from memory, whole and dense, and its result is in memory.
+    for (size_t i = 0; i < g_.size(); ++i) {
+      if (!ir::is_collective(g_.node(NodeId(i)).op)) continue;
+      mat[i] = true;
+      const NodeId x = g_.node(NodeId(i)).inputs[0];
+      if (g_.node(x).op != Op::kInput && !mat[size_t(x)]) {
+        mat[size_t(x)] = true;
+        plan_.decisions.push_back(absl::StrCat("materialize %", x, ": operand of a collective"));
+      }
+    }
     // Inlined expressions stay at most kMaxInlineDepth deep: lowering and code generation walk
     // them recursively, and a 10,000-op chain in one kernel would overflow the stack.
     std::vector<int> depth(g_.size(), 0);
@@ -183,6 +194,10 @@ class Fuser {
   // would give it): the loads of materialized nodes it makes, and whether it succeeds at all.
   bool reads_in(const Group& group, const Space& space, std::vector<Read>* out) const {
     out->clear();
+    if (group.space.collective) {  // no kernel: it reads its operand's buffer as a whole
+      out->push_back({g_.node(group.computed.back()).inputs[0], IndexMap{}, true});
+      return space == group.space;
+    }
     LowerRequest req;
     req.graph = &g_;
     req.space = space;
@@ -257,6 +272,10 @@ class Fuser {
       *why = absl::StrCat("reduced size ", s.reduce_count(), " exceeds the fused-row limit ", t_.max_fused_row);
       return false;
     };
+    if (SG.collective || SH.collective) {
+      *why = "a collective runs outside kernels";
+      return false;
+    }
     if (SG.attention) {
       *why = "an attention kernel only inlines cheap operands; this one must be stored";
       return false;
@@ -416,7 +435,7 @@ class Fuser {
         if (!alive_[b]) continue;
         const Space &sa = groups_[a].space, &sb = groups_[b].space;
         if (sa.dot || sb.dot || sa.attention || sb.attention || sa.scatter || sb.scatter || sa.segment ||
-            sb.segment || sa.full != sb.full)
+            sb.segment || sa.collective || sb.collective || sa.full != sb.full)
           continue;
         // Same space, or an elementwise kernel joining a reduction over its full shape (its values
         // become inner-level stores of the reduction kernel).

@@ -83,23 +83,14 @@ void insert_barriers(ir::Program* p) {
   };
   auto in_arena = [&](int b) { return p->buffers[size_t(b)].kind == ir::BufferKind::kIntermediate; };
   for (size_t s = 0; s < n; ++s) {
-    if (!p->steps[s].is_kernel()) {
+    if (p->steps[s].is_marker()) {
       // A marker is a full barrier (ir/program.h): the next run starts with no hazards.
       p->steps[s].deps.clear();
       buffers.assign(nb, Latest{});
       arena = ArenaAccesses();
       continue;
     }
-    const ir::Kernel& k = p->kernels[size_t(p->steps[s].kernel)];
-    reads.clear();
-    writes.clear();
-    for (const ir::Store& st : k.stores) writes.push_back(st.buffer);
-    for (const ir::KNode& x : k.nodes)
-      if (x.op == ir::Op::kLoad) reads.push_back(x.buffer);
-    for (auto* v : {&reads, &writes}) {
-      std::sort(v->begin(), v->end());
-      v->erase(std::unique(v->begin(), v->end()), v->end());
-    }
+    ir::step_buffers(*p, s, &reads, &writes);
     hazards.clear();
     for (int b : reads) {
       if (in_arena(b)) arena.hazards(range(b).first, range(b).second, false, &hazards);

@@ -206,6 +206,7 @@ class Builder {
         if (n.op == Op::kSegmentReduce) return lower_segment(n, m);
         return absl::InternalError(absl::StrCat("scatter %", id, " is read before it is in memory"));
       case ir::OpClass::kKernel:
+      case ir::OpClass::kCollective:  // a step of its own (fuse.cc), read from its buffer
       case ir::OpClass::kControl: break;  // control nodes are never inside a kernel (passes/control.h)
     }
     return absl::InternalError("unexpected kernel op in a graph");

@@ -29,18 +29,14 @@ bool in_place_ok(const ir::Program& p, const ir::Kernel& k, int in, int out) {
 void plan_memory(ir::Program* p) {
   size_t nb = p->buffers.size();
   std::vector<int> first(nb, -1), last(nb, -1);
+  std::vector<int> reads, writes;
   for (size_t s = 0; s < p->steps.size(); ++s) {
-    if (!p->steps[s].is_kernel()) {
-      if (const int f = p->steps[s].flag; f >= 0) last[size_t(f)] = std::max(last[size_t(f)], int(s));
-      continue;
+    ir::step_buffers(*p, s, &reads, &writes);
+    for (int b : writes) {
+      if (first[size_t(b)] < 0) first[size_t(b)] = int(s);
+      last[size_t(b)] = std::max(last[size_t(b)], int(s));
     }
-    const ir::Kernel& k = p->kernels[p->steps[s].kernel];
-    for (const ir::Store& st : k.stores) {
-      if (first[st.buffer] < 0) first[st.buffer] = int(s);
-      last[st.buffer] = std::max(last[st.buffer], int(s));
-    }
-    for (const ir::KNode& n : k.nodes)
-      if (n.op == ir::Op::kLoad) last[n.buffer] = std::max(last[n.buffer], int(s));
+    for (int b : reads) last[size_t(b)] = std::max(last[size_t(b)], int(s));
   }
   // A loop runs its body again: a buffer in use before a loop's head and inside its body stays
   // alive to the loop's end (inner loops first, so an outer loop sees their extension).
@@ -73,11 +69,11 @@ void plan_memory(ir::Program* p) {
     int f = first[b] < 0 ? 0 : first[b], l = std::max(last[b], f);
     // A buffer dying in the step that defines this one can hand over its bytes (in place).
     const bool by_kernel = p->steps[size_t(f)].is_kernel();
-    const ir::Kernel& def = p->kernels[size_t(by_kernel ? p->steps[size_t(f)].kernel : 0)];
+    const ir::Kernel* def = by_kernel ? &p->kernels[size_t(p->steps[size_t(f)].kernel)] : nullptr;
     int donor = -1;
     for (size_t i = 0; i < placed.size() && donor < 0 && first[b] >= 0 && by_kernel; ++i) {
       const Placed& q = placed[i];
-      if (q.last != f || q.end - q.offset != bytes || !in_place_ok(*p, def, q.buffer, int(b))) continue;
+      if (q.last != f || q.end - q.offset != bytes || !in_place_ok(*p, *def, q.buffer, int(b))) continue;
       bool free_range = true;  // nobody else placed on those bytes is alive at f
       for (const Placed& o : placed)
         if (&o != &q && !(o.last < f || l < o.first) && o.offset < q.end && q.offset < o.end) free_range = false;

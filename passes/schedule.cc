@@ -154,6 +154,18 @@ absl::StatusOr<ir::Program> schedule(const ir::Graph& g, const FusionPlan& plan)
     return absl::OkStatus();
   };
   for (const Group& grp : plan.groups) {
+    if (grp.space.collective) {  // a step, not a kernel (ir/program.h)
+      const ir::Node& n = g.node(grp.computed.back());
+      ir::Step s;
+      s.kind = ir::StepKind::kCollective;
+      s.collective = ir::CollectiveAttrs::from_ints(n.ints);
+      s.in = buffer_of[size_t(n.inputs[0])];
+      s.out = buffer_of[size_t(grp.computed.back())];
+      if (grp.computed.size() != 1 || s.in < 0 || s.out < 0)
+        return absl::InternalError(absl::StrCat("schedule: the collective %", grp.computed.back(), " has no buffers"));
+      p.steps.push_back(s);
+      continue;
+    }
     LowerRequest req;
     req.graph = &g;
     req.space = grp.space;

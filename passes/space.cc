@@ -94,6 +94,7 @@ Space space_of(const ir::Graph& g, ir::NodeId id) {
   } else {
     s = elementwise_space(n.shape);
     s.segment = n.op == ir::Op::kSegmentReduce;
+    s.collective = n.op == ir::Op::kCollective;
   }
   return s;
 }

@@ -17,12 +17,13 @@ struct Space {
   bool attention = false;    // attention: full = outer + [Sk, D], outer = [B..., Sq, Dv]
   bool scatter = false;      // a scatter's updates: full = the indices' shape, reduce = its axis
   bool segment = false;      // computes a segment_reduce (elementwise over its result's shape)
+  bool collective = false;   // a collective: no kernel; a step of its own (ir/program.h)
 
   bool has_reduce() const;
   int64_t reduce_count() const;
   bool operator==(const Space& o) const {
     return full == o.full && reduce == o.reduce && outer == o.outer && dot == o.dot && attention == o.attention &&
-           scatter == o.scatter && segment == o.segment;
+           scatter == o.scatter && segment == o.segment && collective == o.collective;
   }
   // The view over `full` that addresses a row-major tensor of `outer` shape.
   ir::View outer_view() const;

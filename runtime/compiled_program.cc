@@ -150,6 +150,11 @@ std::string serialize(const CompiledProgram& c) {
     w.list(s.deps, [&](int d) { w.i64(d); });
     w.i64(s.flag);
     w.i64(s.max_trips);
+    if (s.is_collective()) {  // (only these steps have more: files without them read as before)
+      w.list(s.collective.ints(), [&](int64_t v) { w.i64(v); });
+      w.i64(s.in);
+      w.i64(s.out);
+    }
   });
   w.i64(c.arena_bytes);
   w.i64(c.num_inputs);
@@ -219,12 +224,20 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
   c.steps.resize(r.count(40));
   for (ir::Step& s : c.steps) {
     const int64_t kind = r.i64();
-    if (kind < 0 || kind > int64_t(ir::StepKind::kEnd)) r.fail("a bad step kind");
+    if (kind < 0 || kind > int64_t(ir::StepKind::kCollective)) r.fail("a bad step kind");
     s.kind = ir::StepKind(kind);
     s.kernel = r.i32();
     s.deps = read_ints(r);
     s.flag = r.i32();
     s.max_trips = r.i64();
+    if (s.is_collective()) {
+      std::vector<int64_t> ints(r.count(8));
+      for (int64_t& v : ints) v = r.i64();
+      if (ints.size() != 5) r.fail("a bad collective step");
+      else s.collective = ir::CollectiveAttrs::from_ints(ints);
+      s.in = r.i32();
+      s.out = r.i32();
+    }
   }
   c.arena_bytes = r.i64();
   c.num_inputs = r.i32();
@@ -322,6 +335,14 @@ absl::Status check_consistent(const CompiledProgram& c) {
       if (absl::Status s = check_tensor_map(m, c.buffers); !s.ok())
         return absl::InvalidArgumentError(absl::StrCat("compiled program for ", c.backend, ": kernel ", k.name,
                                                        ": tensor map ", s.message()));
+  return absl::OkStatus();
+}
+
+absl::Status refuse_collectives(const CompiledProgram& c, const std::string& backend) {
+  for (const ir::Step& s : c.steps)
+    if (s.is_collective())
+      return absl::UnimplementedError(absl::StrCat(backend, ": this program has collectives (", ir::describe(s.collective),
+                                                   "); they run on the cpu device only in this build"));
   return absl::OkStatus();
 }
 

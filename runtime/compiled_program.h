@@ -119,4 +119,8 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes);
 // bindings name existing buffers. InvalidArgument naming the first problem.
 absl::Status check_consistent(const CompiledProgram& c);
 
+// Unimplemented, naming the backend and the first collective, when `c` has collective steps:
+// the load check of a device whose runs_collectives() is false.
+absl::Status refuse_collectives(const CompiledProgram& c, const std::string& backend);
+
 }  // namespace kiln::runtime

@@ -124,6 +124,10 @@ class Device {
   virtual const ir::TargetInfo& target() const = 0;
   // A GPU API implemented on the CPU (Mesa's lavapipe): usable, never picked as the default.
   virtual bool is_emulated() const { return false; }
+  // Whether load() takes programs with collective steps (ir/program.h): the CPU runs them through
+  // their groups' host communicators. Other devices refuse such programs (Unimplemented, from
+  // refuse_collectives in compiled_program.h).
+  virtual bool runs_collectives() const { return false; }
   virtual absl::StatusOr<std::shared_ptr<Buffer>> alloc(int64_t bytes) = 0;
   virtual absl::Status upload(Buffer* dst, const void* src, int64_t bytes) = 0;
   virtual absl::Status download(Buffer* src, void* dst, int64_t bytes) = 0;

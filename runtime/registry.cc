@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/stats.h"
@@ -19,10 +20,19 @@ Counters& counters() {
 
 namespace {
 
+struct Slot {
+  std::once_flag once;
+  absl::StatusOr<std::unique_ptr<Device>> device = absl::UnknownError("not created");
+};
+
 struct Entry {
   Backend backend;
   std::once_flag once;
   absl::StatusOr<std::unique_ptr<Device>> device = absl::UnknownError("not created");
+  std::mutex numbered_mu;
+  std::map<int, std::unique_ptr<Slot>> numbered;  // "name:N", other than the default number
+  std::mutex compilers_mu;
+  std::map<const Device*, std::shared_ptr<const Compiler>> numbered_compilers;
   std::once_flag compiler_once;
   absl::StatusOr<std::shared_ptr<const Compiler>> compiler = absl::UnknownError("not created");
 };
@@ -91,6 +101,27 @@ std::vector<std::string> known_device_names() {
 }
 
 absl::StatusOr<Device*> get_device(const std::string& name) {
+  if (const size_t colon = name.find(':'); colon != std::string::npos) {
+    const std::string backend = name.substr(0, colon);
+    int n = -1;
+    if (!absl::SimpleAtoi(name.substr(colon + 1), &n) || n < 0)
+      return absl::InvalidArgumentError(absl::StrCat("device '", name, "': the part after ':' must be a device number"));
+    Entry* e = find(backend);
+    if (!e) return unknown_or_absent(backend);
+    if (!e->backend.create_device_at)
+      return absl::InvalidArgumentError(absl::StrCat("device '", name, "': ", backend, " has no numbered devices"));
+    if (e->backend.default_ordinal && e->backend.default_ordinal() == n) return get_device(backend);
+    Slot* slot;
+    {
+      std::lock_guard<std::mutex> lock(e->numbered_mu);
+      std::unique_ptr<Slot>& s = e->numbered[n];
+      if (!s) s = std::make_unique<Slot>();
+      slot = s.get();
+    }
+    std::call_once(slot->once, [e, slot, n] { slot->device = e->backend.create_device_at(n); });
+    if (!slot->device.ok()) return slot->device.status();
+    return slot->device->get();
+  }
   Entry* e = find(name);
   if (!e) return unknown_or_absent(name);
   std::call_once(e->once, [e] { e->device = e->backend.create_device(); });
@@ -148,7 +179,23 @@ absl::StatusOr<std::shared_ptr<const Compiler>> compiler_for(Device* device) {
     return std::shared_ptr<const Compiler>(*std::move(c));
   };
   auto d = get_device(device->name());
-  if (!d.ok() || *d != device) return make();  // a device a test opened itself: not kept
+  if (!d.ok() || *d != device) {
+    // A numbered device of the registry keeps its own; one a test opened itself does not.
+    bool numbered = false;
+    {
+      std::lock_guard<std::mutex> lock(e->numbered_mu);
+      for (const auto& [n, slot] : e->numbered) numbered = numbered || (slot->device.ok() && slot->device->get() == device);
+    }
+    if (!numbered) return make();
+    std::lock_guard<std::mutex> lock(e->compilers_mu);
+    std::shared_ptr<const Compiler>& kept = e->numbered_compilers[device];
+    if (!kept) {
+      auto c = make();
+      if (!c.ok()) return c.status();
+      kept = *c;
+    }
+    return kept;
+  }
   std::call_once(e->compiler_once, [&] { e->compiler = make(); });
   return e->compiler;
 }

@@ -26,6 +26,11 @@ struct Backend {
   // cpu:x86-64-v3, cuda:sm_90): the TargetInfo preset of `profile`, NotFound listing the known
   // names otherwise. nullptr: the backend has none.
   absl::StatusOr<ir::TargetInfo> (*target_profile)(const std::string& profile) = nullptr;
+  // Numbered devices ("cuda:1"): opens device `ordinal` (called once per number); nullptr: the
+  // backend has one device. `default_ordinal` is the number the plain name opens ("cuda" is
+  // "cuda:<it>", the same Device).
+  absl::StatusOr<std::unique_ptr<Device>> (*create_device_at)(int ordinal) = nullptr;
+  int (*default_ordinal)() = nullptr;
 };
 
 // Adds a backend; returns true (for static registration). A second backend of one name aborts.
@@ -37,7 +42,9 @@ bool register_backend(const Backend& b);
 // Backend names a user may ask for, built in or not: cpu, vulkan, cuda, hip, metal, then any
 // other registered backend.
 std::vector<std::string> known_device_names();
-// The device singleton of a backend, created on first use; an error names why it is unavailable.
+// The device singleton of a backend ("cuda") or of one of its numbered devices ("cuda:1"),
+// created on first use; an error names why it is unavailable. A numbered device's name() is
+// still its backend's.
 absl::StatusOr<Device*> get_device(const std::string& name);
 // The best available device: the highest default_rank that opens and is not emulated; the CPU
 // when nothing else is there; nullptr when no backend opens at all.

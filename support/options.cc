@@ -111,6 +111,8 @@ Options options() {
       std::fprintf(stderr, "kiln: KILN_GPU_SEGMENTS=%s is not thread, block or queue; choosing by row width\n", v);
     }
   }
+  read_int(o, "KILN_DIST_TIMEOUT", &o.dist_timeout_s, /*strict=*/true);
+  if (const char* v = env("KILN_MPI_LIBRARY")) o.mpi_library = v;
   read_int(o, "KILN_CUDA_DEVICE", &o.cuda_device, /*strict=*/true);
   if (const char* e = env("KILN_CUDA_INCLUDE")) o.cuda_include_dirs.push_back(e);
   if (const char* e = env("CUDA_HOME")) o.cuda_include_dirs.push_back(std::string(e) + "/include");

@@ -46,6 +46,12 @@ struct Options {
   int gpu_segments_grid = 0;
   int split_k_chunk = 0;         // KILN_SPLIT_K_CHUNK: smallest k chunk of a split-K f32/f64 dot on GPUs (comparisons; 0: 128)     // KILN_GPU_SEGMENTS_GRID: at most this many blocks of the queue kernel (tests; 0: as many as fit)
 
+  // --- process groups (dist/)
+  // KILN_DIST_TIMEOUT: seconds a rank waits for the others of its group to join a collective
+  // (or to start) before the collective fails with DeadlineExceeded naming the missing ranks.
+  int dist_timeout_s = 300;
+  std::string mpi_library;       // KILN_MPI_LIBRARY: the MPI library to open (default libmpi.so.40, Open MPI)
+
   // --- CUDA (backends/cuda)
   int cuda_device = 0;           // KILN_CUDA_DEVICE
   // Folders to look for the CUDA headers NVRTC needs, in order: $KILN_CUDA_INCLUDE,

@@ -81,6 +81,15 @@ absl::Status CpuExecutable::run(const std::vector<Buffer*>& inputs, const std::v
   std::vector<int64_t> trips(steps_.size(), 0);
   for (size_t i = 0; i < steps_.size();) {
     const ir::Step& s = steps_[i];
+    if (s.is_collective()) {  // through the group's host communicator (MPI, threads)
+      ++i;
+      absl::Status st = run_collective(s, bufs);
+      if (!st.ok()) {
+        give_arena(arena);
+        return st;
+      }
+      continue;
+    }
     if (!s.is_kernel()) {
       auto next = ir::step_after_marker(steps_, links_, i, s.flag >= 0 && *bufs[s.flag] != 0, &trips);
       if (!next.ok()) {
@@ -119,6 +128,20 @@ absl::Status CpuExecutable::run(const std::vector<Buffer*>& inputs, const std::v
   }
   give_arena(arena);
   return absl::OkStatus();
+}
+
+absl::Status CpuExecutable::run_collective(const ir::Step& s, char** bufs) const {
+  auto comm = ir::communicator_for(s.collective);
+  if (!comm.ok()) return comm.status();
+  ir::CollectiveCall call;
+  call.attrs = s.collective;
+  call.dtype = buffers_[size_t(s.in)].dtype;
+  call.in_elems = shape_numel(buffers_[size_t(s.in)].shape);
+  const double t0 = support::tracing() ? support::trace_now_us_precise() : 0;
+  absl::Status st = (*comm)->run(call, bufs[s.in], bufs[s.out]);
+  if (support::tracing())
+    support::trace_event(ir::describe(s.collective), "collective", t0, support::trace_now_us_precise() - t0);
+  return st;
 }
 
 void* CpuExecutable::take_arena() {

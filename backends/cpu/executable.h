@@ -46,6 +46,8 @@ class CpuExecutable : public Executable {
   // each param's 64-bit pattern; InvalidArgument on a wrong binding.
   absl::Status bind(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, const ParamValues& params,
                     char* arena, std::vector<char*>* ptrs) const;
+  // A collective step (ir/program.h) on the run's buffers, through its group's Communicator.
+  absl::Status run_collective(const ir::Step& s, char** bufs) const;
   void* take_arena();
   void give_arena(void* a);
 

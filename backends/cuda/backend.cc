@@ -8,7 +8,8 @@
 namespace kiln::runtime::cuda {
 namespace {
 
-KILN_REGISTER_BACKEND(Backend{"cuda", 30, &CudaDevice::create, &CudaCompiler::create, &target_profile});
+KILN_REGISTER_BACKEND(Backend{"cuda", 30, &CudaDevice::create, &CudaCompiler::create, &target_profile, &CudaDevice::create_at,
+                              &CudaDevice::default_ordinal});
 
 }  // namespace
 }  // namespace kiln::runtime::cuda

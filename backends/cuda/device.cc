@@ -1,12 +1,15 @@
 // The CUDA Device (device.h): opening the GPU, memory and transfers on its stream, and load().
 #include "backends/cuda/device.h"
 
+#include "backends/cuda/nccl.h"
+
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backends/cuda/driver_api.h"
 #include "backends/cuda/executable.h"
+#include "backends/cuda/nccl.h"
 #include "backends/cuda/nvrtc.h"
 #include "backends/cuda/target.h"
 #include "runtime/stats.h"
@@ -26,14 +29,23 @@ int attribute(CUdevice d, CUdevice_attribute a) {
 absl::StatusOr<std::unique_ptr<Device>> CudaDevice::create() {
   const support::Options opts = support::options();
   if (absl::Status s = opts.check("KILN_CUDA_DEVICE"); !s.ok()) return s;
+  return create_at(opts.cuda_device);
+}
+
+int CudaDevice::default_ordinal() { return support::options().cuda_device; }
+
+bool CudaDevice::runs_collectives() const { return nccl_available(); }
+
+absl::StatusOr<std::unique_ptr<Device>> CudaDevice::create_at(int index) {
+  const support::Options opts = support::options();
   auto drv = driver();
   if (!drv.ok()) return drv.status();
   const DriverApi& a = **drv;
   int count = 0;
-  const int index = opts.cuda_device;
   if (absl::Status s = cu_check(a.cuDeviceGetCount(&count), "cuDeviceGetCount"); !s.ok()) return s;
   if (index < 0 || index >= count)
-    return absl::UnavailableError(absl::StrCat("cuda: KILN_CUDA_DEVICE=", index, " but there are ", count, " devices"));
+    return absl::UnavailableError(absl::StrCat("cuda: device ", index, " was asked for (KILN_CUDA_DEVICE or cuda:N) but there are ",
+                                               count, " devices"));
   auto ctx = std::make_unique<Context>();
   if (absl::Status s = cu_check(a.cuDeviceGet(&ctx->device, index), "cuDeviceGet"); !s.ok()) return s;
   const CUdevice d = ctx->device;
@@ -65,7 +77,7 @@ absl::StatusOr<std::unique_ptr<Device>> CudaDevice::create() {
   size_t total = 0;
   if (a.cuDeviceTotalMem(&total, d) != CUDA_SUCCESS) total = 0;
   // NVRTC's version: the compiler the JIT pairs with this device (bench results quote it).
-  std::string desc = absl::StrFormat("cuda (%s, sm_%d, %d SMs, %d MiB, driver %d.%d, NVRTC %s)", name, ctx->cc, sms,
+  std::string desc = absl::StrFormat("cuda:%d (%s, sm_%d, %d SMs, %d MiB, driver %d.%d, NVRTC %s)", index, name, ctx->cc, sms,
                                      int64_t(total >> 20), a.driver_version / 1000, a.driver_version % 1000 / 10,
                                      nvrtc_version());
   ir::TargetInfo t = cuda_target_info(sms, ctx->shared_optin, ctx->cc);

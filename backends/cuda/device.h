@@ -18,11 +18,14 @@ class CudaDevice : public Device {
   // The GPU support::options().cuda_device names ($KILN_CUDA_DEVICE, default 0). Unavailable
   // without a driver or device (the message says which); InvalidArgument for a malformed
   // $KILN_CUDA_DEVICE.
-  static absl::StatusOr<std::unique_ptr<Device>> create();
+  static absl::StatusOr<std::unique_ptr<Device>> create();  // KILN_CUDA_DEVICE's GPU (0 by default)
+  static absl::StatusOr<std::unique_ptr<Device>> create_at(int index);  // "cuda:<index>"
+  static int default_ordinal();
 
   std::string name() const override { return "cuda"; }
   std::string description() const override { return description_; }
   const ir::TargetInfo& target() const override { return target_; }
+  bool runs_collectives() const override;  // where NCCL loads (nccl.h)
   absl::StatusOr<std::shared_ptr<Buffer>> alloc(int64_t bytes) override;
   absl::Status upload(Buffer* dst, const void* src, int64_t bytes) override;
   absl::Status download(Buffer* src, void* dst, int64_t bytes) override;

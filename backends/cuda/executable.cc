@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/bindings.h"
 #include "backends/cuda/control_gates.h"
+#include "backends/cuda/nccl.h"
 #include "backends/cuda/driver_api.h"
 #include "runtime/stats.h"
 #include "support/options.h"
@@ -101,8 +102,12 @@ absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(Device* d
     functions.push_back(*fn);
   }
   std::unique_ptr<CudaExecutable> e(new CudaExecutable(device, ctx));
-  for (const ir::Step& s : c.steps)
-    if (!s.is_kernel()) e->control_ = true;
+  for (const ir::Step& s : c.steps) {
+    if (s.is_marker()) e->control_ = true;
+    if (s.is_collective()) e->collectives_ = true;
+  }
+  if (e->collectives_)
+    if (absl::Status s = check_ranks_agree(c.steps, c.buffers); !s.ok()) return s;
   if (e->control_) {
     auto loop = module->function(kLoopGate);
     auto branch = module->function(kBranchGate);
@@ -199,7 +204,7 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
   }
   auto built = build_range(graph_, 0, c.steps.size(), {}, &plan);
   if (!built.ok()) return built.status();
-  if (!nodes_.empty() || control_) {
+  if (!nodes_.empty() || control_ || !colls_.empty()) {
     if (absl::Status s = cu_check(api().cuGraphInstantiateWithFlags(&exec_, graph_, 0), "instantiating the CUDA graph");
         !s.ok())
       return s;
@@ -212,6 +217,9 @@ CudaExecutable::~CudaExecutable() {
   (void)ctx_->make_current();
   if (launched_) (void)done_->wait();  // launches in flight still use the arena and the module
   if (exec_) api().cuGraphExecDestroy(exec_);
+  for (Coll& c : colls_)
+    if (c.child) api().cuGraphDestroy(c.child);
+  if (capture_stream_) api().cuStreamDestroy(capture_stream_);
   if (graph_) api().cuGraphDestroy(graph_);
   if (loop_state_) api().cuMemFree(loop_state_);
   if (arena_) ctx_->pool->release(arena_, arena_size_);
@@ -242,7 +250,7 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
   bool changed = false;
   if (absl::Status s = bind(inputs, outputs, params, &changed); !s.ok()) return s;
   const bool new_values = values_unknown_ || params != params_;
-  bool rebuilt = !exec_ && (!nodes_.empty() || control_);  // a failed re-instantiation: try again
+  bool rebuilt = !exec_ && (!nodes_.empty() || control_ || !colls_.empty());  // a failed re-instantiation: try again
   if (changed || new_values || rebuilt) {
     // Only nodes whose pointers moved or whose param values changed get new parameters; launches
     // already queued keep theirs.
@@ -306,6 +314,12 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
         return s;
       }
     }
+    if (changed)
+      if (absl::Status s = rebind_collectives(); !s.ok()) {
+        values_unknown_ = true;
+        std::fill(bound_.begin(), bound_.end(), CUdeviceptr(0));
+        return s;
+      }
     bound_ = next_;  // same size: no allocation
     params_ = params;
     values_unknown_ = false;
@@ -317,7 +331,7 @@ absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::
                                  const ParamValues& params) {
   std::lock_guard<std::mutex> lock(mu_);
   if (absl::Status s = update(inputs, outputs, params); !s.ok()) return s;
-  if (exec_ && support::tracing() && !control_) {
+  if (exec_ && support::tracing() && !control_ && colls_.empty()) {
     if (absl::Status s = launch_profiled(); !s.ok()) return s;
   } else if (exec_) {
     if (absl::Status s = cu_check(api().cuGraphLaunch(exec_, ctx_->stream), "cuGraphLaunch"); !s.ok()) return s;

@@ -73,6 +73,15 @@ class CudaExecutable : public Executable {
     bool bound_io = false;          // some parameter is an input or an output
   };
 
+  // A collective step's child graph node (nccl.h): the NCCL call captured over `in` -> `out`.
+  struct Coll {
+    CUgraphNode node = nullptr;
+    CUgraph child = nullptr;  // the captured graph (the instantiated graph holds its own copy)
+    size_t step = 0;
+    CUdeviceptr in = 0, out = 0;
+    bool bound_io = false;  // reads an input or writes an output: captured again when they move
+  };
+
   // A gate kernel node (control_gates.h) and the storage of its parameters.
   struct Gate {
     CUgraphNode node = nullptr;
@@ -102,6 +111,13 @@ class CudaExecutable : public Executable {
   // The kernel node of step `i` after `deps`, or nullptr for a kernel with nothing to launch.
   absl::StatusOr<CUgraphNode> add_kernel(CUgraph g, size_t i, const std::vector<CUgraphNode>& deps, Plan* plan);
   absl::StatusOr<CUgraphNode> add_gate(CUgraph g, std::unique_ptr<Gate> gate, const std::vector<CUgraphNode>& deps);
+  // The child graph node of collective step `i` after `deps` (graph_build.cc).
+  absl::StatusOr<CUgraphNode> add_collective(CUgraph g, size_t i, const std::vector<CUgraphNode>& deps, Plan* plan);
+  // The NCCL call of collective `c` over next_'s pointers, captured into a new graph.
+  absl::StatusOr<CUgraph> capture_collective(const Coll& c, CUdeviceptr in, CUdeviceptr out);
+  // After next_ changed: the collectives whose operand or result moved, captured again and
+  // swapped into the instantiated graph. mu_ held.
+  absl::Status rebind_collectives();
   // A conditional node of `type` on `handle` after `deps`; its body graph in *body.
   absl::StatusOr<CUgraphNode> add_conditional(CUgraph g, unsigned long long handle, CUgraphConditionalNodeType type,
                                               const std::vector<CUgraphNode>& deps, CUgraph* body);
@@ -135,6 +151,11 @@ class CudaExecutable : public Executable {
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
   std::vector<Node> nodes_;
+  // Collective steps (nccl.h): child graph nodes holding NCCL calls.
+  bool collectives_ = false;
+  std::vector<Coll> colls_;
+  std::vector<ir::Step> steps_;   // the program's steps (a collective's attributes)
+  CUstream capture_stream_ = nullptr;
   // Loops and branches (ir/program.h): conditional nodes steered by gate kernels.
   bool control_ = false;
   std::vector<std::unique_ptr<Gate>> gates_;

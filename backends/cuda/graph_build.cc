@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/driver_api.h"
 #include "backends/cuda/executable.h"
+#include "backends/cuda/nccl.h"
 
 namespace kiln::runtime::cuda {
 
@@ -121,13 +122,13 @@ absl::StatusOr<std::vector<CUgraphNode>> CudaExecutable::build_range(CUgraph g, 
   };
   for (size_t i = begin; i < end;) {
     const ir::Step& step = steps[i];
-    if (step.is_kernel()) {
+    if (step.is_kernel() || step.is_collective()) {
       std::vector<CUgraphNode> deps;
       for (int d : step.deps) deps.insert(deps.end(), after[size_t(d)].begin(), after[size_t(d)].end());
       if (step.deps.empty()) deps = frontier;
       std::sort(deps.begin(), deps.end());
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-      auto node = add_kernel(g, i, deps, plan);
+      auto node = step.is_kernel() ? add_kernel(g, i, deps, plan) : add_collective(g, i, deps, plan);
       if (!node.ok()) return node.status();
       after[i] = *node ? std::vector<CUgraphNode>{*node} : deps;
       if (*node) run.push_back(*node);
@@ -196,6 +197,69 @@ absl::StatusOr<std::vector<CUgraphNode>> CudaExecutable::build_range(CUgraph g, 
   }
   close_run();
   return frontier;
+}
+
+absl::StatusOr<CUgraph> CudaExecutable::capture_collective(const Coll& c, CUdeviceptr in, CUdeviceptr out) {
+  const ir::Step& step = steps_[c.step];
+  auto comm = nccl_comm(ctx_, step.collective);
+  if (!comm.ok()) return comm.status();
+  if (!capture_stream_)
+    if (absl::Status s = cu_check(api().cuStreamCreate(&capture_stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate (capture)"); !s.ok())
+      return s;
+  if (absl::Status s = cu_check(api().cuStreamBeginCapture(capture_stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                                "capturing a collective (cuStreamBeginCapture)");
+      !s.ok())
+    return s;
+  const ir::BufferDesc& b = buffers_[size_t(step.in)];
+  absl::Status queued = enqueue_collective(*comm, step, b.dtype, shape_numel(b.shape), in, out, capture_stream_);
+  CUgraph child = nullptr;
+  absl::Status ended = cu_check(api().cuStreamEndCapture(capture_stream_, &child), "capturing a collective (cuStreamEndCapture)");
+  if (!queued.ok() || !ended.ok()) {
+    if (child) api().cuGraphDestroy(child);
+    return queued.ok() ? ended : queued;
+  }
+  return child;
+}
+
+absl::StatusOr<CUgraphNode> CudaExecutable::add_collective(CUgraph g, size_t i, const std::vector<CUgraphNode>& deps, Plan* plan) {
+  if (steps_.empty()) steps_ = plan->c->steps;
+  Coll c;
+  c.step = i;
+  const ir::Step& step = steps_[i];
+  c.in = bound_[size_t(step.in)];
+  c.out = bound_[size_t(step.out)];
+  c.bound_io = buffers_[size_t(step.in)].kind != ir::BufferKind::kIntermediate ||
+               buffers_[size_t(step.out)].kind != ir::BufferKind::kIntermediate;
+  // Inputs and outputs are not bound yet: the first run captures the call again over them.
+  auto child = capture_collective(c, c.in ? c.in : CUdeviceptr(256), c.out ? c.out : CUdeviceptr(256));
+  if (!child.ok()) return child.status();
+  c.child = *child;
+  CUresult r = api().cuGraphAddChildGraphNode(&c.node, g, deps.empty() ? nullptr : deps.data(), deps.size(), c.child);
+  if (absl::Status s = cu_check(r, "adding a collective to the CUDA graph (cuGraphAddChildGraphNode)"); !s.ok()) return s;
+  colls_.push_back(c);
+  return colls_.back().node;
+}
+
+absl::Status CudaExecutable::rebind_collectives() {
+  for (Coll& c : colls_) {
+    if (!c.bound_io) continue;
+    const ir::Step& step = steps_[c.step];
+    const CUdeviceptr in = next_[size_t(step.in)], out = next_[size_t(step.out)];
+    if (in == c.in && out == c.out) continue;
+    auto child = capture_collective(c, in, out);
+    if (!child.ok()) return child.status();
+    // Launches already queued keep the graph they were launched with.
+    CUresult r = api().cuGraphExecChildGraphNodeSetParams(exec_, c.node, *child);
+    if (r != CUDA_SUCCESS) {
+      api().cuGraphDestroy(*child);
+      return cu_error(r, "rebinding a collective of the CUDA graph (cuGraphExecChildGraphNodeSetParams)");
+    }
+    api().cuGraphDestroy(c.child);
+    c.child = *child;
+    c.in = in;
+    c.out = out;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CudaExecutable::check_trips() {

@@ -80,6 +80,7 @@ absl::Status HipDevice::download(Buffer* src, void* dst, int64_t bytes) {
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> HipDevice::load(const CompiledProgram& c) {
+  if (absl::Status s = refuse_collectives(c, "hip"); !s.ok()) return s;
   if (absl::Status s = check_consistent(c); !s.ok()) return s;
   const std::string mine = target_key(target_);
   if (c.backend != "hip" || c.target_key != mine)

@@ -99,6 +99,7 @@ absl::Status VulkanDevice::download_many(const std::vector<Download>& all) {
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> VulkanDevice::load(const CompiledProgram& c) {
+  if (absl::Status s = refuse_collectives(c, "vulkan"); !s.ok()) return s;
   if (absl::Status s = check_consistent(c); !s.ok()) return s;
   if (c.backend != "vulkan")
     return absl::FailedPreconditionError(absl::StrCat("vulkan: cannot load a program compiled for ", c.backend));

@@ -14,6 +14,8 @@
 #   coopvar  the cooperative-matrix kernel's variants, tested and timed
 #   control  issue 15: control_test on cuda (+ memcheck) and vulkan (+ validation; loops batched
 #            and per trip), W10 beside torch and jax
+#   dist     issue 16 (2 GPUs): dist_test on cuda:0/1 with NCCL, all_reduce bandwidth and the
+#            tensor-parallel step beside torch.distributed
 #   w11      W11: time to first result at batch sizes 1, 7, 64, 1000, kiln beside torch and jax
 #   vkperf   Vulkan's host path and W4a/W4b/W6/H beside cuda (also the end of `vulkan`)
 #   vulkan   vulkan_test, the op, pass and AOT suites with KILN_DEVICE=vulkan (not in the default
@@ -376,6 +378,29 @@ for s in $SECTIONS; do
                 | grep -E "^SEG|^RESULT|Error|error" | head -4
             done
           done
+        done
+      } 2>&1 | tee -a "$OUT/tests.log"
+      ;;
+    dist)
+      # Issue 16 on the GPUs of this machine (nvidia-h200-x2: two): dist_test with one rank per GPU
+      # (NCCL captured into each rank's CUDA graph), then all_reduce bandwidth and the tensor-parallel
+      # MLP step beside torch.distributed. NCCL comes from the pip wheel torch brings; NVLink
+      # multicast stays off for every process.
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      for d in $(python3 -c 'import glob, site; print(" ".join(p for s in site.getsitepackages() for p in glob.glob(s + "/nvidia/nccl/lib")))' 2>/dev/null); do
+        [ -e "$d/libnccl.so.2" ] && { LD_LIBRARY_PATH+=":$d"; echo "NCCL from $d"; break; }
+      done
+      {
+        nvidia-smi -L
+        run_test dist_test.cuda 300 env KILN_DEVICE=cuda "$BIN/dist_test"
+        run_test dist_test.cpu 300 env KILN_DEVICE=cpu "$BIN/dist_test" --gtest_filter='-*Refuse*'
+        for n in 2; do
+          timeout 300 "$BIN/dist_bench" --allreduce --ranks $n --results "$RESULTS" 2>&1
+          timeout 300 python3 "$HERE/../bench/gpu/dist_anchor.py" --allreduce --ranks $n --results "$RESULTS" 2>&1 | grep -E "^RESULT|Error|error" | head -12
+        done
+        for n in 1 2; do
+          timeout 200 "$BIN/dist_bench" --tp --ranks $n --results "$RESULTS" 2>&1
+          timeout 200 python3 "$HERE/../bench/gpu/dist_anchor.py" --tp --ranks $n --results "$RESULTS" 2>&1 | grep -E "^RESULT|Error|error" | head -4
         done
       } 2>&1 | tee -a "$OUT/tests.log"
       ;;

@@ -4,6 +4,7 @@
 #include "kiln/control.h"
 #include "kiln/conv.h"
 #include "kiln/device.h"
+#include "kiln/dist.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/export.h"

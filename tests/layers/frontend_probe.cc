@@ -18,3 +18,6 @@
 #if __has_include("passes/fuse.h")
 #error "kiln_frontend can see passes/fuse.h: an include running backwards would compile"
 #endif
+#if !__has_include("dist/threads.h")
+#error "kiln_frontend cannot see dist/threads.h, which it depends on"
+#endif

@@ -1,0 +1,227 @@
+#include "backends/cuda/nccl.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/context.h"
+#include "backends/cuda/driver_api.h"
+#include "support/options.h"
+
+namespace kiln::runtime::cuda {
+namespace {
+
+// NCCL's C ABI (nccl.h), declared here: kiln builds without NCCL's headers.
+struct UniqueId {
+  char internal[128];
+};
+using Result = int;  // ncclResult_t: 0 = success
+enum DataType : int { kI8 = 0, kU8 = 1, kI32 = 2, kU32 = 3, kI64 = 4, kU64 = 5, kF16 = 6, kF32 = 7, kF64 = 8, kBF16 = 9 };
+enum RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3 };
+
+struct NcclApi {
+  Result (*GetVersion)(int*);
+  Result (*GetUniqueId)(UniqueId*);
+  Result (*CommInitRank)(NcclComm*, int, UniqueId, int);
+  const char* (*GetErrorString)(Result);
+  Result (*AllReduce)(const void*, void*, size_t, int, int, NcclComm, CUstream);
+  Result (*AllGather)(const void*, void*, size_t, int, NcclComm, CUstream);
+  Result (*ReduceScatter)(const void*, void*, size_t, int, int, NcclComm, CUstream);
+  Result (*Broadcast)(const void*, void*, size_t, int, int, NcclComm, CUstream);
+  Result (*Send)(const void*, size_t, int, int, NcclComm, CUstream);
+  Result (*Recv)(void*, size_t, int, int, NcclComm, CUstream);
+  Result (*GroupStart)();
+  Result (*GroupEnd)();
+};
+
+absl::StatusOr<const NcclApi*> nccl() {
+  static absl::StatusOr<const NcclApi*> api = []() -> absl::StatusOr<const NcclApi*> {
+    std::vector<std::string> names;
+    if (const char* e = std::getenv("KILN_NCCL_LIBRARY")) names.push_back(e);
+    names.push_back("libnccl.so.2");
+    names.push_back("/usr/local/cuda/lib64/libnccl.so.2");
+    void* lib = nullptr;
+    std::string tried;
+    for (const std::string& n : names) {
+      lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (lib) break;
+      absl::StrAppend(&tried, tried.empty() ? "" : ", ", n);
+    }
+    if (!lib)
+      return absl::UnavailableError(absl::StrCat("cuda: NCCL not found (tried ", tried,
+                                                 "); put libnccl.so.2 on the library path or set KILN_NCCL_LIBRARY"));
+    auto* a = new NcclApi();
+    std::string missing;
+    auto fn = [&](auto* slot, const char* sym) {
+      void* p = dlsym(lib, sym);
+      if (!p) absl::StrAppend(&missing, missing.empty() ? "" : ", ", sym);
+      std::memcpy(slot, &p, sizeof p);
+    };
+    fn(&a->GetVersion, "ncclGetVersion");
+    fn(&a->GetUniqueId, "ncclGetUniqueId");
+    fn(&a->CommInitRank, "ncclCommInitRank");
+    fn(&a->GetErrorString, "ncclGetErrorString");
+    fn(&a->AllReduce, "ncclAllReduce");
+    fn(&a->AllGather, "ncclAllGather");
+    fn(&a->ReduceScatter, "ncclReduceScatter");
+    fn(&a->Broadcast, "ncclBroadcast");
+    fn(&a->Send, "ncclSend");
+    fn(&a->Recv, "ncclRecv");
+    fn(&a->GroupStart, "ncclGroupStart");
+    fn(&a->GroupEnd, "ncclGroupEnd");
+    if (!missing.empty()) return absl::UnavailableError(absl::StrCat("cuda: the NCCL library lacks ", missing, " (NCCL 2.7 or newer)"));
+    return a;
+  }();
+  return api;
+}
+
+absl::Status check(const NcclApi& a, Result r, const char* what) {
+  if (r == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("cuda: ", what, " failed: ", a.GetErrorString(r), " (NCCL error ", r, ")"));
+}
+
+struct Comms {
+  std::mutex mu;
+  std::map<std::pair<CUcontext, int64_t>, NcclComm> by_group;
+};
+Comms& comms() {
+  static auto* c = new Comms();  // communicators live as long as the process
+  return *c;
+}
+
+// bool reduces as u8 (max = any, min = all); gathers, broadcasts and all_to_all move bytes.
+int nccl_type(DType t) {
+  switch (t) {
+    case DType::kInt8: return kI8;
+    case DType::kInt32: return kI32;
+    case DType::kInt64: return kI64;
+    case DType::kFloat16: return kF16;
+    case DType::kBFloat16: return kBF16;
+    case DType::kFloat32: return kF32;
+    case DType::kFloat64: return kF64;
+    default: return kU8;
+  }
+}
+
+int nccl_op(ir::ScatterMode m) {
+  switch (m) {
+    case ir::ScatterMode::kMul: return kProd;
+    case ir::ScatterMode::kMax: return kMax;
+    case ir::ScatterMode::kMin: return kMin;
+    default: return kSum;
+  }
+}
+
+}  // namespace
+
+bool nccl_available() { return nccl().ok(); }
+
+std::string nccl_version() {
+  auto a = nccl();
+  if (!a.ok()) return std::string(a.status().message());
+  int v = 0;
+  if ((*a)->GetVersion(&v) != 0) return "unknown";
+  // 2.x: 10000 * major + 100 * minor + patch (older: 1000 * major + 100 * minor + patch).
+  return v >= 10000 ? absl::StrCat(v / 10000, ".", v / 100 % 100, ".", v % 100) : absl::StrCat(v / 1000, ".", v / 100 % 10, ".", v % 100);
+}
+
+absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attrs) {
+  auto a = nccl();
+  if (!a.ok()) return a.status();
+  Comms& c = comms();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.by_group.find({ctx->ctx, attrs.comm});
+    if (it != c.by_group.end()) return it->second;
+  }
+  auto host = ir::communicator_for(attrs);
+  if (!host.ok()) return host.status();
+  // NVLink multicast can put a shared host's GPUs out of service: off unless the user chose.
+  ::setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+  UniqueId mine{}, root{};
+  if ((*host)->rank() == 0)
+    if (absl::Status s = check(**a, (*a)->GetUniqueId(&mine), "ncclGetUniqueId"); !s.ok()) return s;
+  std::vector<UniqueId> all(static_cast<size_t>((*host)->size()));
+  if (absl::Status s = (*host)->all_gather_bytes(&mine, sizeof mine, all.data()); !s.ok()) return s;
+  root = all[0];
+  NcclComm comm = nullptr;
+  if (absl::Status s = check(**a, (*a)->CommInitRank(&comm, (*host)->size(), root, (*host)->rank()), "ncclCommInitRank"); !s.ok())
+    return s;
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.by_group[{ctx->ctx, attrs.comm}] = comm;
+  return comm;
+}
+
+absl::Status check_ranks_agree(const std::vector<ir::Step>& steps, const std::vector<ir::BufferDesc>& buffers) {
+  std::map<int64_t, std::vector<ir::CollectiveCall>> by_group;
+  for (const ir::Step& s : steps) {
+    if (!s.is_collective()) continue;
+    ir::CollectiveCall call;
+    call.attrs = s.collective;
+    call.dtype = buffers[size_t(s.in)].dtype;
+    call.in_elems = shape_numel(buffers[size_t(s.in)].shape);
+    by_group[s.collective.comm].push_back(call);
+  }
+  for (auto& [id, calls] : by_group) {
+    auto host = ir::communicator_for(calls[0].attrs);
+    if (!host.ok()) return host.status();
+    const int w = (*host)->size();
+    // First how many, then the calls themselves (the same count everywhere by then).
+    int64_t n = int64_t(calls.size());
+    std::vector<int64_t> counts(static_cast<size_t>(w));
+    if (absl::Status s = (*host)->all_gather_bytes(&n, sizeof n, counts.data()); !s.ok()) return s;
+    for (int r = 0; r < w; ++r)
+      if (counts[size_t(r)] != n)
+        return absl::InvalidArgumentError(absl::StrCat("collective mismatch between ranks: rank ", (*host)->rank(), "'s program runs ",
+                                                       n, " collectives, rank ", r, "'s ", counts[size_t(r)]));
+    std::vector<ir::CollectiveCall> all(calls.size() * size_t(w));
+    if (absl::Status s = (*host)->all_gather_bytes(calls.data(), int64_t(calls.size() * sizeof(ir::CollectiveCall)), all.data());
+        !s.ok())
+      return s;
+    for (size_t k = 0; k < calls.size(); ++k) {
+      std::vector<ir::CollectiveCall> at_k;
+      for (int r = 0; r < w; ++r) at_k.push_back(all[size_t(r) * calls.size() + k]);
+      if (absl::Status s = ir::check_same_call(at_k); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status enqueue_collective(NcclComm comm, const ir::Step& step, DType dtype, int64_t in_elems, CUdeviceptr in,
+                                CUdeviceptr out, CUstream stream) {
+  auto api = nccl();
+  if (!api.ok()) return api.status();
+  const NcclApi& a = **api;
+  const ir::CollectiveAttrs& c = step.collective;
+  const void* src = reinterpret_cast<const void*>(in);
+  void* dst = reinterpret_cast<void*>(out);
+  const size_t n = size_t(in_elems), bytes = n * size_t(dtype_size(dtype)), w = size_t(c.world);
+  switch (c.kind) {
+    case ir::Collective::kAllReduce:
+      return check(a, a.AllReduce(src, dst, n, nccl_type(dtype), nccl_op(c.reduce), comm, stream), "ncclAllReduce");
+    case ir::Collective::kReduceScatter:
+      return check(a, a.ReduceScatter(src, dst, n / w, nccl_type(dtype), nccl_op(c.reduce), comm, stream), "ncclReduceScatter");
+    case ir::Collective::kAllGather: return check(a, a.AllGather(src, dst, bytes, kU8, comm, stream), "ncclAllGather");
+    case ir::Collective::kBroadcast: return check(a, a.Broadcast(src, dst, bytes, kU8, c.root, comm, stream), "ncclBroadcast");
+    case ir::Collective::kAllToAll: {
+      const size_t chunk = bytes / w;
+      if (absl::Status s = check(a, a.GroupStart(), "ncclGroupStart"); !s.ok()) return s;
+      for (size_t r = 0; r < w; ++r) {
+        if (absl::Status s = check(a, a.Send(static_cast<const char*>(src) + r * chunk, chunk, kU8, int(r), comm, stream), "ncclSend");
+            !s.ok())
+          return s;
+        if (absl::Status s = check(a, a.Recv(static_cast<char*>(dst) + r * chunk, chunk, kU8, int(r), comm, stream), "ncclRecv");
+            !s.ok())
+          return s;
+      }
+      return check(a, a.GroupEnd(), "ncclGroupEnd");
+    }
+  }
+  return absl::InternalError("cuda: unknown collective");
+}
+
+}  // namespace kiln::runtime::cuda

@@ -1,0 +1,53 @@
+// Collectives on CUDA through NCCL, loaded at run time (dlopen libnccl.so.2: the CUDA toolkit's
+// or a pip wheel's, on the library path, or KILN_NCCL_LIBRARY), so one build runs everywhere and
+// a machine without NCCL runs single-GPU kiln unaffected.
+//
+// A collective step of a program becomes a child graph of the executable's CUDA graph: the NCCL
+// call captured from a stream of its own (cuStreamBeginCapture ... cuStreamEndCapture), so a
+// replay of a sharded step is still one cuGraphLaunch per GPU. NCCL's work descriptors hold the
+// buffer addresses, so a run whose operand or result moved captures the call again and swaps the
+// child graph in the instantiated graph (cuGraphExecChildGraphNodeSetParams).
+//
+// Communicators: one per (process group, CUDA context), made the first time an executable of
+// that group loads on that GPU: rank 0's ncclUniqueId reaches the others through the group's host
+// Communicator (ir/collective.h: threads or MPI), which times out instead of waiting for ever
+// for a rank that never comes. At that load the ranks also compare the collectives their
+// programs run (InvalidArgument naming the ranks that differ). NVLink multicast (NVLS) stays
+// off: NCCL_NVLS_ENABLE=0 is set before the first communicator unless the user set it.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/collective.h"
+#include "ir/program.h"
+
+namespace kiln::runtime::cuda {
+
+struct Context;
+using NcclComm = struct ncclComm*;
+
+// The communicator of `attrs`'s group on the GPU of `ctx` (which must be current), made on first
+// use; Unavailable when NCCL cannot be loaded.
+absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attrs);
+
+// Every rank of each group the program's collective steps use runs the same collectives
+// (gathered over the group's host communicator at load).
+absl::Status check_ranks_agree(const std::vector<ir::Step>& steps, const std::vector<ir::BufferDesc>& buffers);
+
+// Enqueues the collective of `step` on `stream`: `in` holds the operand (its buffer's dtype and
+// element count), `out` receives the result.
+absl::Status enqueue_collective(NcclComm comm, const ir::Step& step, DType dtype, int64_t in_elems, CUdeviceptr in,
+                                CUdeviceptr out, CUstream stream);
+
+// Whether NCCL loads on this machine.
+bool nccl_available();
+
+// The NCCL version loaded ("2.21.5"), or why none is.
+std::string nccl_version();
+
+}  // namespace kiln::runtime::cuda

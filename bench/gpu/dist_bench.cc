@@ -1,0 +1,175 @@
+// dist_bench: issue 16's measurements on local GPUs, one rank per GPU on a thread of this process
+// (kiln::dist::local_group; NCCL inside each rank's CUDA graph). bench/gpu/dist_anchor.py
+// measures torch.distributed the same way in the same device call.
+//
+//   dist_bench --allreduce [--ranks 2] [--results r.jsonl]   all_reduce(sum) of f32, 1 MiB .. 1 GiB:
+//                                                            time per call and bus bandwidth
+//   dist_bench --tp [--ranks 1|2] [--results r.jsonl]        a Megatron MLP block (bf16, x [16, 4096],
+//                                                            W1 [4096, 16384] by columns, W2 by rows,
+//                                                            one all_reduce): time per step, host time
+//
+// Bus bandwidth = bytes * 2 (W - 1) / W / time (NCCL's definition, as nccl-tests report it).
+#include <algorithm>
+#include <barrier>
+#include <functional>
+#include <mutex>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+using namespace kiln;
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+FILE* results = nullptr;
+
+void emit(const std::string& json) {
+  std::printf("RESULT %s\n", json.c_str());
+  if (results) std::fprintf(results, "%s\n", json.c_str());
+}
+
+// Runs body(rank, group, device) on one thread per rank; each returns its numbers in `out`.
+void on_ranks(int ranks, const std::function<void(int, const dist::ProcessGroup&, const Device&)>& body) {
+  auto groups = dist::local_group(ranks);
+  throw_if_error(groups.status());
+  std::vector<std::thread> threads;
+  std::string failed;
+  std::mutex mu;
+  for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] {
+      try {
+        body(r, (*groups)[size_t(r)], Device("cuda:" + std::to_string(r)));
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mu);
+        failed = e.what();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  if (!failed.empty()) throw Error(absl::InternalError(failed));
+}
+
+void allreduce(int ranks) {
+  std::barrier sync(ranks);
+  for (int64_t bytes = int64_t(1) << 20; bytes <= int64_t(1) << 30; bytes *= 4) {
+    const int64_t n = bytes / 4;
+    const int iters = int(std::clamp<int64_t>((int64_t(16) << 30) / bytes, 10, 200));
+    std::vector<double> ms(static_cast<size_t>(ranks));
+    std::string desc;
+    bool ok = true;
+    on_ranks(ranks, [&](int r, const dist::ProcessGroup& g, const Device& d) {
+      Tensor x = full({n}, 1.0 + r, float32, d);
+      x.realize();
+      for (int w = 0; w < 3; ++w) dist::all_reduce(x, g).realize();
+      d.synchronize();
+      sync.arrive_and_wait();
+      const double t0 = now_ms();
+      Tensor y;
+      for (int i = 0; i < iters; ++i) {
+        y = dist::all_reduce(x, g);
+        y.realize();
+      }
+      d.synchronize();
+      ms[size_t(r)] = (now_ms() - t0) / iters;
+      sync.arrive_and_wait();
+      const std::vector<float> v = y.slice(0, 0, 4).to_vector<float>();
+      const float want = float(ranks * (ranks + 1) / 2);
+      if (v[0] != want || v[3] != want) ok = false;
+      if (r == 0) desc = d.description();
+    });
+    double t = 0;
+    for (double m : ms) t = std::max(t, m);
+    const double busbw = double(bytes) * 2.0 * (ranks - 1) / ranks / (t * 1e-3) / 1e9;
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "{\"sec\": \"dist\", \"wl\": \"allreduce\", \"fw\": \"kiln\", \"ranks\": %d, \"bytes\": %lld, \"ms\": %.5f, "
+                  "\"busbw_GBps\": %.2f, \"iterations\": %d, \"ok\": %s, \"device\": \"%s\"}",
+                  ranks, (long long)bytes, t, busbw, iters, ok ? "true" : "false", desc.c_str());
+    emit(buf);
+  }
+}
+
+void tp(int ranks) {
+  const int64_t B = 16, D = 4096, H = 16384, part = H / ranks;
+  const int iters = 200;
+  std::barrier sync(ranks);
+  std::vector<double> ms(static_cast<size_t>(ranks)), host(static_cast<size_t>(ranks));
+  std::string desc;
+  int64_t kernels = 0;
+  on_ranks(ranks, [&](int r, const dist::ProcessGroup& g, const Device& d) {
+    Tensor x = (randn({B, D}, 1) * 0.5).cast(bfloat16).to(d);
+    Tensor w1 = (randn({D, part}, 2 + r) * (1.0 / 64)).cast(bfloat16).to(d);
+    Tensor w2 = (randn({part, D}, 10 + r) * (1.0 / 128)).cast(bfloat16).to(d);
+    realize({x, w1, w2});
+    auto step = [&] {
+      Tensor partial = matmul(gelu(matmul(x, w1)), w2);
+      return ranks > 1 ? dist::all_reduce(partial, g) : partial;
+    };
+    for (int w = 0; w < 5; ++w) step().realize();
+    d.synchronize();
+    sync.arrive_and_wait();
+    const double t0 = now_ms();
+    for (int i = 0; i < iters; ++i) step().realize();
+    host[size_t(r)] = (now_ms() - t0) / iters;
+    d.synchronize();
+    ms[size_t(r)] = (now_ms() - t0) / iters;
+    sync.arrive_and_wait();
+    if (r == 0) reset_stats();
+    sync.arrive_and_wait();
+    step().realize();
+    d.synchronize();
+    sync.arrive_and_wait();
+    if (r == 0) {
+      kernels = stats().kernels_launched / ranks;
+      desc = d.description();
+    }
+  });
+  double t = 0, h = 0;
+  for (int r = 0; r < ranks; ++r) {
+    t = std::max(t, ms[size_t(r)]);
+    h = std::max(h, host[size_t(r)]);
+  }
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{\"sec\": \"dist\", \"wl\": \"tp_mlp\", \"fw\": \"kiln\", \"ranks\": %d, \"shape\": \"x[16,4096] W1[4096,16384] bf16\", "
+                "\"ms\": %.5f, \"host_ms_per_step\": %.5f, \"launches_per_step\": 1, \"kernels_per_step\": %lld, \"device\": \"%s\"}",
+                ranks, t, h, (long long)kernels, desc.c_str());
+  emit(buf);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode;
+  int ranks = 2;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--allreduce" || a == "--tp") mode = a;
+    else if (a == "--ranks" && i + 1 < argc) ranks = std::atoi(argv[++i]);
+    else if (a == "--results" && i + 1 < argc) results = std::fopen(argv[++i], "a");
+    else {
+      std::fprintf(stderr, "usage: dist_bench --allreduce|--tp [--ranks N] [--results file.jsonl]\n");
+      return 2;
+    }
+  }
+  try {
+    if (mode == "--allreduce") allreduce(ranks);
+    else if (mode == "--tp") tp(ranks);
+    else {
+      std::fprintf(stderr, "dist_bench: say --allreduce or --tp\n");
+      return 2;
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "dist_bench: %s\n", e.what());
+    return 1;
+  }
+  if (results) std::fclose(results);
+  return 0;
+}

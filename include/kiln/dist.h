@@ -1,0 +1,78 @@
+// Distributed kiln: process groups and collectives recorded like any other op.
+//
+// A ProcessGroup is one rank's handle on a group of ranks that compute together (SPMD: every
+// rank records the same ops, each on its own data). Collectives are lazy ops like the rest: they
+// become nodes of the graph, the fuser puts the kernels around them, and they run inside the
+// captured program (the CPU's task list today) between the kernels that produce and consume them.
+//
+//   // mpirun -np 2 ./train            (or: one process, ranks on threads, local_group(2))
+//   kiln::dist::ProcessGroup g = kiln::dist::init();
+//   kiln::Tensor grad = ...;                                  // this rank's gradient
+//   kiln::Tensor mean = kiln::dist::all_reduce(grad, g, kiln::dist::ReduceOp::kMean);
+//
+// Groups: `init()` joins the group the launcher made (Open MPI's mpirun: one rank per process;
+// the MPI library is opened at run time, so programs that never call init() need none);
+// `local_group(n)` makes n ranks inside this process, one per thread, each thread recording
+// and realizing with its own handle (the single-process form).
+//
+// Meaning, along `axis` (0 unless given), over ranks r = 0..W-1 with operands x_r:
+//   all_reduce      same shape            the sum / prod / max / min / mean of x_0..x_{W-1}
+//   all_gather      axis grows W times    x_0, x_1, ... one after the other along axis
+//   reduce_scatter  axis shrinks W times  rank r keeps chunk r of the reduction
+//   broadcast       same shape            x_root on every rank
+//   all_to_all      same shape            chunk j of rank r's result is chunk r of x_j
+//
+// Every rank must realize the same collectives in the same order, as with MPI and NCCL. Errors:
+// at record time (kiln::Error, InvalidArgument, naming the op): an axis that does not split into
+// W chunks, a bad root, mean of an integer tensor, a device that cannot run collectives (today
+// only "cpu" can; CUDA through NCCL is planned, docs/DESIGN.md). At run time (the realize fails):
+// ranks calling different collectives or different shapes or dtypes (InvalidArgument naming the
+// op and the ranks); a rank that does not join within KILN_DIST_TIMEOUT seconds (300 by default:
+// DeadlineExceeded naming the missing ranks where the group knows them); a group whose handles
+// were all destroyed (FailedPrecondition).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kiln/tensor.h"
+
+namespace kiln::dist {
+
+enum class ReduceOp { kSum, kProd, kMax, kMin, kMean };
+
+class ProcessGroup {
+ public:
+  ProcessGroup() = default;  // not a group: collectives on it throw
+  int rank() const;
+  int size() const;
+  std::string backend() const;  // "threads" or "mpi"
+  bool valid() const { return impl_ != nullptr; }
+
+  struct Impl;  // (frontend/dist.cc)
+
+ private:
+  friend struct Access;
+  explicit ProcessGroup(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const Impl> impl_;
+};
+
+// The group this process was launched into: under Open MPI's mpirun, MPI_COMM_WORLD (MPI is
+// initialized here and finalized at exit). FailedPrecondition when no launcher is recognized
+// (set OMPI_COMM_WORLD_SIZE by running under mpirun); Unavailable when the MPI library is missing.
+absl::StatusOr<ProcessGroup> init();
+// The same through MPI explicitly, launched by mpirun or not (a lone process is a group of one).
+absl::StatusOr<ProcessGroup> init_mpi();
+// `size` ranks in this process: element r is rank r's handle, to be used from one thread per
+// rank (the ranks wait for each other inside collectives). InvalidArgument when size < 1.
+absl::StatusOr<std::vector<ProcessGroup>> local_group(int size);
+
+Tensor all_reduce(const Tensor& x, const ProcessGroup& group, ReduceOp op = ReduceOp::kSum);
+Tensor all_gather(const Tensor& x, const ProcessGroup& group, int64_t axis = 0);
+Tensor reduce_scatter(const Tensor& x, const ProcessGroup& group, ReduceOp op = ReduceOp::kSum, int64_t axis = 0);
+Tensor broadcast(const Tensor& x, const ProcessGroup& group, int root = 0);
+Tensor all_to_all(const Tensor& x, const ProcessGroup& group, int64_t axis = 0);
+
+}  // namespace kiln::dist

@@ -1,0 +1,315 @@
+// Collectives on a process group of threads (kiln::dist::local_group): each rank a thread, each
+// recording and realizing its own graph on the cpu device, or with KILN_DEVICE=cuda on its own
+// GPU, cuda:<rank> (NCCL; tests needing more ranks than GPUs skip). Every op's values written out and
+// against the reference interpreter (which exchanges the ranks' exact values through the same
+// group), along other axes, in several dtypes, for groups of 2 and 3; the kernels around a
+// collective and its step in the program; replays that compile nothing; a Megatron-style
+// tensor-parallel block against the same block on one rank; and the errors: record-time checks,
+// ranks disagreeing, a rank that never comes, a group that no longer exists.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <cmath>
+#include <functional>
+#include <thread>
+
+#include "frontend/capture.h"
+#include "kiln/kiln.h"
+#include "passes/pipeline.h"
+#include "runtime/registry.h"
+#include "testing/error_of.h"
+#include "testing/reference.h"
+#include "testing/scoped_env.h"
+
+namespace kiln {
+namespace {
+
+using dist::ProcessGroup;
+using dist::ReduceOp;
+using testing::error_of;
+
+Device cpu() { return Device("cpu"); }
+
+bool on_cuda() {
+  const char* d = std::getenv("KILN_DEVICE");
+  return d && std::string(d) == "cuda";
+}
+
+// Rank r's device: cuda:<r> under KILN_DEVICE=cuda, else the cpu.
+Device dev(int r) { return on_cuda() ? Device("cuda:" + std::to_string(r)) : cpu(); }
+
+// Runs f(rank, group) on one thread per rank of a fresh group of `size`; rethrows nothing (gtest
+// assertions inside report themselves). Skips when the ranks need more GPUs than there are.
+void on_ranks(int size, const std::function<void(int, const ProcessGroup&)>& f) {
+  if (on_cuda())
+    for (int r = 0; r < size; ++r)
+      if (auto d = Device::get("cuda:" + std::to_string(r)); !d.ok()) {
+        GTEST_SKIP() << size << " ranks need " << size << " GPUs: " << d.status();
+      }
+  auto group = dist::local_group(size);
+  ASSERT_TRUE(group.ok()) << group.status();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) threads.emplace_back([&, r] {
+      try {
+        f(r, (*group)[size_t(r)]);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "rank " << r << " threw: " << e.what();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+}
+
+// Rank r's operand: r + 1 + k / 8 at element k, negated at odd k.
+Tensor operand(int r, Shape shape, DType dtype = float32) {
+  const int64_t n = shape_numel(shape);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) v[size_t(k)] = float(r + 1 + double(k) / 8) * (k % 2 ? -1.0f : 1.0f);
+  return from_vector(v, shape, cpu()).cast(dtype).to(dev(r));
+}
+float operand_at(int r, int64_t k) { return float(r + 1 + double(k) / 8) * (k % 2 ? -1.0f : 1.0f); }
+
+class Collectives : public ::testing::TestWithParam<int> {};
+
+TEST_P(Collectives, AllReduceEveryFold) {
+  const int W = GetParam();
+  on_ranks(W, [&](int r, const ProcessGroup& g) {
+    EXPECT_EQ(g.rank(), r);
+    EXPECT_EQ(g.size(), W);
+    EXPECT_EQ(g.backend(), "threads");
+    Tensor x = operand(r, {2, 5});
+    Tensor sum = dist::all_reduce(x, g), prod = dist::all_reduce(x, g, ReduceOp::kProd),
+           mx = dist::all_reduce(x, g, ReduceOp::kMax), mn = dist::all_reduce(x, g, ReduceOp::kMin),
+           mean = dist::all_reduce(x, g, ReduceOp::kMean);
+    EXPECT_EQ(sum.shape(), (Shape{2, 5}));
+    std::vector<float> s = sum.to_vector<float>(), p = prod.to_vector<float>(), hi = mx.to_vector<float>(),
+                       lo = mn.to_vector<float>(), m = mean.to_vector<float>();
+    for (int64_t k = 0; k < 10; ++k) {
+      double es = 0, ep = 1, ehi = -INFINITY, elo = INFINITY;
+      for (int q = 0; q < W; ++q) {
+        es += operand_at(q, k);
+        ep *= operand_at(q, k);
+        ehi = std::max<double>(ehi, operand_at(q, k));
+        elo = std::min<double>(elo, operand_at(q, k));
+      }
+      EXPECT_NEAR(s[size_t(k)], es, 1e-4) << k;
+      EXPECT_NEAR(p[size_t(k)], ep, 1e-3 * std::fabs(ep)) << k;
+      EXPECT_EQ(hi[size_t(k)], float(ehi)) << k;
+      EXPECT_EQ(lo[size_t(k)], float(elo)) << k;
+      EXPECT_NEAR(m[size_t(k)], es / W, 1e-5) << k;
+    }
+    EXPECT_MATCHES_REFERENCE({sum, prod, mx, mn, mean});
+  });
+}
+
+TEST_P(Collectives, AllGatherAlongEitherAxis) {
+  const int W = GetParam();
+  on_ranks(W, [&](int r, const ProcessGroup& g) {
+    Tensor x = operand(r, {2, 3});
+    Tensor rows = dist::all_gather(x, g), cols = dist::all_gather(x, g, 1);
+    EXPECT_EQ(rows.shape(), (Shape{2 * W, 3}));
+    EXPECT_EQ(cols.shape(), (Shape{2, 3 * W}));
+    std::vector<float> a = rows.to_vector<float>(), b = cols.to_vector<float>();
+    for (int q = 0; q < W; ++q)
+      for (int64_t k = 0; k < 6; ++k) {
+        EXPECT_EQ(a[size_t(q * 6 + k)], operand_at(q, k));
+        EXPECT_EQ(b[size_t((k / 3) * 3 * W + q * 3 + k % 3)], operand_at(q, k));
+      }
+    EXPECT_MATCHES_REFERENCE({rows, cols});
+  });
+}
+
+TEST_P(Collectives, ReduceScatterKeepsThisRanksChunk) {
+  const int W = GetParam();
+  on_ranks(W, [&](int r, const ProcessGroup& g) {
+    Tensor x = operand(r, {2 * W, 3});
+    Tensor y = dist::reduce_scatter(x, g), z = dist::reduce_scatter(x.transpose(0, 1), g, ReduceOp::kMax, 1);
+    EXPECT_EQ(y.shape(), (Shape{2, 3}));
+    EXPECT_EQ(z.shape(), (Shape{3, 2}));
+    std::vector<float> v = y.to_vector<float>(), u = z.to_vector<float>();
+    for (int64_t k = 0; k < 6; ++k) {
+      double e = 0, hi = -INFINITY;
+      for (int q = 0; q < W; ++q) {
+        e += operand_at(q, r * 6 + k);
+        hi = std::max<double>(hi, operand_at(q, r * 6 + k));
+      }
+      EXPECT_NEAR(v[size_t(k)], e, 1e-4);
+      EXPECT_EQ(u[size_t((k % 3) * 2 + k / 3)], float(hi));
+    }
+    EXPECT_MATCHES_REFERENCE({y, z});
+  });
+}
+
+TEST_P(Collectives, BroadcastFromEachRoot) {
+  const int W = GetParam();
+  on_ranks(W, [&](int r, const ProcessGroup& g) {
+    Tensor x = operand(r, {4});
+    for (int root = 0; root < W; ++root) {
+      Tensor y = dist::broadcast(x, g, root);
+      std::vector<float> v = y.to_vector<float>();
+      for (int64_t k = 0; k < 4; ++k) EXPECT_EQ(v[size_t(k)], operand_at(root, k));
+    }
+    EXPECT_MATCHES_REFERENCE({dist::broadcast(x * 2.0, g, W - 1)});
+  });
+}
+
+TEST_P(Collectives, AllToAllTransposesChunks) {
+  const int W = GetParam();
+  on_ranks(W, [&](int r, const ProcessGroup& g) {
+    Tensor x = operand(r, {W * 2, 2});
+    Tensor y = dist::all_to_all(x, g);
+    EXPECT_EQ(y.shape(), x.shape());
+    std::vector<float> v = y.to_vector<float>();
+    for (int q = 0; q < W; ++q)  // chunk q of the result is chunk r of rank q's operand
+      for (int64_t k = 0; k < 4; ++k) EXPECT_EQ(v[size_t(q * 4 + k)], operand_at(q, r * 4 + k));
+    EXPECT_MATCHES_REFERENCE({y, dist::all_to_all(x.transpose(0, 1), g, 1)});
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(2, 3));
+
+// Integers fold exactly (wrapping like the dtype), f16 and bf16 through the host fold, bool
+// reduces with max (any) and min (all).
+TEST(Dist, OtherDtypes) {
+  on_ranks(2, [&](int r, const ProcessGroup& g) {
+    Tensor i = from_vector<int32_t>({r + 1, -(r + 5), 2147483647}, {3}, int32, dev(r));
+    EXPECT_EQ(dist::all_reduce(i, g).to_vector<int32_t>(), (std::vector<int32_t>{3, -11, -2}));
+    EXPECT_EQ(dist::all_reduce(i, g, ReduceOp::kMax).to_vector<int32_t>(), (std::vector<int32_t>{2, -5, 2147483647}));
+    Tensor h = operand(r, {6}, float16), b = operand(r, {6}, bfloat16);
+    Tensor flags = from_vector<float>({float(r), 1, 0}, {3}, dev(r)) > 0.5;
+    EXPECT_EQ(dist::all_reduce(flags, g, ReduceOp::kMax).to_vector<bool>(), (std::vector<bool>{true, true, false}));
+    EXPECT_EQ(dist::all_reduce(flags, g, ReduceOp::kMin).to_vector<bool>(), (std::vector<bool>{false, true, false}));
+    EXPECT_MATCHES_REFERENCE({dist::all_reduce(i, g, ReduceOp::kProd), dist::all_reduce(h, g), dist::all_reduce(b, g, ReduceOp::kMean),
+                              dist::all_gather(h, g), dist::all_reduce(flags, g, ReduceOp::kMax)});
+  });
+}
+
+// The collective is a step between two fused kernels: the producer (x * 2 + 1) and the consumer
+// (relu(y) * 3) stay one kernel each, and a second step with new data compiles nothing. (The
+// counters are the process's: the ranks meet at a barrier around each count.)
+TEST(Dist, KernelsAroundACollectiveAndReplays) {
+  std::barrier sync(2);
+  on_ranks(2, [&](int r, const ProcessGroup& g) {
+    auto step = [&](float base) {
+      Tensor x = from_vector<float>({base + r, -base, 2 * base + r, -1}, {4}, dev(r));
+      return relu(dist::all_reduce(x * 2.0 + 1.0, g)) * 3.0;
+    };
+    Tensor first = step(1);
+    if (r == 0) {
+      std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+      ir::Graph graph = detail::capture({first}, &bufs);
+      auto target = runtime::get_device(on_cuda() ? "cuda:0" : "cpu");
+      ASSERT_TRUE(target.ok());
+      auto c = passes::compile_graph(graph, (*target)->target(), passes::Options{});
+      ASSERT_TRUE(c.ok()) << c.status();
+      int collectives = 0;
+      for (const ir::Step& s : c->program.steps) collectives += s.is_collective();
+      EXPECT_EQ(collectives, 1) << c->program.to_string();
+      EXPECT_EQ(c->program.kernels.size(), 2u) << c->program.to_string();
+      reset_stats();
+    }
+    sync.arrive_and_wait();
+    // rank r: 2x + 1 = [3 + 2r, -1, 5 + 2r, -1]; summed over both ranks, relu, times 3
+    EXPECT_EQ(first.to_vector<float>(), (std::vector<float>{24, 0, 36, 0}));
+    sync.arrive_and_wait();
+    if (r == 0) {
+      EXPECT_EQ(stats().kernels_launched, 4);  // two per rank
+      reset_stats();
+    }
+    sync.arrive_and_wait();
+    EXPECT_EQ(step(2).to_vector<float>(), (std::vector<float>{36, 0, 60, 0}));
+    sync.arrive_and_wait();
+    if (r == 0) {
+      EXPECT_EQ(stats().kernels_compiled, 0);
+    }
+  });
+}
+
+// Megatron-style tensor parallelism: W1 split by columns, W2 by rows, one all_reduce per block;
+// the result equals the whole block on one rank.
+TEST(Dist, TensorParallelBlockMatchesOneRank) {
+  const int64_t B = 4, D = 8, H = 16;
+  Tensor x = testing::random_tensor({B, D}, float32, 1).to(cpu());
+  Tensor w1 = testing::random_tensor({D, H}, float32, 2).to(cpu()) * 0.3;
+  Tensor w2 = testing::random_tensor({H, D}, float32, 3).to(cpu()) * 0.3;
+  const std::vector<float> whole = matmul(gelu(matmul(x, w1)), w2).to_vector<float>();
+  on_ranks(2, [&](int r, const ProcessGroup& g) {
+    Tensor w1r = w1.slice(1, r * H / 2, (r + 1) * H / 2).to(dev(r)), w2r = w2.slice(0, r * H / 2, (r + 1) * H / 2).to(dev(r));
+    Tensor y = dist::all_reduce(matmul(gelu(matmul(x.to(dev(r)), w1r)), w2r), g);
+    std::vector<float> v = y.to_vector<float>();
+    ASSERT_EQ(v.size(), whole.size());
+    for (size_t k = 0; k < v.size(); ++k) EXPECT_NEAR(v[k], whole[k], 1e-4) << k;
+  });
+}
+
+TEST(Dist, RecordTimeErrors) {
+  on_ranks(2, [&](int, const ProcessGroup& g) {
+    Tensor x = from_vector<float>({1, 2, 3}, {3}, cpu());
+    EXPECT_EQ(error_of([&] { dist::reduce_scatter(x, g); }),
+              "reduce_scatter: reduce_scatter(sum): axis 0 of [3] does not split into 2 equal chunks (one per rank)");
+    EXPECT_EQ(error_of([&] { dist::all_to_all(x.reshape({1, 3}), g, 1); }),
+              "all_to_all: all_to_all: axis 0 of [3,1] does not split into 2 equal chunks (one per rank) (axis 1)");
+    EXPECT_EQ(error_of([&] { dist::broadcast(x, g, 2); }), "broadcast: root 2 is not a rank of the 2-rank group");
+    EXPECT_EQ(error_of([&] { dist::all_reduce(x.cast(int32), g, ReduceOp::kMean); }), "all_reduce: mean needs a float tensor, got i32");
+    EXPECT_EQ(error_of([&] { dist::all_reduce(x > 1.0, g); }),
+              "all_reduce: a bool tensor reduces with kMax (any rank true) or kMin (all ranks true)");
+    EXPECT_EQ(error_of([&] { dist::all_gather(x.sum(), g); }), "all_gather: needs a tensor with at least one axis, got a scalar");
+    EXPECT_EQ(error_of([&] { dist::all_gather(x, g, 1); }), "all_gather: axis 1 out of range for a tensor of rank 1");
+    EXPECT_EQ(error_of([&] { dist::all_reduce(x, ProcessGroup()); }),
+              "all_reduce: the process group is empty (a default-constructed ProcessGroup; use init() or local_group())");
+  });
+  EXPECT_EQ(dist::local_group(0).status().message(), "kiln::dist::local_group: 0 ranks");
+}
+
+// Ranks that call different collectives, or the same one on different shapes, fail together.
+TEST(Dist, RanksThatDisagreeFailNamingThem) {
+  on_ranks(3, [&](int r, const ProcessGroup& g) {
+    Tensor x = operand(r, {r == 2 ? 5 : 4});
+    const std::string e = error_of([&] { dist::all_reduce(x, g).to_vector<float>(); });
+    EXPECT_EQ(e, "collective mismatch between ranks: rank 0 runs all_reduce(sum) of 4 f32 elements, rank 2 runs "
+                 "all_reduce(sum) of 5 f32 elements (every rank must run the same collectives in the same order)");
+  });
+}
+
+TEST(Dist, ARankThatNeverComesTimesOut) {
+  testing::ScopedEnv env({{"KILN_DIST_TIMEOUT", "1"}});
+  on_ranks(2, [&](int r, const ProcessGroup& g) {
+    if (r == 1) return;  // rank 1 records nothing
+    const std::string e = error_of([&] { dist::all_reduce(operand(r, {4}), g).to_vector<float>(); });
+    // (the cpu waits in the collective itself; cuda already where the ranks compare programs at load)
+    EXPECT_NE(e.find(": rank 1 of the 2-rank thread group did not join within 1 s (KILN_DIST_TIMEOUT); the group is unusable now"),
+              std::string::npos)
+        << e;
+    if (!on_cuda()) {
+      EXPECT_EQ(e.substr(0, 17), "all_reduce(sum): ");
+    }
+  });
+}
+
+TEST(Dist, AGroupThatNoLongerExists) {
+  Tensor y;
+  {
+    auto g = dist::local_group(1);
+    ASSERT_TRUE(g.ok());
+    y = dist::all_reduce(operand(0, {3}), (*g)[0]);
+  }
+  EXPECT_NE(error_of([&] { y.to_vector<float>(); }).find("no longer exists"), std::string::npos);
+}
+
+TEST(Dist, InitWithoutALauncher) {
+  testing::ScopedEnv env({{"OMPI_COMM_WORLD_SIZE", ""}});
+  EXPECT_EQ(dist::init().status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// Devices without collectives refuse them when they are recorded.
+TEST(Dist, DevicesWithoutCollectivesRefuseThem) {
+  auto vk = Device::get("vulkan");
+  if (!vk.ok()) GTEST_SKIP() << "no vulkan device: " << vk.status();
+  on_ranks(1, [&](int, const ProcessGroup& g) {
+    Tensor x = from_vector<float>({1, 2}, {2}, *vk);
+    EXPECT_EQ(error_of([&] { dist::all_reduce(x, g); }),
+              "all_reduce: the vulkan device cannot run collectives in this build; compute this part on the cpu device");
+  });
+}
+
+}  // namespace
+}  // namespace kiln
