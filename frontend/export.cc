@@ -40,6 +40,9 @@ std::string export_graph(const Jit::Fn& fn, const std::vector<Tensor>& example_i
   detail::common_device("export_graph", outs);
   std::vector<std::shared_ptr<runtime::Buffer>> captured;
   ir::Graph traced = detail::capture(outs, &captured);
+  for (const ir::Node& n : traced.nodes())
+    if (n.op == ir::Op::kCollective)
+      fail("the graph has collectives (kiln::dist); their process group lives in this process, so it cannot be exported");
 
   ir::ExportedGraph e;
   std::vector<std::string> in_names = names_or_default(names.inputs, example_inputs.size(), "input", "input");

@@ -189,6 +189,25 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
     grid_x[i] = *g;
   }
 
+  // A collective over an input or output is captured with that buffer's address (NCCL keeps it
+  // in its work descriptors and may register it with its peers): then the graph is built by the
+  // first run, over its bindings.
+  for (const ir::Step& s : c.steps)
+    if (s.is_collective() && (buffers_[size_t(s.in)].kind != ir::BufferKind::kIntermediate ||
+                              buffers_[size_t(s.out)].kind != ir::BufferKind::kIntermediate)) {
+      deferred_ = std::make_unique<Deferred>();
+      deferred_->program = c;
+      deferred_->program.module.clear();  // (the module is loaded already)
+      deferred_->program.portable_module.clear();
+      deferred_->functions = functions;
+      deferred_->grid_x = std::move(grid_x);
+      return absl::OkStatus();
+    }
+  return build_graph(c, functions, std::move(grid_x));
+}
+
+absl::Status CudaExecutable::build_graph(const CompiledProgram& c, const std::vector<CUfunction>& functions,
+                                         std::vector<uint32_t> grid_x) {
   if (absl::Status s = cu_check(api().cuGraphCreate(&graph_, 0), "cuGraphCreate"); !s.ok()) return s;
   Plan plan{&c, &functions, std::move(grid_x), ir::block_links(c.steps), 0};
   if (control_) {
@@ -219,6 +238,7 @@ CudaExecutable::~CudaExecutable() {
   if (exec_) api().cuGraphExecDestroy(exec_);
   for (Coll& c : colls_)
     if (c.child) api().cuGraphDestroy(c.child);
+  for (auto& [g, after] : retired_) api().cuGraphDestroy(g);
   if (capture_stream_) api().cuStreamDestroy(capture_stream_);
   if (graph_) api().cuGraphDestroy(graph_);
   if (loop_state_) api().cuMemFree(loop_state_);
@@ -249,6 +269,12 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
   bool changed = false;
   if (absl::Status s = bind(inputs, outputs, params, &changed); !s.ok()) return s;
+  if (deferred_) {  // the first run: the graph is built over these bindings
+    bound_ = next_;
+    const std::unique_ptr<Deferred> d = std::move(deferred_);
+    if (absl::Status s = build_graph(d->program, d->functions, d->grid_x); !s.ok()) return s;
+    changed = false;
+  }
   const bool new_values = values_unknown_ || params != params_;
   bool rebuilt = !exec_ && (!nodes_.empty() || control_ || !colls_.empty());  // a failed re-instantiation: try again
   if (changed || new_values || rebuilt) {

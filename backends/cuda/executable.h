@@ -103,6 +103,8 @@ class CudaExecutable : public Executable {
 
   CudaExecutable(Device* device, Context* ctx) : device_(device), ctx_(ctx) {}
   absl::Status build(const CompiledProgram& c, const std::vector<CUfunction>& functions);
+  // The CUDA graph of `c` over bound_, instantiated.
+  absl::Status build_graph(const CompiledProgram& c, const std::vector<CUfunction>& functions, std::vector<uint32_t> grid_x);
   // Adds steps [begin, end) to graph g after the nodes `frontier`; returns the nodes the steps
   // after them wait for. A loop or branch becomes a gate kernel and a conditional node whose
   // body graph gets its steps (control.cc).
@@ -154,8 +156,17 @@ class CudaExecutable : public Executable {
   // Collective steps (nccl.h): child graph nodes holding NCCL calls.
   bool collectives_ = false;
   std::vector<Coll> colls_;
+  std::vector<std::pair<CUgraph, std::shared_ptr<Event>>> retired_;  // replaced captures, until that tick
   std::vector<ir::Step> steps_;   // the program's steps (a collective's attributes)
   CUstream capture_stream_ = nullptr;
+  // What build_graph needs when the graph waits for the first run's bindings (a collective over
+  // an input or output).
+  struct Deferred {
+    CompiledProgram program;
+    std::vector<CUfunction> functions;
+    std::vector<uint32_t> grid_x;
+  };
+  std::unique_ptr<Deferred> deferred_;
   // Loops and branches (ir/program.h): conditional nodes steered by gate kernels.
   bool control_ = false;
   std::vector<std::unique_ptr<Gate>> gates_;

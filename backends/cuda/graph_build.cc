@@ -206,7 +206,7 @@ absl::StatusOr<CUgraph> CudaExecutable::capture_collective(const Coll& c, CUdevi
   if (!capture_stream_)
     if (absl::Status s = cu_check(api().cuStreamCreate(&capture_stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate (capture)"); !s.ok())
       return s;
-  if (absl::Status s = cu_check(api().cuStreamBeginCapture(capture_stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+  if (absl::Status s = cu_check(api().cuStreamBeginCapture(capture_stream_, CU_STREAM_CAPTURE_MODE_RELAXED),
                                 "capturing a collective (cuStreamBeginCapture)");
       !s.ok())
     return s;
@@ -241,6 +241,17 @@ absl::StatusOr<CUgraphNode> CudaExecutable::add_collective(CUgraph g, size_t i, 
 }
 
 absl::Status CudaExecutable::rebind_collectives() {
+  // Captured graphs replaced earlier go once the launches that may still use them are done (NCCL
+  // ties its work descriptors to the graph that captured them).
+  for (size_t i = 0; i < retired_.size();) {
+    if (retired_[i].second && !retired_[i].second->complete()) {
+      ++i;
+      continue;
+    }
+    api().cuGraphDestroy(retired_[i].first);
+    retired_[i] = retired_.back();
+    retired_.pop_back();
+  }
   for (Coll& c : colls_) {
     if (!c.bound_io) continue;
     const ir::Step& step = steps_[c.step];
@@ -254,7 +265,8 @@ absl::Status CudaExecutable::rebind_collectives() {
       api().cuGraphDestroy(*child);
       return cu_error(r, "rebinding a collective of the CUDA graph (cuGraphExecChildGraphNodeSetParams)");
     }
-    api().cuGraphDestroy(c.child);
+    if (launched_) retired_.push_back({c.child, done_});
+    else api().cuGraphDestroy(c.child);
     c.child = *child;
     c.in = in;
     c.out = out;

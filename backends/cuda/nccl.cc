@@ -140,8 +140,15 @@ absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attr
   }
   auto host = ir::communicator_for(attrs);
   if (!host.ok()) return host.status();
-  // NVLink multicast can put a shared host's GPUs out of service: off unless the user chose.
-  ::setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+  // NCCL reads these when it first starts, so they are set once, before any NCCL call. NVLink
+  // multicast can put a shared host's GPUs out of service: off unless the user chose. Peers are
+  // connected when the communicator is made, not by its first collective (which is captured into
+  // a graph, where connecting is not allowed).
+  static std::once_flag env_once;
+  std::call_once(env_once, [] {
+    ::setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+    ::setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
+  });
   UniqueId mine{}, root{};
   if ((*host)->rank() == 0)
     if (absl::Status s = check(**a, (*a)->GetUniqueId(&mine), "ncclGetUniqueId"); !s.ok()) return s;

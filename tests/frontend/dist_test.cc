@@ -261,15 +261,14 @@ TEST(Dist, RecordTimeErrors) {
 
 // Ranks that call the same collective on different shapes fail together, naming the ranks that
 // differ from rank 0 (with three ranks: only the odd one out).
-TEST(Dist, RanksThatDisagreeFailNamingThem) {
-  for (int W : {2, 3}) {
-    on_ranks(W, [&](int r, const ProcessGroup& g) {
-      Tensor x = operand(r, {r == W - 1 ? 5 : 4});
-      const std::string e = error_of([&] { dist::all_reduce(x, g).to_vector<float>(); });
-      EXPECT_EQ(e, absl::StrCat("collective mismatch between ranks: rank 0 runs all_reduce(sum) of 4 f32 elements, rank ", W - 1,
-                                " runs all_reduce(sum) of 5 f32 elements (every rank must run the same collectives in the same order)"));
-    });
-  }
+TEST_P(Collectives, RanksThatDisagreeFailNamingThem) {
+  const int W = GetParam();
+  on_ranks(W, [&](int r, const ProcessGroup& g) {
+    Tensor x = operand(r, {r == W - 1 ? 5 : 4});
+    const std::string e = error_of([&] { dist::all_reduce(x, g).to_vector<float>(); });
+    EXPECT_EQ(e, absl::StrCat("collective mismatch between ranks: rank 0 runs all_reduce(sum) of 4 f32 elements, rank ", W - 1,
+                              " runs all_reduce(sum) of 5 f32 elements (every rank must run the same collectives in the same order)"));
+  });
 }
 
 TEST(Dist, ARankThatNeverComesTimesOut) {
@@ -295,6 +294,17 @@ TEST(Dist, AGroupThatNoLongerExists) {
     y = dist::all_reduce(operand(0, {3}), (*g)[0]);
   }
   EXPECT_NE(error_of([&] { y.to_vector<float>(); }).find("no longer exists"), std::string::npos);
+}
+
+TEST(Dist, GraphsWithCollectivesAreNotExported) {
+  on_ranks(1, [&](int r, const ProcessGroup& g) {
+    Tensor x = operand(r, {4});
+    EXPECT_EQ(error_of([&] {
+                export_graph([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{dist::all_reduce(in[0], g)}; }, {x});
+              }),
+              "export_graph: the graph has collectives (kiln::dist); their process group lives in this process, so it cannot be "
+              "exported");
+  });
 }
 
 TEST(Dist, InitWithoutALauncher) {
