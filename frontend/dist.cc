@@ -4,10 +4,13 @@
 // (ir/collective.h) over axis 0; another axis is moved to the front and back around it.
 #include "kiln/dist.h"
 
+#include <cstdlib>
 #include <numeric>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "dist/mpi.h"
+#include "dist/tcp.h"
 #include "dist/threads.h"
 #include "frontend/lazy.h"
 #include "ir/collective.h"
@@ -19,19 +22,22 @@ namespace kiln::dist {
 struct ProcessGroup::Impl {
   std::shared_ptr<ir::Communicator> comm;
   int64_t id = -1;
-  explicit Impl(std::shared_ptr<ir::Communicator> c) : comm(std::move(c)), id(ir::add_communicator(comm)) {}
+  int local_rank = 0;
+  Impl(std::shared_ptr<ir::Communicator> c, int local)
+      : comm(std::move(c)), id(ir::add_communicator(comm)), local_rank(local < 0 ? comm->rank() : local) {}
   ~Impl() { ir::remove_communicator(id); }
 };
 
 struct Access {
-  static ProcessGroup make(std::shared_ptr<ir::Communicator> c) {
-    return ProcessGroup(std::make_shared<const ProcessGroup::Impl>(std::move(c)));
+  static ProcessGroup make(std::shared_ptr<ir::Communicator> c, int local_rank = -1) {
+    return ProcessGroup(std::make_shared<const ProcessGroup::Impl>(std::move(c), local_rank));
   }
   static const ProcessGroup::Impl* impl(const ProcessGroup& g) { return g.impl_.get(); }
 };
 
 int ProcessGroup::rank() const { return impl_ ? impl_->comm->rank() : 0; }
 int ProcessGroup::size() const { return impl_ ? impl_->comm->size() : 0; }
+int ProcessGroup::local_rank() const { return impl_ ? impl_->local_rank : 0; }
 std::string ProcessGroup::backend() const { return impl_ ? impl_->comm->name() : "none"; }
 
 namespace {
@@ -69,9 +75,7 @@ Tensor collective(const std::string& label, const Tensor& x, const ProcessGroup&
   const ProcessGroup::Impl* g = Access::impl(group);
   if (!g) fail(label, "the process group is empty (a default-constructed ProcessGroup; use init() or local_group())");
   runtime::Device* device = detail::common_device(label, {x});
-  if (!device->runs_collectives())
-    fail(label, absl::StrCat("the ", device->name(),
-                             " device cannot run collectives in this build; compute this part on the cpu device"));
+  if (absl::Status s = device->collectives_status(); !s.ok()) fail(label, std::string(s.message()));
   const bool folds = kind == ir::Collective::kAllReduce || kind == ir::Collective::kReduceScatter;
   if (folds && op == ReduceOp::kMean && !is_float(x.dtype()))
     fail(label, absl::StrCat("mean needs a float tensor, got ", dtype_name(x.dtype())));
@@ -104,12 +108,47 @@ Tensor collective(const std::string& label, const Tensor& x, const ProcessGroup&
 
 }  // namespace
 
+// An integer environment variable: -1 when unset, InvalidArgument when not a number.
+static absl::StatusOr<int> env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return -1;
+  int x = 0;
+  if (!absl::SimpleAtoi(v, &x) || x < 0) return absl::InvalidArgumentError(absl::StrCat("kiln::dist::init: ", name, "=", v, " is not a number"));
+  return x;
+}
+
 absl::StatusOr<ProcessGroup> init() {
-  if (!launched_by_mpirun())
-    return absl::FailedPreconditionError(
-        "kiln::dist::init: no launcher found (start the program with Open MPI's mpirun, or make ranks on threads with "
-        "local_group)");
-  return init_mpi();
+  if (launched_by_mpirun()) return init_mpi();
+  const char* addr = std::getenv("MASTER_ADDR");
+  auto rank = env_int("RANK"), world = env_int("WORLD_SIZE"), port = env_int("MASTER_PORT"), local = env_int("LOCAL_RANK");
+  for (const auto* v : {&rank, &world, &port, &local})
+    if (!v->ok()) return v->status();
+  if (addr && *rank >= 0 && *world >= 1 && *port > 0) {
+    int t = 0;
+    try {
+      t = timeout_s();
+    } catch (const Error& e) {
+      return e.status();
+    }
+    auto c = tcp_group(*rank, *world, addr, *port, t);
+    if (!c.ok()) return c.status();
+    return Access::make(*std::move(c), *local);
+  }
+  return absl::FailedPreconditionError(
+      "kiln::dist::init: no launcher found (start the program with Open MPI's mpirun, or set RANK, WORLD_SIZE, MASTER_ADDR "
+      "and MASTER_PORT; or make ranks on threads with local_group)");
+}
+
+absl::StatusOr<ProcessGroup> init_tcp(int rank, int world_size, const std::string& master_addr, int master_port) {
+  int t = 0;
+  try {
+    t = timeout_s();
+  } catch (const Error& e) {
+    return e.status();
+  }
+  auto c = tcp_group(rank, world_size, master_addr, master_port, t);
+  if (!c.ok()) return c.status();
+  return Access::make(*std::move(c));
 }
 
 absl::StatusOr<ProcessGroup> init_mpi() {
@@ -121,7 +160,10 @@ absl::StatusOr<ProcessGroup> init_mpi() {
   }
   auto world = mpi_world(t);
   if (!world.ok()) return world.status();
-  return Access::make(*std::move(world));
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  int l = -1;
+  if (local && !absl::SimpleAtoi(local, &l)) l = -1;
+  return Access::make(*std::move(world), l);
 }
 
 absl::StatusOr<std::vector<ProcessGroup>> local_group(int size) {

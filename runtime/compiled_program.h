@@ -120,7 +120,7 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes);
 absl::Status check_consistent(const CompiledProgram& c);
 
 // Unimplemented, naming the backend and the first collective, when `c` has collective steps:
-// the load check of a device whose runs_collectives() is false.
+// the load check of a device whose collectives_status() is not OK.
 absl::Status refuse_collectives(const CompiledProgram& c, const std::string& backend);
 
 }  // namespace kiln::runtime

@@ -124,10 +124,13 @@ class Device {
   virtual const ir::TargetInfo& target() const = 0;
   // A GPU API implemented on the CPU (Mesa's lavapipe): usable, never picked as the default.
   virtual bool is_emulated() const { return false; }
-  // Whether load() takes programs with collective steps (ir/program.h): the CPU runs them through
-  // their groups' host communicators. Other devices refuse such programs (Unimplemented, from
-  // refuse_collectives in compiled_program.h).
-  virtual bool runs_collectives() const { return false; }
+  // OK when load() takes programs with collective steps (ir/program.h): the CPU runs them through
+  // their groups' host communicators, CUDA through NCCL. Otherwise why not (Unimplemented: the
+  // backend has none; Unavailable: a library is missing), and load() refuses such programs
+  // (refuse_collectives in compiled_program.h).
+  virtual absl::Status collectives_status() const {
+    return absl::UnimplementedError(name() + " has no collectives in this build (they run on cpu and cuda)");
+  }
   virtual absl::StatusOr<std::shared_ptr<Buffer>> alloc(int64_t bytes) = 0;
   virtual absl::Status upload(Buffer* dst, const void* src, int64_t bytes) = 0;
   virtual absl::Status download(Buffer* src, void* dst, int64_t bytes) = 0;

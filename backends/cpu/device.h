@@ -20,7 +20,7 @@ class CpuDevice : public Device {
   std::string name() const override { return "cpu"; }
   std::string description() const override;
   const ir::TargetInfo& target() const override { return target_; }
-  bool runs_collectives() const override { return true; }
+  absl::Status collectives_status() const override { return absl::OkStatus(); }
   absl::StatusOr<std::shared_ptr<Buffer>> alloc(int64_t bytes) override;
   absl::Status upload(Buffer* dst, const void* src, int64_t bytes) override;
   absl::Status download(Buffer* src, void* dst, int64_t bytes) override;

@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<Device>> CudaDevice::create() {
 
 int CudaDevice::default_ordinal() { return support::options().cuda_device; }
 
-bool CudaDevice::runs_collectives() const { return nccl_available(); }
+absl::Status CudaDevice::collectives_status() const { return nccl_status(); }
 
 absl::StatusOr<std::unique_ptr<Device>> CudaDevice::create_at(int index) {
   const support::Options opts = support::options();

@@ -25,7 +25,7 @@ class CudaDevice : public Device {
   std::string name() const override { return "cuda"; }
   std::string description() const override { return description_; }
   const ir::TargetInfo& target() const override { return target_; }
-  bool runs_collectives() const override;  // where NCCL loads (nccl.h)
+  absl::Status collectives_status() const override;  // NCCL loads (nccl.h)
   absl::StatusOr<std::shared_ptr<Buffer>> alloc(int64_t bytes) override;
   absl::Status upload(Buffer* dst, const void* src, int64_t bytes) override;
   absl::Status download(Buffer* src, void* dst, int64_t bytes) override;

@@ -237,7 +237,7 @@ CudaExecutable::~CudaExecutable() {
   if (launched_) (void)done_->wait();  // launches in flight still use the arena and the module
   if (exec_) api().cuGraphExecDestroy(exec_);
   for (Coll& c : colls_)
-    if (c.child) api().cuGraphDestroy(c.child);
+    for (Captured& k : c.captures) api().cuGraphDestroy(k.graph);
   for (auto& [g, after] : retired_) api().cuGraphDestroy(g);
   if (capture_stream_) api().cuStreamDestroy(capture_stream_);
   if (graph_) api().cuGraphDestroy(graph_);

@@ -74,13 +74,21 @@ class CudaExecutable : public Executable {
   };
 
   // A collective step's child graph node (nccl.h): the NCCL call captured over `in` -> `out`.
+  // The NCCL call captured over one (operand, result) pair of addresses.
+  struct Captured {
+    CUdeviceptr in = 0, out = 0;
+    CUgraph graph = nullptr;
+  };
   struct Coll {
     CUgraphNode node = nullptr;
-    CUgraph child = nullptr;  // the captured graph (the instantiated graph holds its own copy)
     size_t step = 0;
-    CUdeviceptr in = 0, out = 0;
     bool bound_io = false;  // reads an input or writes an output: captured again when they move
+    // Captures over the addresses seen lately, least recently used first; back() is the one the
+    // instantiated graph holds now (a copy of it). Fresh outputs come from a recycling pool, so
+    // their addresses repeat and a step mostly swaps in a capture it has already made.
+    std::vector<Captured> captures;
   };
+  static constexpr size_t kMaxCaptures = 8;
 
   // A gate kernel node (control_gates.h) and the storage of its parameters.
   struct Gate {

@@ -226,17 +226,17 @@ absl::StatusOr<CUgraphNode> CudaExecutable::add_collective(CUgraph g, size_t i, 
   Coll c;
   c.step = i;
   const ir::Step& step = steps_[i];
-  c.in = bound_[size_t(step.in)];
-  c.out = bound_[size_t(step.out)];
   c.bound_io = buffers_[size_t(step.in)].kind != ir::BufferKind::kIntermediate ||
                buffers_[size_t(step.out)].kind != ir::BufferKind::kIntermediate;
-  // Inputs and outputs are not bound yet: the first run captures the call again over them.
-  auto child = capture_collective(c, c.in ? c.in : CUdeviceptr(256), c.out ? c.out : CUdeviceptr(256));
+  // (build() defers a graph with such collectives to the first run: bound_ holds real addresses)
+  Captured k{bound_[size_t(step.in)], bound_[size_t(step.out)], nullptr};
+  auto child = capture_collective(c, k.in, k.out);
   if (!child.ok()) return child.status();
-  c.child = *child;
-  CUresult r = api().cuGraphAddChildGraphNode(&c.node, g, deps.empty() ? nullptr : deps.data(), deps.size(), c.child);
+  k.graph = *child;
+  c.captures.push_back(k);
+  colls_.push_back(c);  // (owns the capture from here, also when adding the node fails)
+  CUresult r = api().cuGraphAddChildGraphNode(&colls_.back().node, g, deps.empty() ? nullptr : deps.data(), deps.size(), k.graph);
   if (absl::Status s = cu_check(r, "adding a collective to the CUDA graph (cuGraphAddChildGraphNode)"); !s.ok()) return s;
-  colls_.push_back(c);
   return colls_.back().node;
 }
 
@@ -256,20 +256,34 @@ absl::Status CudaExecutable::rebind_collectives() {
     if (!c.bound_io) continue;
     const ir::Step& step = steps_[c.step];
     const CUdeviceptr in = next_[size_t(step.in)], out = next_[size_t(step.out)];
-    if (in == c.in && out == c.out) continue;
-    auto child = capture_collective(c, in, out);
-    if (!child.ok()) return child.status();
-    // Launches already queued keep the graph they were launched with.
-    CUresult r = api().cuGraphExecChildGraphNodeSetParams(exec_, c.node, *child);
+    if (c.captures.back().in == in && c.captures.back().out == out) continue;
+    Captured k{in, out, nullptr};
+    bool fresh = true;
+    for (size_t i = 0; i < c.captures.size(); ++i)
+      if (c.captures[i].in == in && c.captures[i].out == out) {
+        k = c.captures[i];
+        c.captures.erase(c.captures.begin() + std::ptrdiff_t(i));
+        fresh = false;
+        break;
+      }
+    if (fresh) {
+      auto child = capture_collective(c, in, out);
+      if (!child.ok()) return child.status();
+      k.graph = *child;
+    }
+    // Launches already queued keep the parameters they were launched with.
+    CUresult r = api().cuGraphExecChildGraphNodeSetParams(exec_, c.node, k.graph);
     if (r != CUDA_SUCCESS) {
-      api().cuGraphDestroy(*child);
+      if (fresh) api().cuGraphDestroy(k.graph);
+      else c.captures.insert(c.captures.begin(), k);
       return cu_error(r, "rebinding a collective of the CUDA graph (cuGraphExecChildGraphNodeSetParams)");
     }
-    if (launched_) retired_.push_back({c.child, done_});
-    else api().cuGraphDestroy(c.child);
-    c.child = *child;
-    c.in = in;
-    c.out = out;
+    c.captures.push_back(k);
+    if (c.captures.size() > kMaxCaptures) {
+      if (launched_) retired_.push_back({c.captures.front().graph, done_});
+      else api().cuGraphDestroy(c.captures.front().graph);
+      c.captures.erase(c.captures.begin());
+    }
   }
   return absl::OkStatus();
 }

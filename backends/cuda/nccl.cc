@@ -118,7 +118,7 @@ int nccl_op(ir::ScatterMode m) {
 
 }  // namespace
 
-bool nccl_available() { return nccl().ok(); }
+absl::Status nccl_status() { return nccl().status(); }
 
 std::string nccl_version() {
   auto a = nccl();

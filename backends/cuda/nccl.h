@@ -5,8 +5,12 @@
 // A collective step of a program becomes a child graph of the executable's CUDA graph: the NCCL
 // call captured from a stream of its own (cuStreamBeginCapture ... cuStreamEndCapture), so a
 // replay of a sharded step is still one cuGraphLaunch per GPU. NCCL's work descriptors hold the
-// buffer addresses, so a run whose operand or result moved captures the call again and swaps the
-// child graph in the instantiated graph (cuGraphExecChildGraphNodeSetParams).
+// buffer addresses, so a program whose collective reads an input or writes an output builds its
+// graph at the first run (over real addresses), and a run whose operand or result moved swaps in
+// the child graph captured over the new pair (cuGraphExecChildGraphNodeSetParams): captured now,
+// or kept from an earlier run (the last 8 pairs per collective; outputs come from a recycling
+// pool, so their addresses repeat). Peers connect when the communicator is made
+// (NCCL_RUNTIME_CONNECT=0 unless the user set it): connecting inside a capture is not allowed.
 //
 // Communicators: one per (process group, CUDA context), made the first time an executable of
 // that group loads on that GPU: rank 0's ncclUniqueId reaches the others through the group's host
@@ -44,8 +48,8 @@ absl::Status check_ranks_agree(const std::vector<ir::Step>& steps, const std::ve
 absl::Status enqueue_collective(NcclComm comm, const ir::Step& step, DType dtype, int64_t in_elems, CUdeviceptr in,
                                 CUdeviceptr out, CUstream stream);
 
-// Whether NCCL loads on this machine.
-bool nccl_available();
+// OK when NCCL loads on this machine, else Unavailable saying why.
+absl::Status nccl_status();
 
 // The NCCL version loaded ("2.21.5"), or why none is.
 std::string nccl_version();

@@ -1,11 +1,13 @@
-// Collectives between MPI processes: run under Open MPI's mpirun with two ranks (ctest
-// dist_mpi.np2); each process is one rank on the cpu device. Values of every op written out,
+// Collectives between processes: run under Open MPI's mpirun with two ranks (ctest
+// dist_mpi.np2), or as two processes given RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT (ctest
+// dist_tcp.np2: the TCP group); each process is one rank on the cpu device. Values of every op written out,
 // against the reference interpreter (which exchanges through the same MPI group), the dtypes
 // MPI lacks (f16, bool) through the host fold, the tensor-parallel block against one rank, a
 // mismatch between the processes reported on both.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "kiln/kiln.h"
 #include "testing/error_of.h"
@@ -40,7 +42,7 @@ Tensor operand(int r, Shape shape) {
 
 TEST(Mpi, TheGroupIsTheLaunchersWorld) {
   ASSERT_TRUE(world().valid());
-  EXPECT_EQ(world().backend(), "mpi");
+  EXPECT_EQ(world().backend(), std::getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : "tcp");
   EXPECT_EQ(world().size(), 2) << "run under mpirun -np 2";
 }
 

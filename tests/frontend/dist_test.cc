@@ -6,7 +6,11 @@
 // collective and its step in the program; replays that compile nothing; a Megatron-style
 // tensor-parallel block against the same block on one rank; and the errors: record-time checks,
 // ranks disagreeing, a rank that never comes, a group that no longer exists.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <barrier>
 #include <cmath>
@@ -307,9 +311,73 @@ TEST(Dist, GraphsWithCollectivesAreNotExported) {
   });
 }
 
+// (The library is opened once per process: this is the only test here that asks for MPI.)
+TEST(Dist, AMissingMpiLibraryIsUnavailable) {
+  testing::ScopedEnv env({{"KILN_MPI_LIBRARY", "/nonexistent/libmpi.so.40"}});
+  auto g = dist::init_mpi();
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(g.status().message().find("mpi: cannot open /nonexistent/libmpi.so.40"), std::string::npos) << g.status();
+}
+
+// A free TCP port of this machine (bound, read, released: another process could take it in
+// between, which these tests accept).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// Two ranks meeting over TCP (the group init() makes from RANK / WORLD_SIZE / MASTER_ADDR /
+// MASTER_PORT), here on two threads of one process.
+TEST(Dist, TcpGroup) {
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) threads.emplace_back([&, r] {
+      try {
+        auto g = dist::init_tcp(r, 2, "127.0.0.1", port);
+        ASSERT_TRUE(g.ok()) << g.status();
+        EXPECT_EQ(g->backend(), "tcp");
+        EXPECT_EQ(g->rank(), r);
+        EXPECT_EQ(g->local_rank(), r);
+        Tensor x = operand(r, {4, 3});
+        Tensor sum = dist::all_reduce(x, *g), cols = dist::all_gather(x, *g, 1), mine = dist::reduce_scatter(x, *g, ReduceOp::kMax);
+        std::vector<float> s = sum.to_vector<float>();
+        for (int64_t k = 0; k < 12; ++k) EXPECT_NEAR(s[size_t(k)], operand_at(0, k) + operand_at(1, k), 1e-5);
+        EXPECT_MATCHES_REFERENCE({sum, cols, mine, dist::all_to_all(x, *g), dist::broadcast(x, *g, 1)});
+        Tensor odd = operand(r, {r == 1 ? 5 : 4});
+        EXPECT_EQ(error_of([&] { dist::all_reduce(odd, *g).to_vector<float>(); }),
+                  "collective mismatch between ranks: rank 0 runs all_reduce(sum) of 4 f32 elements, rank 1 runs all_reduce(sum) of 5 "
+                  "f32 elements (every rank must run the same collectives in the same order)");
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "rank " << r << " threw: " << e.what();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+}
+
+TEST(Dist, TcpRankThatNeverJoins) {
+  testing::ScopedEnv env({{"KILN_DIST_TIMEOUT", "1"}});
+  const int port = free_port();
+  auto g = dist::init_tcp(0, 2, "127.0.0.1", port);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(g.status().message(), absl::StrCat("kiln::dist: rank(s) 1 of 2 did not join at 127.0.0.1:", port,
+                                               " within 1 s (KILN_DIST_TIMEOUT)"));
+  EXPECT_EQ(dist::init_tcp(2, 2, "127.0.0.1", port).status().message(), "kiln::dist: rank 2 of a 2-rank group");
+}
+
 TEST(Dist, InitWithoutALauncher) {
-  testing::ScopedEnv env({{"OMPI_COMM_WORLD_SIZE", ""}});
+  testing::ScopedEnv env({{"OMPI_COMM_WORLD_SIZE", ""}, {"RANK", ""}, {"MASTER_ADDR", ""}});
   EXPECT_EQ(dist::init().status().code(), absl::StatusCode::kFailedPrecondition);
+  testing::ScopedEnv bad({{"RANK", "one"}});
+  EXPECT_EQ(dist::init().status().message(), "kiln::dist::init: RANK=one is not a number");
 }
 
 // Devices without collectives refuse them when they are recorded.
@@ -319,7 +387,7 @@ TEST(Dist, DevicesWithoutCollectivesRefuseThem) {
   on_ranks(1, [&](int, const ProcessGroup& g) {
     Tensor x = from_vector<float>({1, 2}, {2}, *vk);
     EXPECT_EQ(error_of([&] { dist::all_reduce(x, g); }),
-              "all_reduce: the vulkan device cannot run collectives in this build; compute this part on the cpu device");
+              "all_reduce: vulkan has no collectives in this build (they run on cpu and cuda)");
   });
 }
 
