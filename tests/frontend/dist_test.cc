@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <barrier>
 #include <cmath>
 #include <functional>
@@ -224,6 +225,48 @@ TEST(Dist, KernelsAroundACollectiveAndReplays) {
     if (r == 0) {
       EXPECT_EQ(stats().kernels_compiled, 0);
     }
+  });
+}
+
+// Work that does not depend on a collective does not wait for it: the step's deps are its
+// operand's producer only, an independent matmul depends on neither, and only the collective's
+// consumer waits for it (on CUDA these deps are the graph's edges, so the matmul may run while
+// the all_reduce is in flight).
+TEST(Dist, OnlyTrueDependenciesWaitForACollective) {
+  on_ranks(1, [&](int r, const ProcessGroup& g) {
+    Tensor x = operand(r, {64, 64});
+    Tensor w = operand(r, {64, 64}) * 0.5;
+    Tensor reduced = dist::all_reduce(exp(x), g);
+    Tensor independent = matmul(w, w);
+    Tensor after = reduced + 1.0;
+    std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+    ir::Graph graph = detail::capture({after, independent}, &bufs);
+    auto device = runtime::get_device(on_cuda() ? "cuda:0" : "cpu");
+    ASSERT_TRUE(device.ok());
+    auto c = passes::compile_graph(graph, (*device)->target(), passes::Options{});
+    ASSERT_TRUE(c.ok()) << c.status();
+    const ir::Program& p = c->program;
+    int coll = -1, producer = -1, consumer = -1, dot = -1;
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      const ir::Step& s = p.steps[i];
+      if (s.is_collective()) coll = int(i);
+      else if (p.kernels[size_t(s.kernel)].contraction.reduce >= 0) dot = int(i);
+    }
+    ASSERT_GE(coll, 0) << p.to_string();
+    ASSERT_GE(dot, 0) << p.to_string();
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      if (int(i) == coll) continue;
+      std::vector<int> reads, writes;
+      ir::step_buffers(p, i, &reads, &writes);
+      if (std::find(writes.begin(), writes.end(), p.steps[size_t(coll)].in) != writes.end()) producer = int(i);
+      if (std::find(reads.begin(), reads.end(), p.steps[size_t(coll)].out) != reads.end()) consumer = int(i);
+    }
+    ASSERT_GE(producer, 0) << p.to_string();
+    ASSERT_GE(consumer, 0) << p.to_string();
+    EXPECT_EQ(p.steps[size_t(coll)].deps, std::vector<int>{producer}) << p.to_string();
+    const std::vector<int>& dd = p.steps[size_t(dot)].deps;
+    EXPECT_EQ(std::count(dd.begin(), dd.end(), coll), 0) << p.to_string();
+    EXPECT_NE(std::count(p.steps[size_t(consumer)].deps.begin(), p.steps[size_t(consumer)].deps.end(), coll), 0) << p.to_string();
   });
 }
 
