@@ -140,7 +140,12 @@ absl::Status CudaDevice::download_many(const std::vector<Download>& all) {
     pieces.push_back({d.dst, b->ptr(), d.bytes});
   }
   if (pieces.empty()) return absl::OkStatus();
-  return ctx_->staging.copy_back(pieces, ctx_->copy_stream);
+  if (absl::Status s = ctx_->staging.copy_back(pieces, ctx_->copy_stream); !s.ok()) return s;
+  // A buffer a run with collectives wrote: those that timed out leave no values to trust.
+  for (const Download& d : all)
+    if (const auto& o = static_cast<CudaBuffer*>(d.src)->collectives)
+      if (absl::Status s = o->get(); !s.ok()) return s;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> CudaDevice::load(const CompiledProgram& c) {

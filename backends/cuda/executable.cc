@@ -106,8 +106,10 @@ absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(Device* d
     if (s.is_marker()) e->control_ = true;
     if (s.is_collective()) e->collectives_ = true;
   }
-  if (e->collectives_)
+  if (e->collectives_) {
     if (absl::Status s = check_ranks_agree(c.steps, c.buffers); !s.ok()) return s;
+    e->dist_timeout_s_ = support::options().dist_timeout_s;
+  }
   if (e->control_) {
     auto loop = module->function(kLoopGate);
     auto branch = module->function(kBranchGate);
@@ -256,6 +258,9 @@ absl::Status CudaExecutable::bind(const std::vector<Buffer*>& inputs, const std:
     const ir::BufferDesc& b = buffers_[i];
     if (b.kind == ir::BufferKind::kIntermediate) continue;
     Buffer* buf = b.kind == ir::BufferKind::kInput ? inputs[size_t(b.index)] : outputs[size_t(b.index)];
+    if (b.kind == ir::BufferKind::kInput)
+      if (const auto& o = static_cast<CudaBuffer*>(buf)->collectives)
+        if (absl::Status s = o->get(); !s.ok()) return s;  // written by a run whose collectives failed
     // An input uploaded on the copy stream: the kernels wait for its copy (once per buffer).
     if (absl::Status s = static_cast<CudaBuffer*>(buf)->make_compute_wait(ctx_->stream); !s.ok()) return s;
     next_[i] = static_cast<CudaBuffer*>(buf)->ptr();
@@ -356,6 +361,8 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
 absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
                                  const ParamValues& params) {
   std::lock_guard<std::mutex> lock(mu_);
+  for (NcclComm comm : comms_)  // (a communicator aborted after a timeout: its collectives would return at once, wrong)
+    if (absl::Status s = comm_status(comm); !s.ok()) return s;
   if (absl::Status s = update(inputs, outputs, params); !s.ok()) return s;
   if (exec_ && support::tracing() && !control_ && colls_.empty()) {
     if (absl::Status s = launch_profiled(); !s.ok()) return s;
@@ -387,7 +394,18 @@ absl::Status CudaExecutable::finish_run(const std::vector<Buffer*>& outputs) {
   if (!tick.ok()) return tick.status();
   done_ = *std::move(tick);
   launched_ = true;
-  for (int i = 0; i < num_outputs_; ++i) static_cast<CudaBuffer*>(outputs[size_t(i)])->writer = done_;
+  std::shared_ptr<CollectiveOutcome> outcome;
+  if (!comms_.empty()) {
+    outcome = std::make_shared<CollectiveOutcome>();
+    outcome->comms = comms_;
+    watch(comms_, done_, outcome, absl::StrCat(collective_what_, " on ", device_->description().substr(0, device_->description().find(' '))),
+          dist_timeout_s_);
+  }
+  for (int i = 0; i < num_outputs_; ++i) {
+    auto* b = static_cast<CudaBuffer*>(outputs[size_t(i)]);
+    b->writer = done_;
+    b->collectives = outcome;
+  }
   return absl::OkStatus();
 }
 

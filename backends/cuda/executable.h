@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "backends/cuda/context.h"
+#include "backends/cuda/nccl.h"
 #include "runtime/compiled_program.h"
 #include "runtime/device.h"
 
@@ -166,6 +167,9 @@ class CudaExecutable : public Executable {
   std::vector<Coll> colls_;
   std::vector<std::pair<CUgraph, std::shared_ptr<Event>>> retired_;  // replaced captures, until that tick
   std::vector<ir::Step> steps_;   // the program's steps (a collective's attributes)
+  std::vector<NcclComm> comms_;   // the communicators they use (each once)
+  std::string collective_what_;   // "all_reduce(sum) on cuda:0", for errors
+  int dist_timeout_s_ = 300;
   CUstream capture_stream_ = nullptr;
   // What build_graph needs when the graph waits for the first run's bindings (a collective over
   // an input or output).

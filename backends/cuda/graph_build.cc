@@ -203,6 +203,8 @@ absl::StatusOr<CUgraph> CudaExecutable::capture_collective(const Coll& c, CUdevi
   const ir::Step& step = steps_[c.step];
   auto comm = nccl_comm(ctx_, step.collective);
   if (!comm.ok()) return comm.status();
+  if (std::find(comms_.begin(), comms_.end(), *comm) == comms_.end()) comms_.push_back(*comm);
+  if (collective_what_.empty()) collective_what_ = ir::describe(step.collective);
   if (!capture_stream_)
     if (absl::Status s = cu_check(api().cuStreamCreate(&capture_stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate (capture)"); !s.ok())
       return s;

@@ -19,6 +19,7 @@
 #include <mutex>
 
 #include "absl/status/statusor.h"
+#include "backends/cuda/nccl.h"
 #include "runtime/device.h"
 
 namespace kiln::runtime::cuda {
@@ -80,6 +81,9 @@ class CudaBuffer : public Buffer {
   // first run that reads the buffer (make_compute_wait), or when the buffer goes.
   std::shared_ptr<Event> upload;
   std::atomic<bool> compute_waited{false};
+  // Set when the run that wrote this buffer had collectives (nccl.h): a download, or a run
+  // reading it, reports its failure instead of using the lost values.
+  std::shared_ptr<CollectiveOutcome> collectives;
   // Makes the compute stream wait for this buffer's upload, once.
   absl::Status make_compute_wait(CUstream compute);
 

@@ -2,10 +2,13 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/context.h"
@@ -28,6 +31,7 @@ struct NcclApi {
   Result (*GetUniqueId)(UniqueId*);
   Result (*CommInitRank)(NcclComm*, int, UniqueId, int);
   const char* (*GetErrorString)(Result);
+  Result (*CommAbort)(NcclComm);
   Result (*AllReduce)(const void*, void*, size_t, int, int, NcclComm, CUstream);
   Result (*AllGather)(const void*, void*, size_t, int, NcclComm, CUstream);
   Result (*ReduceScatter)(const void*, void*, size_t, int, int, NcclComm, CUstream);
@@ -65,6 +69,7 @@ absl::StatusOr<const NcclApi*> nccl() {
     fn(&a->GetUniqueId, "ncclGetUniqueId");
     fn(&a->CommInitRank, "ncclCommInitRank");
     fn(&a->GetErrorString, "ncclGetErrorString");
+    fn(&a->CommAbort, "ncclCommAbort");
     fn(&a->AllReduce, "ncclAllReduce");
     fn(&a->AllGather, "ncclAllGather");
     fn(&a->ReduceScatter, "ncclReduceScatter");
@@ -87,6 +92,7 @@ absl::Status check(const NcclApi& a, Result r, const char* what) {
 struct Comms {
   std::mutex mu;
   std::map<std::pair<CUcontext, int64_t>, NcclComm> by_group;
+  std::map<NcclComm, absl::Status> aborted;  // why each aborted communicator was
 };
 Comms& comms() {
   static auto* c = new Comms();  // communicators live as long as the process
@@ -136,7 +142,11 @@ absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attr
   {
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.by_group.find({ctx->ctx, attrs.comm});
-    if (it != c.by_group.end()) return it->second;
+    if (it != c.by_group.end()) {
+      auto dead = c.aborted.find(it->second);
+      if (dead != c.aborted.end()) return dead->second;
+      return it->second;
+    }
   }
   auto host = ir::communicator_for(attrs);
   if (!host.ok()) return host.status();
@@ -161,6 +171,109 @@ absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attr
   std::lock_guard<std::mutex> lock(c.mu);
   c.by_group[{ctx->ctx, attrs.comm}] = comm;
   return comm;
+}
+
+namespace {
+
+struct Watch {
+  std::vector<NcclComm> comms;
+  std::shared_ptr<Event> done;
+  std::chrono::steady_clock::time_point deadline;
+  std::shared_ptr<CollectiveOutcome> outcome;
+  std::string what;
+  int timeout_s;
+};
+
+struct Watchdog {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Watch> watches;
+  bool started = false;
+};
+Watchdog& watchdog() {
+  static auto* w = new Watchdog();  // its thread runs as long as the process
+  return *w;
+}
+
+// Every 20 ms: drops finished launches, aborts the communicators of any past its deadline.
+void watch_loop() {
+  Watchdog& w = watchdog();
+  std::unique_lock<std::mutex> lock(w.mu);
+  for (;;) {
+    // (always releasing the lock between scans: runs add their launches meanwhile)
+    if (w.watches.empty()) w.cv.wait(lock, [&] { return !w.watches.empty(); });
+    else w.cv.wait_for(lock, std::chrono::milliseconds(20));
+    const auto now = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < w.watches.size();) {
+      Watch& x = w.watches[i];
+      if (x.done->complete()) {
+        // A launch that ends once its communicator is aborted ended early: its results are lost too.
+        for (NcclComm comm : x.comms)
+          if (absl::Status s = comm_status(comm); !s.ok()) {
+            std::lock_guard<std::mutex> o(x.outcome->mu);
+            if (x.outcome->status.ok()) x.outcome->status = s;
+          }
+        w.watches[i] = std::move(w.watches.back());
+        w.watches.pop_back();
+        continue;
+      }
+      if (now < x.deadline) {
+        ++i;
+        continue;
+      }
+      const absl::Status why = absl::DeadlineExceededError(absl::StrCat(
+          x.what, ": not every rank of its group joined within ", x.timeout_s,
+          " s (KILN_DIST_TIMEOUT); the group's NCCL communicator was aborted and its results are lost"));
+      {
+        std::lock_guard<std::mutex> o(x.outcome->mu);
+        x.outcome->status = why;
+      }
+      auto api = nccl();
+      Comms& c = comms();
+      for (NcclComm comm : x.comms) {
+        bool first = false;
+        {
+          std::lock_guard<std::mutex> g(c.mu);
+          first = c.aborted.emplace(comm, why).second;
+        }
+        if (first && api.ok()) (*api)->CommAbort(comm);  // its kernels see the abort flag and return
+      }
+      ++i;  // kept until its event completes (the aborted kernels return)
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status CollectiveOutcome::get() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!status.ok()) return status;
+  }
+  for (NcclComm comm : comms)
+    if (absl::Status s = comm_status(comm); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+absl::Status comm_status(NcclComm comm) {
+  Comms& c = comms();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto it = c.aborted.find(comm);
+  return it == c.aborted.end() ? absl::OkStatus() : it->second;
+}
+
+void watch(const std::vector<NcclComm>& comms, std::shared_ptr<Event> done, std::shared_ptr<CollectiveOutcome> outcome,
+           std::string what, int timeout_s) {
+  Watchdog& w = watchdog();
+  std::lock_guard<std::mutex> lock(w.mu);
+  if (!w.started) {
+    std::thread(watch_loop).detach();
+    w.started = true;
+  }
+  const bool idle = w.watches.empty();
+  w.watches.push_back(Watch{comms, std::move(done), std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s),
+                            std::move(outcome), std::move(what), timeout_s});
+  if (idle) w.cv.notify_one();
 }
 
 absl::Status check_ranks_agree(const std::vector<ir::Step>& steps, const std::vector<ir::BufferDesc>& buffers) {

@@ -23,6 +23,8 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,11 +35,15 @@
 namespace kiln::runtime::cuda {
 
 struct Context;
+class Event;
 using NcclComm = struct ncclComm*;
 
 // The communicator of `attrs`'s group on the GPU of `ctx` (which must be current), made on first
 // use; Unavailable when NCCL cannot be loaded.
 absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attrs);
+
+// OK, or why `comm` was aborted (a watched launch ran past its timeout).
+absl::Status comm_status(NcclComm comm);
 
 // Every rank of each group the program's collective steps use runs the same collectives
 // (gathered over the group's host communicator at load).
@@ -50,6 +56,26 @@ absl::Status enqueue_collective(NcclComm comm, const ir::Step& step, DType dtype
 
 // OK when NCCL loads on this machine, else Unavailable saying why.
 absl::Status nccl_status();
+
+// What became of the collectives of one run: OK, or why their results are not to be trusted
+// (shared by the run's outputs, CudaBuffer::failure).
+struct CollectiveOutcome {
+  std::vector<NcclComm> comms;  // the run's communicators
+  std::mutex mu;
+  absl::Status status;
+  // The failure set by the watchdog, or that of an aborted communicator of the run (a launch
+  // that ended because its communicator was aborted lost its values too; one that ended just
+  // before the abort is reported as lost as well: never a silent wrong value).
+  absl::Status get();
+};
+
+// Watches a launch whose collectives run on `comms`: `done` completes when it has finished.
+// When it has not after `timeout_s` seconds (a rank that stopped coming, or died), a watchdog
+// thread aborts those communicators (ncclCommAbort: the waiting kernels return, so nothing
+// hangs), `outcome` gets DeadlineExceeded naming `what`, and every later use of the
+// communicators fails at once (nccl_comm).
+void watch(const std::vector<NcclComm>& comms, std::shared_ptr<Event> done, std::shared_ptr<CollectiveOutcome> outcome,
+           std::string what, int timeout_s);
 
 // The NCCL version loaded ("2.21.5"), or why none is.
 std::string nccl_version();

@@ -333,6 +333,23 @@ TEST(Dist, ARankThatNeverComesTimesOut) {
   });
 }
 
+// A rank that stops coming after some steps: the next step's collective fails for the others
+// after the timeout instead of hanging (the cpu: the meeting times out; cuda: the watchdog
+// aborts the NCCL communicator, whose waiting kernels return, and the step's results are
+// reported lost), and so does every later use of the group.
+TEST(Dist, ARankThatStopsComingFailsTheOthersStep) {
+  testing::ScopedEnv env({{"KILN_DIST_TIMEOUT", "2"}});
+  on_ranks(2, [&](int r, const ProcessGroup& g) {
+    auto step = [&](float base) { return dist::all_reduce(operand(r, {8}) * base, g).to_vector<float>(); };
+    EXPECT_NEAR(step(2)[0], 2 * (operand_at(0, 0) + operand_at(1, 0)), 1e-5);
+    if (r == 1) return;  // rank 1 stops here
+    // (the same executable: the factor is a run-time param, so no load meets the ranks again)
+    const std::string e = error_of([&] { step(3); });
+    EXPECT_NE(e.find("within 2 s (KILN_DIST_TIMEOUT)"), std::string::npos) << e;
+    EXPECT_NE(error_of([&] { step(4); }), "") << "a later step on the same group";
+  });
+}
+
 TEST(Dist, AGroupThatNoLongerExists) {
   Tensor y;
   {
