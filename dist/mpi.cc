@@ -113,10 +113,10 @@ class MpiCommunicator : public ir::Communicator {
   absl::Status run(const ir::CollectiveCall& c, const void* in, void* out) override {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string what = ir::describe(c.attrs);
-    std::vector<ir::CollectiveCall> calls(static_cast<size_t>(size_));
-    ir::CollectiveCall mine = c;
-    if (absl::Status s = gather_bytes(&mine, sizeof mine, calls.data(), what); !s.ok()) return s;
-    if (absl::Status s = ir::check_same_call(calls); !s.ok()) return s;
+    if (absl::Status s = ir::agree_on_call(
+            c, size_, [&](const void* i, int64_t n, void* o) { return gather_bytes(i, n, o, what); });
+        !s.ok())
+      return s;
     const Handle type = native_type(c.dtype);
     const Handle op = native_op(c.attrs.reduce);
     const int64_t n = c.in_elems, size = dtype_size(c.dtype);
@@ -142,15 +142,9 @@ class MpiCommunicator : public ir::Communicator {
         break;
     }
     // No MPI type or fold for it (f16, bf16, bool): every operand to every rank, folded here.
-    std::vector<char> all(size_t(n * size * size_));
-    if (absl::Status s = check(*a_, a_->Allgather(in, int(n * size), a_->byte, all.data(), int(n * size), a_->byte, a_->world),
-                               "MPI_Allgather");
-        !s.ok())
-      return s;
-    std::vector<const void*> operands;
-    for (int r = 0; r < size_; ++r) operands.push_back(all.data() + int64_t(r) * n * size);
-    ir::collective_from_all(c, rank_, operands, out);
-    return absl::OkStatus();
+    return ir::run_on_host(c, rank_, in, out, [&](const void* i, int64_t n, void* o) {
+      return check(*a_, a_->Allgather(i, int(n), a_->byte, o, int(n), a_->byte, a_->world), "MPI_Allgather");
+    });
   }
 
  private:

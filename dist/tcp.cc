@@ -104,17 +104,9 @@ class TcpCommunicator : public ir::Communicator {
   absl::Status run(const ir::CollectiveCall& c, const void* in, void* out) override {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string what = ir::describe(c.attrs);
-    std::vector<ir::CollectiveCall> calls(static_cast<size_t>(world_));
-    ir::CollectiveCall mine = c;
-    if (absl::Status s = gather(&mine, sizeof mine, calls.data(), what); !s.ok()) return s;
-    if (absl::Status s = ir::check_same_call(calls); !s.ok()) return s;
-    const int64_t bytes = c.in_elems * dtype_size(c.dtype);
-    std::vector<char> all(size_t(bytes * world_));
-    if (absl::Status s = gather(in, bytes, all.data(), what); !s.ok()) return s;
-    std::vector<const void*> operands;
-    for (int r = 0; r < world_; ++r) operands.push_back(all.data() + int64_t(r) * bytes);
-    ir::collective_from_all(c, rank_, operands, out);
-    return absl::OkStatus();
+    const ir::GatherBytes gather = [&](const void* i, int64_t n, void* o) { return this->gather(i, n, o, what); };
+    if (absl::Status s = ir::agree_on_call(c, world_, gather); !s.ok()) return s;
+    return ir::run_on_host(c, rank_, in, out, gather);
   }
 
  private:

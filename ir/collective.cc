@@ -220,6 +220,23 @@ void fold_into(ScatterMode m, DType t, const void* x, void* acc, int64_t n) {
   for (int64_t i = 0; i < n; ++i) store(t, out + i * size, fold_float(m, load(t, out + i * size), load(t, in + i * size)));
 }
 
+absl::Status agree_on_call(const CollectiveCall& c, int world, const GatherBytes& gather) {
+  std::vector<CollectiveCall> calls(static_cast<size_t>(world));
+  CollectiveCall mine = c;
+  if (absl::Status s = gather(&mine, sizeof mine, calls.data()); !s.ok()) return s;
+  return check_same_call(calls);
+}
+
+absl::Status run_on_host(const CollectiveCall& c, int rank, const void* in, void* out, const GatherBytes& gather) {
+  const int64_t bytes = c.in_elems * dtype_size(c.dtype), world = c.attrs.world;
+  std::vector<char> all(size_t(bytes * world));
+  if (absl::Status s = gather(in, bytes, all.data()); !s.ok()) return s;
+  std::vector<const void*> operands;
+  for (int64_t r = 0; r < world; ++r) operands.push_back(all.data() + r * bytes);
+  collective_from_all(c, rank, operands, out);
+  return absl::OkStatus();
+}
+
 void collective_from_all(const CollectiveCall& c, int rank, const std::vector<const void*>& operands, void* out) {
   const int64_t size = dtype_size(c.dtype), w = c.attrs.world;
   char* o = static_cast<char*>(out);

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,6 +82,13 @@ absl::StatusOr<std::shared_ptr<Communicator>> communicator_for(const CollectiveA
 // Element by element, acc[i] = fold(acc[i], x[i]) in dtype `t` (float max/min propagate NaN):
 // the host fold of the implementations that reduce on the host.
 void fold_into(ScatterMode m, DType t, const void* x, void* acc, int64_t n);
+
+// For communicators built on an all-gather of bytes (`gather(in, bytes, out)`, every rank's bytes
+// in rank order): every rank's call gathered and compared (check_same_call) ...
+using GatherBytes = std::function<absl::Status(const void* in, int64_t bytes, void* out)>;
+absl::Status agree_on_call(const CollectiveCall& c, int world, const GatherBytes& gather);
+// ... and this rank's result computed on the host from every rank's operand (collective_from_all).
+absl::Status run_on_host(const CollectiveCall& c, int rank, const void* in, void* out, const GatherBytes& gather);
 
 // A collective computed on the host from every rank's operand bytes (in rank order, each
 // c.in_elems elements): what rank `rank`'s result is. For communicators that move whole operands.

@@ -389,9 +389,9 @@ class Interp {
     call.attrs = a;
     call.dtype = x.dtype;
     call.in_elems = x.numel();
-    std::vector<CollectiveCall> calls(static_cast<size_t>(W));
-    if (absl::Status s = (*comm)->all_gather_bytes(&call, sizeof call, calls.data()); !s.ok()) return s;
-    if (absl::Status s = check_same_call(calls); !s.ok()) return s;
+    if (absl::Status s = agree_on_call(call, W, [&](const void* i, int64_t n, void* o) { return (*comm)->all_gather_bytes(i, n, o); });
+        !s.ok())
+      return s;
     const bool f = is_float(x.dtype);
     const int64_t N = x.numel();
     std::vector<int64_t> all(size_t(W * N));
