@@ -42,9 +42,9 @@ std::string ProcessGroup::backend() const { return impl_ ? impl_->comm->name() :
 
 namespace {
 
-int timeout_s() {
-  const support::Options& o = support::options();
-  if (absl::Status s = o.check("KILN_DIST_TIMEOUT"); !s.ok()) throw Error(s);
+absl::StatusOr<int> timeout_s() {
+  const support::Options o = support::options();
+  if (absl::Status s = o.check("KILN_DIST_TIMEOUT"); !s.ok()) return s;
   return o.dist_timeout_s;
 }
 
@@ -124,13 +124,9 @@ absl::StatusOr<ProcessGroup> init() {
   for (const auto* v : {&rank, &world, &port, &local})
     if (!v->ok()) return v->status();
   if (addr && *rank >= 0 && *world >= 1 && *port > 0) {
-    int t = 0;
-    try {
-      t = timeout_s();
-    } catch (const Error& e) {
-      return e.status();
-    }
-    auto c = tcp_group(*rank, *world, addr, *port, t);
+    auto t = timeout_s();
+    if (!t.ok()) return t.status();
+    auto c = tcp_group(*rank, *world, addr, *port, *t);
     if (!c.ok()) return c.status();
     return Access::make(*std::move(c), *local);
   }
@@ -140,25 +136,17 @@ absl::StatusOr<ProcessGroup> init() {
 }
 
 absl::StatusOr<ProcessGroup> init_tcp(int rank, int world_size, const std::string& master_addr, int master_port) {
-  int t = 0;
-  try {
-    t = timeout_s();
-  } catch (const Error& e) {
-    return e.status();
-  }
-  auto c = tcp_group(rank, world_size, master_addr, master_port, t);
+  auto t = timeout_s();
+  if (!t.ok()) return t.status();
+  auto c = tcp_group(rank, world_size, master_addr, master_port, *t);
   if (!c.ok()) return c.status();
   return Access::make(*std::move(c));
 }
 
 absl::StatusOr<ProcessGroup> init_mpi() {
-  int t = 0;
-  try {
-    t = timeout_s();
-  } catch (const Error& e) {
-    return e.status();
-  }
-  auto world = mpi_world(t);
+  auto t = timeout_s();
+  if (!t.ok()) return t.status();
+  auto world = mpi_world(*t);
   if (!world.ok()) return world.status();
   const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   int l = -1;
@@ -168,14 +156,10 @@ absl::StatusOr<ProcessGroup> init_mpi() {
 
 absl::StatusOr<std::vector<ProcessGroup>> local_group(int size) {
   if (size < 1) return absl::InvalidArgumentError(absl::StrCat("kiln::dist::local_group: ", size, " ranks"));
-  int t = 0;
-  try {
-    t = timeout_s();
-  } catch (const Error& e) {
-    return e.status();
-  }
+  auto t = timeout_s();
+  if (!t.ok()) return t.status();
   std::vector<ProcessGroup> out;
-  for (std::shared_ptr<ir::Communicator>& c : make_thread_group(size, t)) out.push_back(Access::make(std::move(c)));
+  for (std::shared_ptr<ir::Communicator>& c : make_thread_group(size, *t)) out.push_back(Access::make(std::move(c)));
   return out;
 }
 

@@ -166,10 +166,16 @@ bool Program::has_control() const {
   return false;
 }
 
-bool Program::has_collectives() const {
-  for (const Step& s : steps)
-    if (s.is_collective()) return true;
-  return false;
+CollectiveCall collective_call(const Step& s, const std::vector<BufferDesc>& buffers) {
+  CollectiveCall c;
+  c.attrs = s.collective;
+  c.dtype = buffers[size_t(s.in)].dtype;
+  c.in_elems = shape_numel(buffers[size_t(s.in)].shape);
+  return c;
+}
+
+bool collective_touches_io(const Step& s, const std::vector<BufferDesc>& buffers) {
+  return buffers[size_t(s.in)].kind != BufferKind::kIntermediate || buffers[size_t(s.out)].kind != BufferKind::kIntermediate;
 }
 
 void step_buffers(const Program& p, size_t s, std::vector<int>* reads, std::vector<int>* writes) {

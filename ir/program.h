@@ -199,9 +199,13 @@ struct Program {
   std::vector<ParamDesc> params;
 
   std::string to_string() const;
-  bool has_control() const;      // any marker step
-  bool has_collectives() const;  // any kCollective step
+  bool has_control() const;  // any marker step
 };
+
+// The call a collective step makes: its attributes, its operand's dtype and element count.
+CollectiveCall collective_call(const Step& s, const std::vector<BufferDesc>& buffers);
+// Whether a collective step reads an input or writes an output (buffers bound per run).
+bool collective_touches_io(const Step& s, const std::vector<BufferDesc>& buffers);
 
 // The buffers step `s` reads and writes (sorted, distinct): a kernel's loads and stores, a
 // collective's operand and result; a marker reads its flag (if any) and writes nothing.

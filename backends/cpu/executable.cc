@@ -133,10 +133,7 @@ absl::Status CpuExecutable::run(const std::vector<Buffer*>& inputs, const std::v
 absl::Status CpuExecutable::run_collective(const ir::Step& s, char** bufs) const {
   auto comm = ir::communicator_for(s.collective);
   if (!comm.ok()) return comm.status();
-  ir::CollectiveCall call;
-  call.attrs = s.collective;
-  call.dtype = buffers_[size_t(s.in)].dtype;
-  call.in_elems = shape_numel(buffers_[size_t(s.in)].shape);
+  const ir::CollectiveCall call = ir::collective_call(s, buffers_);
   const double t0 = support::tracing() ? support::trace_now_us_precise() : 0;
   absl::Status st = (*comm)->run(call, bufs[s.in], bufs[s.out]);
   if (support::tracing())

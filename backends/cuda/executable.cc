@@ -102,11 +102,12 @@ absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(Device* d
     functions.push_back(*fn);
   }
   std::unique_ptr<CudaExecutable> e(new CudaExecutable(device, ctx));
+  bool collectives = false;
   for (const ir::Step& s : c.steps) {
     if (s.is_marker()) e->control_ = true;
-    if (s.is_collective()) e->collectives_ = true;
+    if (s.is_collective()) collectives = true;
   }
-  if (e->collectives_) {
+  if (collectives) {
     if (absl::Status s = check_ranks_agree(c.steps, c.buffers); !s.ok()) return s;
     e->dist_timeout_s_ = support::options().dist_timeout_s;
   }
@@ -195,8 +196,7 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
   // in its work descriptors and may register it with its peers): then the graph is built by the
   // first run, over its bindings.
   for (const ir::Step& s : c.steps)
-    if (s.is_collective() && (buffers_[size_t(s.in)].kind != ir::BufferKind::kIntermediate ||
-                              buffers_[size_t(s.out)].kind != ir::BufferKind::kIntermediate)) {
+    if (s.is_collective() && ir::collective_touches_io(s, buffers_)) {
       deferred_ = std::make_unique<Deferred>();
       deferred_->program = c;
       deferred_->program.module.clear();  // (the module is loaded already)
@@ -398,8 +398,7 @@ absl::Status CudaExecutable::finish_run(const std::vector<Buffer*>& outputs) {
   if (!comms_.empty()) {
     outcome = std::make_shared<CollectiveOutcome>();
     outcome->comms = comms_;
-    watch(comms_, done_, outcome, absl::StrCat(collective_what_, " on ", device_->description().substr(0, device_->description().find(' '))),
-          dist_timeout_s_);
+    watch(comms_, done_, outcome, collective_what_, dist_timeout_s_);
   }
   for (int i = 0; i < num_outputs_; ++i) {
     auto* b = static_cast<CudaBuffer*>(outputs[size_t(i)]);

@@ -163,12 +163,11 @@ class CudaExecutable : public Executable {
   CUgraphExec exec_ = nullptr;
   std::vector<Node> nodes_;
   // Collective steps (nccl.h): child graph nodes holding NCCL calls.
-  bool collectives_ = false;
   std::vector<Coll> colls_;
   std::vector<std::pair<CUgraph, std::shared_ptr<Event>>> retired_;  // replaced captures, until that tick
   std::vector<ir::Step> steps_;   // the program's steps (a collective's attributes)
   std::vector<NcclComm> comms_;   // the communicators they use (each once)
-  std::string collective_what_;   // "all_reduce(sum) on cuda:0", for errors
+  std::string collective_what_;   // "all_reduce(sum) on cuda:0" (the first collective), for errors
   int dist_timeout_s_ = 300;
   CUstream capture_stream_ = nullptr;
   // What build_graph needs when the graph waits for the first run's bindings (a collective over

@@ -204,7 +204,10 @@ absl::StatusOr<CUgraph> CudaExecutable::capture_collective(const Coll& c, CUdevi
   auto comm = nccl_comm(ctx_, step.collective);
   if (!comm.ok()) return comm.status();
   if (std::find(comms_.begin(), comms_.end(), *comm) == comms_.end()) comms_.push_back(*comm);
-  if (collective_what_.empty()) collective_what_ = ir::describe(step.collective);
+  if (collective_what_.empty()) {
+    const std::string d = device_->description();  // "cuda:0 (NVIDIA ...)"
+    collective_what_ = absl::StrCat(ir::describe(step.collective), " on ", d.substr(0, d.find(' ')));
+  }
   if (!capture_stream_)
     if (absl::Status s = cu_check(api().cuStreamCreate(&capture_stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate (capture)"); !s.ok())
       return s;
@@ -212,8 +215,7 @@ absl::StatusOr<CUgraph> CudaExecutable::capture_collective(const Coll& c, CUdevi
                                 "capturing a collective (cuStreamBeginCapture)");
       !s.ok())
     return s;
-  const ir::BufferDesc& b = buffers_[size_t(step.in)];
-  absl::Status queued = enqueue_collective(*comm, step, b.dtype, shape_numel(b.shape), in, out, capture_stream_);
+  absl::Status queued = enqueue_collective(*comm, ir::collective_call(step, buffers_), in, out, capture_stream_);
   CUgraph child = nullptr;
   absl::Status ended = cu_check(api().cuStreamEndCapture(capture_stream_, &child), "capturing a collective (cuStreamEndCapture)");
   if (!queued.ok() || !ended.ok()) {
@@ -228,8 +230,7 @@ absl::StatusOr<CUgraphNode> CudaExecutable::add_collective(CUgraph g, size_t i, 
   Coll c;
   c.step = i;
   const ir::Step& step = steps_[i];
-  c.bound_io = buffers_[size_t(step.in)].kind != ir::BufferKind::kIntermediate ||
-               buffers_[size_t(step.out)].kind != ir::BufferKind::kIntermediate;
+  c.bound_io = ir::collective_touches_io(step, buffers_);
   // (build() defers a graph with such collectives to the first run: bound_ holds real addresses)
   Captured k{bound_[size_t(step.in)], bound_[size_t(step.out)], nullptr};
   auto child = capture_collective(c, k.in, k.out);

@@ -280,11 +280,7 @@ absl::Status check_ranks_agree(const std::vector<ir::Step>& steps, const std::ve
   std::map<int64_t, std::vector<ir::CollectiveCall>> by_group;
   for (const ir::Step& s : steps) {
     if (!s.is_collective()) continue;
-    ir::CollectiveCall call;
-    call.attrs = s.collective;
-    call.dtype = buffers[size_t(s.in)].dtype;
-    call.in_elems = shape_numel(buffers[size_t(s.in)].shape);
-    by_group[s.collective.comm].push_back(call);
+    by_group[s.collective.comm].push_back(ir::collective_call(s, buffers));
   }
   for (auto& [id, calls] : by_group) {
     auto host = ir::communicator_for(calls[0].attrs);
@@ -311,15 +307,15 @@ absl::Status check_ranks_agree(const std::vector<ir::Step>& steps, const std::ve
   return absl::OkStatus();
 }
 
-absl::Status enqueue_collective(NcclComm comm, const ir::Step& step, DType dtype, int64_t in_elems, CUdeviceptr in,
-                                CUdeviceptr out, CUstream stream) {
+absl::Status enqueue_collective(NcclComm comm, const ir::CollectiveCall& call, CUdeviceptr in, CUdeviceptr out, CUstream stream) {
   auto api = nccl();
   if (!api.ok()) return api.status();
   const NcclApi& a = **api;
-  const ir::CollectiveAttrs& c = step.collective;
+  const ir::CollectiveAttrs& c = call.attrs;
+  const DType dtype = call.dtype;
   const void* src = reinterpret_cast<const void*>(in);
   void* dst = reinterpret_cast<void*>(out);
-  const size_t n = size_t(in_elems), bytes = n * size_t(dtype_size(dtype)), w = size_t(c.world);
+  const size_t n = size_t(call.in_elems), bytes = n * size_t(dtype_size(dtype)), w = size_t(c.world);
   switch (c.kind) {
     case ir::Collective::kAllReduce:
       return check(a, a.AllReduce(src, dst, n, nccl_type(dtype), nccl_op(c.reduce), comm, stream), "ncclAllReduce");

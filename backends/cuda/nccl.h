@@ -49,10 +49,8 @@ absl::Status comm_status(NcclComm comm);
 // (gathered over the group's host communicator at load).
 absl::Status check_ranks_agree(const std::vector<ir::Step>& steps, const std::vector<ir::BufferDesc>& buffers);
 
-// Enqueues the collective of `step` on `stream`: `in` holds the operand (its buffer's dtype and
-// element count), `out` receives the result.
-absl::Status enqueue_collective(NcclComm comm, const ir::Step& step, DType dtype, int64_t in_elems, CUdeviceptr in,
-                                CUdeviceptr out, CUstream stream);
+// Enqueues collective `c` on `stream`: `in` holds the operand, `out` receives the result.
+absl::Status enqueue_collective(NcclComm comm, const ir::CollectiveCall& c, CUdeviceptr in, CUdeviceptr out, CUstream stream);
 
 // OK when NCCL loads on this machine, else Unavailable saying why.
 absl::Status nccl_status();
