@@ -122,6 +122,7 @@ Stats stats() {
   s.memory_blocks = c.memory_blocks.load();
   s.memory_block_bytes = c.memory_block_bytes.load();
   s.memory_block_used_bytes = c.memory_block_used_bytes.load();
+  s.device_communicators = c.device_communicators.load();
   return s;
 }
 
@@ -153,7 +154,8 @@ std::string Stats::to_string() const {
                       " bytes_allocated=", bytes_allocated, " executables_evicted=", executables_evicted,
                       " executable_cache_bytes=", executable_cache_bytes, " kernels_autotuned=", kernels_autotuned,
                       " autotune_cache_hits=", autotune_cache_hits, " memory_blocks=", memory_blocks,
-                      " memory_block_bytes=", memory_block_bytes, " memory_block_used_bytes=", memory_block_used_bytes);
+                      " memory_block_bytes=", memory_block_bytes, " memory_block_used_bytes=", memory_block_used_bytes,
+                      " device_communicators=", device_communicators);
 }
 
 }  // namespace kiln

@@ -14,6 +14,7 @@
 #include "dist/threads.h"
 #include "frontend/lazy.h"
 #include "ir/collective.h"
+#include "replay/executable_cache.h"
 #include "runtime/device.h"
 #include "support/options.h"
 
@@ -25,7 +26,12 @@ struct ProcessGroup::Impl {
   int local_rank = 0;
   Impl(std::shared_ptr<ir::Communicator> c, int local)
       : comm(std::move(c)), id(ir::add_communicator(comm)), local_rank(local < 0 ? comm->rank() : local) {}
-  ~Impl() { ir::remove_communicator(id); }
+  // The group's executables go with it (nothing can run them: ids are never reused), then the
+  // backends' per-group state (NCCL communicators) through the IR's release hooks.
+  ~Impl() {
+    replay::cache_drop_if([&](const replay::CompiledGraph& e) { return ir::uses_group(e.graph, id); });
+    ir::remove_communicator(id);
+  }
 };
 
 struct Access {

@@ -120,6 +120,11 @@ std::map<int64_t, std::shared_ptr<Communicator>>& table() {
 }
 int64_t next_id = 1;
 
+std::vector<std::function<void(int64_t)>>& hooks() {
+  static auto* h = new std::vector<std::function<void(int64_t)>>();
+  return *h;
+}
+
 }  // namespace
 
 int64_t add_communicator(std::shared_ptr<Communicator> c) {
@@ -130,8 +135,32 @@ int64_t add_communicator(std::shared_ptr<Communicator> c) {
 }
 
 void remove_communicator(int64_t id) {
+  std::vector<std::function<void(int64_t)>> run;
+  std::shared_ptr<Communicator> gone;  // destroyed after the lock is released
+  {
+    std::lock_guard<std::mutex> lock(table_mutex());
+    auto it = table().find(id);
+    if (it == table().end()) return;
+    gone = std::move(it->second);
+    table().erase(it);
+    run = hooks();
+  }
+  for (const auto& h : run) h(id);
+}
+
+void add_release_hook(std::function<void(int64_t)> hook) {
   std::lock_guard<std::mutex> lock(table_mutex());
-  table().erase(id);
+  hooks().push_back(std::move(hook));
+}
+
+bool uses_group(const Graph& g, int64_t comm) {
+  for (const Node& n : g.nodes()) {
+    if (n.op == Op::kCollective && CollectiveAttrs::from_ints(n.ints).comm == comm) return true;
+    if (n.regions)
+      for (const Graph& r : *n.regions)
+        if (uses_group(r, comm)) return true;
+  }
+  return false;
 }
 
 std::shared_ptr<Communicator> find_communicator(int64_t id) {

@@ -28,6 +28,8 @@
 
 namespace kiln::ir {
 
+class Graph;
+
 struct CollectiveAttrs {
   Collective kind = Collective::kAllReduce;
   ScatterMode reduce = ScatterMode::kNone;
@@ -73,11 +75,18 @@ class Communicator {
 
 // The process-wide table of communicators that collective nodes name by id.
 int64_t add_communicator(std::shared_ptr<Communicator> c);
+// Removes `id` (its group's last handle is gone), then calls every release hook with it.
 void remove_communicator(int64_t id);
+// `hook(id)` runs each time a group leaves the table, on the thread that removed it: backends
+// release what they keep per group (NCCL communicators). Hooks stay for the process's life.
+void add_release_hook(std::function<void(int64_t)> hook);
 // nullptr when `id` was never added or has been removed.
 std::shared_ptr<Communicator> find_communicator(int64_t id);
 // The communicator of a collective node or step, or FailedPrecondition naming the id.
 absl::StatusOr<std::shared_ptr<Communicator>> communicator_for(const CollectiveAttrs& a);
+
+// True when `g` (or a region of its loops and branches) has a collective on group `comm`.
+bool uses_group(const Graph& g, int64_t comm);
 
 // Element by element, acc[i] = fold(acc[i], x[i]) in dtype `t` (float max/min propagate NaN):
 // the host fold of the implementations that reduce on the host.

@@ -118,6 +118,24 @@ void cache_clear() {
   c.bytes = 0;
 }
 
+void cache_drop_if(const std::function<bool(const CompiledGraph&)>& drop) {
+  std::vector<std::shared_ptr<const CompiledGraph>> gone;  // destroyed after the lock is released
+  {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mu);
+    for (auto it = c.entries.begin(); it != c.entries.end();) {
+      if (!drop(*it->second)) {
+        ++it;
+        continue;
+      }
+      c.bytes -= it->second->bytes;
+      gone.push_back(std::move(it->second));
+      it = c.entries.erase(it);
+    }
+    if (!gone.empty()) c.generation++;
+  }
+}
+
 void cache_set_budget(int64_t bytes) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -47,6 +48,8 @@ std::shared_ptr<const CompiledGraph> cache_insert(std::shared_ptr<const Compiled
 bool cache_reuse(const CompiledGraph& e, uint64_t* generation);
 // Drops every entry (tests use it to force recompiles).
 void cache_clear();
+// Drops the entries `drop` selects (those of a process group that is gone: nothing can run them).
+void cache_drop_if(const std::function<bool(const CompiledGraph&)>& drop);
 // The budget (initially support::options().cache_bytes); setting it evicts down to it.
 void cache_set_budget(int64_t bytes);
 int64_t cache_budget();

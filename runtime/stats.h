@@ -22,6 +22,8 @@ struct Counters {
   std::atomic<int64_t> memory_blocks{0};
   std::atomic<int64_t> memory_block_bytes{0};
   std::atomic<int64_t> memory_block_used_bytes{0};
+  // Device communicators (NCCL) alive: one per process group and GPU, released with the group.
+  std::atomic<int64_t> device_communicators{0};
 };
 
 Counters& counters();

@@ -361,8 +361,10 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
 absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
                                  const ParamValues& params) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (NcclComm comm : comms_)  // (a communicator aborted after a timeout: its collectives would return at once, wrong)
-    if (absl::Status s = comm_status(comm); !s.ok()) return s;
+  // (a communicator aborted after a timeout: its collectives would return at once, wrong; or
+  // released with its group)
+  for (const NcclComm& comm : comms_)
+    if (absl::Status s = comm_status(*comm); !s.ok()) return s;
   if (absl::Status s = update(inputs, outputs, params); !s.ok()) return s;
   if (exec_ && support::tracing() && !control_ && colls_.empty()) {
     if (absl::Status s = launch_profiled(); !s.ok()) return s;
@@ -397,7 +399,7 @@ absl::Status CudaExecutable::finish_run(const std::vector<Buffer*>& outputs) {
   std::shared_ptr<CollectiveOutcome> outcome;
   if (!comms_.empty()) {
     outcome = std::make_shared<CollectiveOutcome>();
-    outcome->comms = comms_;
+    for (const NcclComm& comm : comms_) outcome->comms.push_back(comm->health);
     watch(comms_, done_, outcome, collective_what_, dist_timeout_s_);
   }
   for (int i = 0; i < num_outputs_; ++i) {

@@ -215,7 +215,7 @@ absl::StatusOr<CUgraph> CudaExecutable::capture_collective(const Coll& c, CUdevi
                                 "capturing a collective (cuStreamBeginCapture)");
       !s.ok())
     return s;
-  absl::Status queued = enqueue_collective(*comm, ir::collective_call(step, buffers_), in, out, capture_stream_);
+  absl::Status queued = enqueue_collective(**comm, ir::collective_call(step, buffers_), in, out, capture_stream_);
   CUgraph child = nullptr;
   absl::Status ended = cu_check(api().cuStreamEndCapture(capture_stream_, &child), "capturing a collective (cuStreamEndCapture)");
   if (!queued.ok() || !ended.ok()) {

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/driver_api.h"
+#include "runtime/stats.h"
 #include "support/options.h"
 
 namespace kiln::runtime::cuda {
@@ -29,15 +31,15 @@ enum RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3 };
 struct NcclApi {
   Result (*GetVersion)(int*);
   Result (*GetUniqueId)(UniqueId*);
-  Result (*CommInitRank)(NcclComm*, int, UniqueId, int);
+  Result (*CommInitRank)(ncclComm**, int, UniqueId, int);
   const char* (*GetErrorString)(Result);
-  Result (*CommAbort)(NcclComm);
-  Result (*AllReduce)(const void*, void*, size_t, int, int, NcclComm, CUstream);
-  Result (*AllGather)(const void*, void*, size_t, int, NcclComm, CUstream);
-  Result (*ReduceScatter)(const void*, void*, size_t, int, int, NcclComm, CUstream);
-  Result (*Broadcast)(const void*, void*, size_t, int, int, NcclComm, CUstream);
-  Result (*Send)(const void*, size_t, int, int, NcclComm, CUstream);
-  Result (*Recv)(void*, size_t, int, int, NcclComm, CUstream);
+  Result (*CommAbort)(ncclComm*);
+  Result (*AllReduce)(const void*, void*, size_t, int, int, ncclComm*, CUstream);
+  Result (*AllGather)(const void*, void*, size_t, int, ncclComm*, CUstream);
+  Result (*ReduceScatter)(const void*, void*, size_t, int, int, ncclComm*, CUstream);
+  Result (*Broadcast)(const void*, void*, size_t, int, int, ncclComm*, CUstream);
+  Result (*Send)(const void*, size_t, int, int, ncclComm*, CUstream);
+  Result (*Recv)(void*, size_t, int, int, ncclComm*, CUstream);
   Result (*GroupStart)();
   Result (*GroupEnd)();
 };
@@ -91,12 +93,34 @@ absl::Status check(const NcclApi& a, Result r, const char* what) {
 
 struct Comms {
   std::mutex mu;
-  std::map<std::pair<CUcontext, int64_t>, NcclComm> by_group;
-  std::map<NcclComm, absl::Status> aborted;  // why each aborted communicator was
+  std::map<std::pair<CUcontext, int64_t>, NcclComm> by_group;  // groups that exist
 };
 Comms& comms() {
-  static auto* c = new Comms();  // communicators live as long as the process
+  static auto* c = new Comms();
   return *c;
+}
+
+// A group left the IR's table: its communicators take no new launches, and go once nothing
+// holds them (executables are dropped from the cache with their group).
+void release_group(int64_t id) {
+  std::vector<NcclComm> gone;  // the table's references, dropped after the lock
+  Comms& c = comms();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    for (auto it = c.by_group.begin(); it != c.by_group.end();) {
+      if (it->first.second != id) {
+        ++it;
+        continue;
+      }
+      gone.push_back(std::move(it->second));
+      it = c.by_group.erase(it);
+    }
+  }
+  for (const NcclComm& comm : gone) {
+    std::lock_guard<std::mutex> lock(comm->health->mu);
+    comm->health->released = absl::FailedPreconditionError(absl::StrCat(
+        "process group ", id, " no longer exists (its last ProcessGroup handle was destroyed); its NCCL communicator was released"));
+  }
 }
 
 // bool reduces as u8 (max = any, min = all); gathers, broadcasts and all_to_all move bytes.
@@ -135,6 +159,18 @@ std::string nccl_version() {
   return v >= 10000 ? absl::StrCat(v / 10000, ".", v / 100 % 100, ".", v % 100) : absl::StrCat(v / 1000, ".", v / 100 % 10, ".", v % 100);
 }
 
+Comm::~Comm() {
+  counters().device_communicators--;
+  if (process_exiting()) return;  // the process teardown frees it all
+  bool aborted = false;
+  {
+    std::lock_guard<std::mutex> lock(health->mu);
+    aborted = !health->aborted.ok();  // (the watchdog's ncclCommAbort released it already)
+  }
+  if (raw && !aborted)
+    if (auto a = nccl(); a.ok()) (*a)->CommAbort(raw);
+}
+
 absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attrs) {
   auto a = nccl();
   if (!a.ok()) return a.status();
@@ -143,8 +179,7 @@ absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attr
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.by_group.find({ctx->ctx, attrs.comm});
     if (it != c.by_group.end()) {
-      auto dead = c.aborted.find(it->second);
-      if (dead != c.aborted.end()) return dead->second;
+      if (absl::Status s = comm_status(*it->second); !s.ok()) return s;
       return it->second;
     }
   }
@@ -158,6 +193,7 @@ absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attr
   std::call_once(env_once, [] {
     ::setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
     ::setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
+    ir::add_release_hook(release_group);
   });
   UniqueId mine{}, root{};
   if ((*host)->rank() == 0)
@@ -165,11 +201,16 @@ absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attr
   std::vector<UniqueId> all(static_cast<size_t>((*host)->size()));
   if (absl::Status s = (*host)->all_gather_bytes(&mine, sizeof mine, all.data()); !s.ok()) return s;
   root = all[0];
-  NcclComm comm = nullptr;
-  if (absl::Status s = check(**a, (*a)->CommInitRank(&comm, (*host)->size(), root, (*host)->rank()), "ncclCommInitRank"); !s.ok())
+  auto comm = std::make_shared<Comm>();
+  counters().device_communicators++;  // (~Comm counts it down, also when the init fails)
+  if (absl::Status s = check(**a, (*a)->CommInitRank(&comm->raw, (*host)->size(), root, (*host)->rank()), "ncclCommInitRank");
+      !s.ok()) {
+    comm->raw = nullptr;
     return s;
+  }
   std::lock_guard<std::mutex> lock(c.mu);
-  c.by_group[{ctx->ctx, attrs.comm}] = comm;
+  // (a group destroyed meanwhile: its release hook has run, so this one is not kept)
+  if (ir::find_communicator(attrs.comm)) c.by_group[{ctx->ctx, attrs.comm}] = comm;
   return comm;
 }
 
@@ -208,11 +249,17 @@ void watch_loop() {
       Watch& x = w.watches[i];
       if (x.done->complete()) {
         // A launch that ends once its communicator is aborted ended early: its results are lost too.
-        for (NcclComm comm : x.comms)
-          if (absl::Status s = comm_status(comm); !s.ok()) {
+        for (const NcclComm& comm : x.comms) {
+          absl::Status s;
+          {
+            std::lock_guard<std::mutex> h(comm->health->mu);
+            s = comm->health->aborted;
+          }
+          if (!s.ok()) {
             std::lock_guard<std::mutex> o(x.outcome->mu);
             if (x.outcome->status.ok()) x.outcome->status = s;
           }
+        }
         w.watches[i] = std::move(w.watches.back());
         w.watches.pop_back();
         continue;
@@ -229,14 +276,14 @@ void watch_loop() {
         x.outcome->status = why;
       }
       auto api = nccl();
-      Comms& c = comms();
-      for (NcclComm comm : x.comms) {
+      for (const NcclComm& comm : x.comms) {
         bool first = false;
         {
-          std::lock_guard<std::mutex> g(c.mu);
-          first = c.aborted.emplace(comm, why).second;
+          std::lock_guard<std::mutex> h(comm->health->mu);
+          first = comm->health->aborted.ok();
+          if (first) comm->health->aborted = why;
         }
-        if (first && api.ok()) (*api)->CommAbort(comm);  // its kernels see the abort flag and return
+        if (first && api.ok() && comm->raw) (*api)->CommAbort(comm->raw);  // its kernels see the abort flag and return
       }
       ++i;  // kept until its event completes (the aborted kernels return)
     }
@@ -250,16 +297,16 @@ absl::Status CollectiveOutcome::get() {
     std::lock_guard<std::mutex> lock(mu);
     if (!status.ok()) return status;
   }
-  for (NcclComm comm : comms)
-    if (absl::Status s = comm_status(comm); !s.ok()) return s;
+  for (const auto& h : comms) {
+    std::lock_guard<std::mutex> lock(h->mu);
+    if (!h->aborted.ok()) return h->aborted;  // (released is not lost: the runs before it were whole)
+  }
   return absl::OkStatus();
 }
 
-absl::Status comm_status(NcclComm comm) {
-  Comms& c = comms();
-  std::lock_guard<std::mutex> lock(c.mu);
-  auto it = c.aborted.find(comm);
-  return it == c.aborted.end() ? absl::OkStatus() : it->second;
+absl::Status comm_status(const Comm& comm) {
+  std::lock_guard<std::mutex> lock(comm.health->mu);
+  return !comm.health->aborted.ok() ? comm.health->aborted : comm.health->released;
 }
 
 void watch(const std::vector<NcclComm>& comms, std::shared_ptr<Event> done, std::shared_ptr<CollectiveOutcome> outcome,
@@ -307,10 +354,11 @@ absl::Status check_ranks_agree(const std::vector<ir::Step>& steps, const std::ve
   return absl::OkStatus();
 }
 
-absl::Status enqueue_collective(NcclComm comm, const ir::CollectiveCall& call, CUdeviceptr in, CUdeviceptr out, CUstream stream) {
+absl::Status enqueue_collective(const Comm& handle, const ir::CollectiveCall& call, CUdeviceptr in, CUdeviceptr out, CUstream stream) {
   auto api = nccl();
   if (!api.ok()) return api.status();
   const NcclApi& a = **api;
+  ncclComm* comm = handle.raw;
   const ir::CollectiveAttrs& c = call.attrs;
   const DType dtype = call.dtype;
   const void* src = reinterpret_cast<const void*>(in);

@@ -13,7 +13,7 @@
 // (NCCL_RUNTIME_CONNECT=0 unless the user set it): connecting inside a capture is not allowed.
 //
 // Communicators: one per (process group, CUDA context), made the first time an executable of
-// that group loads on that GPU: rank 0's ncclUniqueId reaches the others through the group's host
+// that group loads on that GPU, released when the group is gone and no executable holds it: rank 0's ncclUniqueId reaches the others through the group's host
 // Communicator (ir/collective.h: threads or MPI), which times out instead of waiting for ever
 // for a rank that never comes. At that load the ranks also compare the collectives their
 // programs run (InvalidArgument naming the ranks that differ). NVLink multicast (NVLS) stays
@@ -36,21 +36,42 @@ namespace kiln::runtime::cuda {
 
 struct Context;
 class Event;
-using NcclComm = struct ncclComm*;
+struct ncclComm;
+
+// Whether a communicator may still be used: `aborted` is why the watchdog aborted it (its
+// launches' results are lost), `released` why no new launch may use it (its group is gone).
+// Shared with the outcomes of the runs that used it, which outlive it.
+struct CommHealth {
+  std::mutex mu;
+  absl::Status aborted;
+  absl::Status released;
+};
+
+// One rank's NCCL communicator on one GPU. The executables whose graphs captured its calls hold
+// it, the watchdog holds it while a launch on it runs, and the table of communicators holds it
+// while its group exists; when the last of them lets go, nothing of it runs any more and it is
+// released (ncclCommAbort, which never waits for the other ranks, where ncclCommDestroy may).
+struct Comm {
+  ncclComm* raw = nullptr;
+  std::shared_ptr<CommHealth> health = std::make_shared<CommHealth>();
+  ~Comm();
+};
+using NcclComm = std::shared_ptr<Comm>;
 
 // The communicator of `attrs`'s group on the GPU of `ctx` (which must be current), made on first
 // use; Unavailable when NCCL cannot be loaded.
 absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attrs);
 
-// OK, or why `comm` was aborted (a watched launch ran past its timeout).
-absl::Status comm_status(NcclComm comm);
+// OK, or why `comm` may not be used: aborted (a watched launch ran past its timeout) or released
+// (its process group was destroyed).
+absl::Status comm_status(const Comm& comm);
 
 // Every rank of each group the program's collective steps use runs the same collectives
 // (gathered over the group's host communicator at load).
 absl::Status check_ranks_agree(const std::vector<ir::Step>& steps, const std::vector<ir::BufferDesc>& buffers);
 
 // Enqueues collective `c` on `stream`: `in` holds the operand, `out` receives the result.
-absl::Status enqueue_collective(NcclComm comm, const ir::CollectiveCall& c, CUdeviceptr in, CUdeviceptr out, CUstream stream);
+absl::Status enqueue_collective(const Comm& comm, const ir::CollectiveCall& c, CUdeviceptr in, CUdeviceptr out, CUstream stream);
 
 // OK when NCCL loads on this machine, else Unavailable saying why.
 absl::Status nccl_status();
@@ -58,7 +79,7 @@ absl::Status nccl_status();
 // What became of the collectives of one run: OK, or why their results are not to be trusted
 // (shared by the run's outputs, CudaBuffer::failure).
 struct CollectiveOutcome {
-  std::vector<NcclComm> comms;  // the run's communicators
+  std::vector<std::shared_ptr<CommHealth>> comms;  // those of the run's communicators
   std::mutex mu;
   absl::Status status;
   // The failure set by the watchdog, or that of an aborted communicator of the run (a launch

@@ -24,6 +24,9 @@ struct Stats {
   int64_t memory_blocks = 0;
   int64_t memory_block_bytes = 0;
   int64_t memory_block_used_bytes = 0;
+  // Device communicators (NCCL) alive now (not reset): one per process group and GPU that ran
+  // collectives, released once the group's last handle and executables are gone.
+  int64_t device_communicators = 0;
   std::string to_string() const;
 };
 

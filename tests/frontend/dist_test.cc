@@ -350,6 +350,31 @@ TEST(Dist, ARankThatStopsComingFailsTheOthersStep) {
   });
 }
 
+// A collective inside a device loop and a branch: each trip all-reduces the carried value, and
+// the trip count depends on the reduced values (every rank sees the same sums, so every rank runs
+// the same trips: on CUDA the NCCL call is a child graph inside the conditional node's body).
+TEST(Dist, CollectivesInsideALoopAndABranch) {
+  on_ranks(2, [&](int r, const ProcessGroup& g) {
+    Tensor x = from_vector<float>({1.0f + r, -0.5f, 0.25f * float(r)}, {3}, dev(r));
+    Values out = while_loop([](const Values& v) { return abs(v[0]).max() < 100.0f; },
+                            [&](const Values& v) { return Values{dist::all_reduce(v[0], g) * 1.5, v[1] + 1.0}; },
+                            {x, full({}, 0.0f, float32, dev(r))});
+    // trip 1: sums [3, -1, 0.25] * 1.5; then each trip doubles and scales by 1.5 (x3) until |x| >= 100
+    std::vector<float> want = {4.5f, -1.5f, 0.375f};
+    int trips = 1;
+    while (std::max({std::fabs(want[0]), std::fabs(want[1]), std::fabs(want[2])}) < 100.0f) {
+      for (float& w : want) w *= 3.0f;
+      ++trips;
+    }
+    EXPECT_EQ(out[0].to_vector<float>(), want);
+    EXPECT_EQ(out[1].to_vector<float>(), std::vector<float>{float(trips)});
+    Tensor p = dist::all_reduce(from_vector<float>({float(r)}, {1}, dev(r)), g, ReduceOp::kMax).sum() > 0.5f;
+    Values b = cond(p, [&](const Values& v) { return Values{dist::all_reduce(v[0], g, ReduceOp::kMin)}; },
+                    [&](const Values& v) { return Values{v[0] * 0.0}; }, {x});
+    EXPECT_EQ(b[0].to_vector<float>(), (std::vector<float>{1.0f, -0.5f, 0.0f}));
+  });
+}
+
 TEST(Dist, AGroupThatNoLongerExists) {
   Tensor y;
   {
@@ -358,6 +383,25 @@ TEST(Dist, AGroupThatNoLongerExists) {
     y = dist::all_reduce(operand(0, {3}), (*g)[0]);
   }
   EXPECT_NE(error_of([&] { y.to_vector<float>(); }).find("no longer exists"), std::string::npos);
+}
+
+// A group takes its executables and device communicators (NCCL) with it when its last handle
+// goes: a program that makes groups over and over holds steady memory.
+TEST(Dist, ADestroyedGroupReleasesItsExecutablesAndCommunicators) {
+  const Stats before = stats();
+  for (int round = 0; round < 3; ++round) {
+    on_ranks(2, [&](int r, const ProcessGroup& g) {
+      const float want = 3 * (operand_at(0, 5) + operand_at(1, 5));
+      EXPECT_EQ(dist::all_reduce(operand(r, {64}) * 3.0, g).to_vector<float>()[5], want);
+      if (on_cuda()) {
+        EXPECT_GE(stats().device_communicators, before.device_communicators + 1);
+      }
+    });
+    if (IsSkipped() || HasFatalFailure()) return;
+    // (on_ranks' group is gone here)
+    EXPECT_EQ(stats().device_communicators, before.device_communicators) << "round " << round;
+    EXPECT_EQ(stats().executable_cache_bytes, before.executable_cache_bytes) << "round " << round;
+  }
 }
 
 TEST(Dist, GraphsWithCollectivesAreNotExported) {
