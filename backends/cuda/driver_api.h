@@ -25,7 +25,8 @@ namespace kiln::runtime::cuda {
   X(cuGraphExecDestroy) X(cuGraphExecKernelNodeSetParams) X(cuGraphLaunch) X(cuTensorMapEncodeTiled)            \
   X(cuFuncGetAttribute) X(cuOccupancyMaxActiveClusters) X(cuLaunchKernel) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpyDtoHAsync)        \
   X(cuStreamWaitEvent) X(cuGraphConditionalHandleCreate) X(cuGraphAddNode) X(cuGraphKernelNodeSetParams)                  \
-  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphAddChildGraphNode) X(cuGraphExecChildGraphNodeSetParams)
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphAddChildGraphNode) X(cuGraphExecChildGraphNodeSetParams)   \
+  X(cuStreamCreateWithPriority) X(cuCtxGetStreamPriorityRange)
 
 struct DriverApi {
   int driver_version = 0;  // cuDriverGetVersion: 1000 * major + 10 * minor

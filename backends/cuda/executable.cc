@@ -103,9 +103,18 @@ absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(Device* d
   }
   std::unique_ptr<CudaExecutable> e(new CudaExecutable(device, ctx));
   bool collectives = false;
+  int depth = 0;  // loops and branches around the step
   for (const ir::Step& s : c.steps) {
     if (s.is_marker()) e->control_ = true;
+    if (s.kind == ir::StepKind::kWhile || s.kind == ir::StepKind::kIf) ++depth;
+    if (s.kind == ir::StepKind::kEnd) --depth;
     if (s.is_collective()) collectives = true;
+    // CUDA refuses to instantiate a graph whose conditional body holds NCCL's captured work.
+    if (s.is_collective() && depth > 0)
+      return absl::UnimplementedError(absl::StrCat(
+          "cuda: ", ir::describe(s.collective),
+          " inside a device loop or branch (while_loop / cond): NCCL's captured work cannot run inside a CUDA "
+          "conditional node; keep the collective outside the loop (a loop of realizes on the host), or run on the cpu device"));
   }
   if (collectives) {
     if (absl::Status s = check_ranks_agree(c.steps, c.buffers); !s.ok()) return s;
@@ -226,7 +235,7 @@ absl::Status CudaExecutable::build_graph(const CompiledProgram& c, const std::ve
   auto built = build_range(graph_, 0, c.steps.size(), {}, &plan);
   if (!built.ok()) return built.status();
   if (!nodes_.empty() || control_ || !colls_.empty()) {
-    if (absl::Status s = cu_check(api().cuGraphInstantiateWithFlags(&exec_, graph_, 0), "instantiating the CUDA graph");
+    if (absl::Status s = cu_check(api().cuGraphInstantiateWithFlags(&exec_, graph_, instantiate_flags()), "instantiating the CUDA graph");
         !s.ok())
       return s;
   }
@@ -339,7 +348,7 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
         if (absl::Status s = done_->wait(); !s.ok()) return s;
       if (exec_) api().cuGraphExecDestroy(exec_);
       exec_ = nullptr;
-      if (absl::Status s = cu_check(api().cuGraphInstantiateWithFlags(&exec_, graph_, 0), "instantiating the CUDA graph again");
+      if (absl::Status s = cu_check(api().cuGraphInstantiateWithFlags(&exec_, graph_, instantiate_flags()), "instantiating the CUDA graph again");
           !s.ok()) {
         values_unknown_ = true;
         return s;
@@ -365,13 +374,20 @@ absl::Status CudaExecutable::run(const std::vector<Buffer*>& inputs, const std::
   // released with its group)
   for (const NcclComm& comm : comms_)
     if (absl::Status s = comm_status(*comm); !s.ok()) return s;
-  if (absl::Status s = update(inputs, outputs, params); !s.ok()) return s;
+  {
+    support::TraceSpan span("bind (cuda)");
+    if (absl::Status s = update(inputs, outputs, params); !s.ok()) return s;
+  }
   if (exec_ && support::tracing() && !control_ && colls_.empty()) {
     if (absl::Status s = launch_profiled(); !s.ok()) return s;
   } else if (exec_) {
+    support::TraceSpan span("cuGraphLaunch");
     if (absl::Status s = cu_check(api().cuGraphLaunch(exec_, ctx_->stream), "cuGraphLaunch"); !s.ok()) return s;
   }
-  if (absl::Status s = finish_run(outputs); !s.ok()) return s;
+  {
+    support::TraceSpan span("after the launch (cuda)");
+    if (absl::Status s = finish_run(outputs); !s.ok()) return s;
+  }
   return trip_limits_ ? check_trips() : absl::OkStatus();
 }
 

@@ -90,6 +90,8 @@ class CudaExecutable : public Executable {
     std::vector<Captured> captures;
   };
   static constexpr size_t kMaxCaptures = 8;
+  // Collectives' kernels run at the priority they were captured with (graph_build.cc).
+  unsigned long long instantiate_flags() const { return colls_.empty() ? 0 : CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY; }
 
   // A gate kernel node (control_gates.h) and the storage of its parameters.
   struct Gate {

@@ -13,6 +13,7 @@
 #include "backends/cuda/driver_api.h"
 #include "backends/cuda/executable.h"
 #include "backends/cuda/nccl.h"
+#include "support/trace.h"
 
 namespace kiln::runtime::cuda {
 
@@ -208,9 +209,19 @@ absl::StatusOr<CUgraph> CudaExecutable::capture_collective(const Coll& c, CUdevi
     const std::string d = device_->description();  // "cuda:0 (NVIDIA ...)"
     collective_what_ = absl::StrCat(ir::describe(step.collective), " on ", d.substr(0, d.find(' ')));
   }
-  if (!capture_stream_)
-    if (absl::Status s = cu_check(api().cuStreamCreate(&capture_stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate (capture)"); !s.ok())
+  // Captured from the greatest-priority stream, NCCL's kernels keep that priority in the graph
+  // (instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY): the block scheduler starts
+  // them ahead of the pending blocks of independent kernels, which then fill the other
+  // multiprocessors beside them instead of holding the collective back until their last wave.
+  if (!capture_stream_) {
+    int least = 0, greatest = 0;
+    if (absl::Status s = cu_check(api().cuCtxGetStreamPriorityRange(&least, &greatest), "cuCtxGetStreamPriorityRange"); !s.ok())
       return s;
+    if (absl::Status s = cu_check(api().cuStreamCreateWithPriority(&capture_stream_, CU_STREAM_NON_BLOCKING, greatest),
+                                  "cuStreamCreateWithPriority (capture)");
+        !s.ok())
+      return s;
+  }
   if (absl::Status s = cu_check(api().cuStreamBeginCapture(capture_stream_, CU_STREAM_CAPTURE_MODE_RELAXED),
                                 "capturing a collective (cuStreamBeginCapture)");
       !s.ok())
@@ -244,6 +255,7 @@ absl::StatusOr<CUgraphNode> CudaExecutable::add_collective(CUgraph g, size_t i, 
 }
 
 absl::Status CudaExecutable::rebind_collectives() {
+  support::TraceSpan span("rebind collectives (cuda)");
   // Captured graphs replaced earlier go once the launches that may still use them are done (NCCL
   // ties its work descriptors to the graph that captured them).
   for (size_t i = 0; i < retired_.size();) {

@@ -34,6 +34,7 @@ struct NcclApi {
   Result (*CommInitRank)(ncclComm**, int, UniqueId, int);
   const char* (*GetErrorString)(Result);
   Result (*CommAbort)(ncclComm*);
+  Result (*CommDestroy)(ncclComm*);
   Result (*AllReduce)(const void*, void*, size_t, int, int, ncclComm*, CUstream);
   Result (*AllGather)(const void*, void*, size_t, int, ncclComm*, CUstream);
   Result (*ReduceScatter)(const void*, void*, size_t, int, int, ncclComm*, CUstream);
@@ -72,6 +73,7 @@ absl::StatusOr<const NcclApi*> nccl() {
     fn(&a->CommInitRank, "ncclCommInitRank");
     fn(&a->GetErrorString, "ncclGetErrorString");
     fn(&a->CommAbort, "ncclCommAbort");
+    fn(&a->CommDestroy, "ncclCommDestroy");
     fn(&a->AllReduce, "ncclAllReduce");
     fn(&a->AllGather, "ncclAllGather");
     fn(&a->ReduceScatter, "ncclReduceScatter");
@@ -167,8 +169,11 @@ Comm::~Comm() {
     std::lock_guard<std::mutex> lock(health->mu);
     aborted = !health->aborted.ok();  // (the watchdog's ncclCommAbort released it already)
   }
+  // ncclCommDestroy waits for the graphs that captured its calls to be gone (NCCL frees their
+  // work when CUDA runs their destructors, which it may do after cuGraphDestroy returns); it waits
+  // for nothing on the other ranks.
   if (raw && !aborted)
-    if (auto a = nccl(); a.ok()) (*a)->CommAbort(raw);
+    if (auto a = nccl(); a.ok()) (*a)->CommDestroy(raw);
 }
 
 absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attrs) {
@@ -217,7 +222,8 @@ absl::StatusOr<NcclComm> nccl_comm(Context* ctx, const ir::CollectiveAttrs& attr
 namespace {
 
 struct Watch {
-  std::vector<NcclComm> comms;
+  std::vector<std::weak_ptr<Comm>> comms;  // (an executable's launches keep it: see ~CudaExecutable)
+  std::vector<std::shared_ptr<CommHealth>> health;
   std::shared_ptr<Event> done;
   std::chrono::steady_clock::time_point deadline;
   std::shared_ptr<CollectiveOutcome> outcome;
@@ -249,11 +255,11 @@ void watch_loop() {
       Watch& x = w.watches[i];
       if (x.done->complete()) {
         // A launch that ends once its communicator is aborted ended early: its results are lost too.
-        for (const NcclComm& comm : x.comms) {
+        for (const auto& health : x.health) {
           absl::Status s;
           {
-            std::lock_guard<std::mutex> h(comm->health->mu);
-            s = comm->health->aborted;
+            std::lock_guard<std::mutex> h(health->mu);
+            s = health->aborted;
           }
           if (!s.ok()) {
             std::lock_guard<std::mutex> o(x.outcome->mu);
@@ -276,7 +282,9 @@ void watch_loop() {
         x.outcome->status = why;
       }
       auto api = nccl();
-      for (const NcclComm& comm : x.comms) {
+      for (const auto& weak : x.comms) {
+        NcclComm comm = weak.lock();
+        if (!comm) continue;
         bool first = false;
         {
           std::lock_guard<std::mutex> h(comm->health->mu);
@@ -318,8 +326,13 @@ void watch(const std::vector<NcclComm>& comms, std::shared_ptr<Event> done, std:
     w.started = true;
   }
   const bool idle = w.watches.empty();
-  w.watches.push_back(Watch{comms, std::move(done), std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s),
-                            std::move(outcome), std::move(what), timeout_s});
+  Watch x{{}, {}, std::move(done), std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s), std::move(outcome),
+          std::move(what), timeout_s};
+  for (const NcclComm& c : comms) {
+    x.comms.push_back(c);
+    x.health.push_back(c->health);
+  }
+  w.watches.push_back(std::move(x));
   if (idle) w.cv.notify_one();
 }
 

@@ -48,9 +48,9 @@ struct CommHealth {
 };
 
 // One rank's NCCL communicator on one GPU. The executables whose graphs captured its calls hold
-// it, the watchdog holds it while a launch on it runs, and the table of communicators holds it
-// while its group exists; when the last of them lets go, nothing of it runs any more and it is
-// released (ncclCommAbort, which never waits for the other ranks, where ncclCommDestroy may).
+// it, and the table of communicators holds it while its group exists; when the last of them lets
+// go (an executable waits for its launches before it goes), nothing of it runs any more and it is
+// released (ncclCommDestroy).
 struct Comm {
   ncclComm* raw = nullptr;
   std::shared_ptr<CommHealth> health = std::make_shared<CommHealth>();

@@ -7,6 +7,15 @@
 //   dist_bench --tp [--ranks 1|2] [--results r.jsonl]        a Megatron MLP block (bf16, x [16, 4096],
 //                                                            W1 [4096, 16384] by columns, W2 by rows,
 //                                                            one all_reduce): time per step, host time
+//     [--collective auto|always|never]                       the block's all_reduce: with 2+ ranks
+//                                                            (auto), also on 1 rank, or left out (a
+//                                                            diagnosis of the host time per step)
+//   dist_bench --overlap [--ranks 2]                         an all_reduce (f32, 64 MiB) and work that
+//                                                            does not depend on it (a bf16 4096^3
+//                                                            matmul; an elementwise pass over 256 MiB):
+//                                                            each alone, one after the other (two
+//                                                            realizes), and in one graph, where they
+//                                                            may overlap
 //
 // Bus bandwidth = bytes * 2 (W - 1) / W / time (NCCL's definition, as nccl-tests report it).
 #include <algorithm>
@@ -96,7 +105,10 @@ void allreduce(int ranks) {
   }
 }
 
+std::string collective_mode = "auto";
+
 void tp(int ranks) {
+  const bool reduce = collective_mode == "always" || (collective_mode == "auto" && ranks > 1);
   const int64_t B = 16, D = 4096, H = 16384, part = H / ranks;
   const int iters = 200;
   std::barrier sync(ranks);
@@ -110,7 +122,7 @@ void tp(int ranks) {
     realize({x, w1, w2});
     auto step = [&] {
       Tensor partial = matmul(gelu(matmul(x, w1)), w2);
-      return ranks > 1 ? dist::all_reduce(partial, g) : partial;
+      return reduce ? dist::all_reduce(partial, g) : partial;
     };
     for (int w = 0; w < 5; ++w) step().realize();
     d.synchronize();
@@ -144,9 +156,70 @@ void tp(int ranks) {
   }
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "{\"sec\": \"dist\", \"wl\": \"tp_mlp\", \"fw\": \"kiln\", \"ranks\": %d, \"shape\": \"x[16,4096] W1[4096,16384] bf16\", "
+                "{\"sec\": \"dist\", \"wl\": \"tp_mlp\", \"fw\": \"kiln\", \"ranks\": %d, \"all_reduce\": %s, \"shape\": \"x[16,4096] W1[4096,16384] bf16\", "
                 "\"ms\": %.5f, \"host_ms_per_step\": %.5f, \"record_ms_per_step\": %.5f, \"launches_per_step\": 1, \"kernels_per_step\": %lld, \"device\": \"%s\"}",
-                ranks, t, h, rec, (long long)kernels, desc.c_str());
+                ranks, reduce ? "true" : "false", t, h, rec, (long long)kernels, desc.c_str());
+  emit(buf);
+}
+
+// Device ms per iteration of `run` on every rank (the slowest rank's), after warm-up.
+double per_iteration(int iters, std::barrier<>& sync, const Device& d, const std::function<void()>& run) {
+  for (int w = 0; w < 3; ++w) run();
+  d.synchronize();
+  sync.arrive_and_wait();
+  const double t0 = now_ms();
+  for (int i = 0; i < iters; ++i) run();
+  d.synchronize();
+  const double ms = (now_ms() - t0) / iters;
+  sync.arrive_and_wait();
+  return ms;
+}
+
+// `compute_kind`: "matmul" (bf16 4096^3: a persistent grid, a block per multiprocessor) or
+// "elementwise" (f32 exp(sin(u)) over 64 Mi elements: a block per tile).
+void overlap(int ranks, const std::string& compute_kind) {
+  const int64_t n = (int64_t(64) << 20) / 4, M = 4096, E = int64_t(64) << 20;
+  const int iters = 50;
+  std::barrier sync(ranks);
+  std::vector<std::vector<double>> t(static_cast<size_t>(ranks));
+  std::string desc;
+  bool ok = true;
+  on_ranks(ranks, [&](int r, const dist::ProcessGroup& g, const Device& d) {
+    Tensor x = full({n}, 1.0 + r, float32, d);
+    const bool mm = compute_kind == "matmul";
+    Tensor a = mm ? (randn({M, M}, 3 + r) * 0.1).cast(bfloat16).to(d) : full({E}, 0.5, float32, d);
+    Tensor b = mm ? (randn({M, M}, 5) * 0.1).cast(bfloat16).to(d) : a;
+    realize({x, a, b});
+    Tensor y, c;
+    auto work = [&] { return mm ? matmul(a, b) * 1.0 : exp(sin(a * 1.0)); };
+    auto comm = [&] { (y = dist::all_reduce(x * 1.0, g)).realize(); };
+    auto compute = [&] { (c = work()).realize(); };
+    auto serial = [&] { comm(); compute(); };
+    auto together = [&] {
+      y = dist::all_reduce(x * 1.0, g);
+      c = work();
+      realize({y, c});
+    };
+    auto& mine = t[size_t(r)];
+    mine.push_back(per_iteration(iters, sync, d, comm));
+    mine.push_back(per_iteration(iters, sync, d, compute));
+    mine.push_back(per_iteration(iters, sync, d, serial));
+    mine.push_back(per_iteration(iters, sync, d, together));
+    if (y.slice(0, 0, 2).to_vector<float>()[1] != float(ranks * (ranks + 1) / 2)) ok = false;
+    if (r == 0) desc = d.description();
+  });
+  double m[4] = {0, 0, 0, 0};
+  for (const auto& mine : t)
+    for (size_t k = 0; k < 4; ++k) m[k] = std::max(m[k], mine[k]);
+  // The share of the shorter one hidden under the other: 0 = none, 1 = all of it.
+  const double hidden = (m[0] + m[1] - m[3]) / std::min(m[0], m[1]);
+  char buf[640];
+  std::snprintf(buf, sizeof buf,
+                "{\"sec\": \"dist\", \"wl\": \"overlap\", \"fw\": \"kiln\", \"ranks\": %d, \"shape\": \"all_reduce f32 64 MiB + %s\", "
+                "\"allreduce_ms\": %.5f, \"compute_ms\": %.5f, \"two_realizes_ms\": %.5f, "
+                "\"one_graph_ms\": %.5f, \"hidden_fraction\": %.3f, \"ok\": %s, \"device\": \"%s\"}",
+                ranks, compute_kind == "matmul" ? "matmul bf16 4096^3" : "exp(sin(u)) f32 64 Mi", m[0], m[1], m[2], m[3],
+                hidden, ok ? "true" : "false", desc.c_str());
   emit(buf);
 }
 
@@ -157,19 +230,24 @@ int main(int argc, char** argv) {
   int ranks = 2;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--allreduce" || a == "--tp") mode = a;
+    if (a == "--allreduce" || a == "--tp" || a == "--overlap") mode = a;
+    else if (a == "--collective" && i + 1 < argc) collective_mode = argv[++i];
     else if (a == "--ranks" && i + 1 < argc) ranks = std::atoi(argv[++i]);
     else if (a == "--results" && i + 1 < argc) results = std::fopen(argv[++i], "a");
     else {
-      std::fprintf(stderr, "usage: dist_bench --allreduce|--tp [--ranks N] [--results file.jsonl]\n");
+      std::fprintf(stderr, "usage: dist_bench --allreduce|--tp|--overlap [--ranks N] [--collective auto|always|never] [--results file.jsonl]\n");
       return 2;
     }
   }
   try {
     if (mode == "--allreduce") allreduce(ranks);
     else if (mode == "--tp") tp(ranks);
+    else if (mode == "--overlap") {
+      overlap(ranks, "matmul");
+      overlap(ranks, "elementwise");
+    }
     else {
-      std::fprintf(stderr, "dist_bench: say --allreduce or --tp\n");
+      std::fprintf(stderr, "dist_bench: say --allreduce, --tp or --overlap\n");
       return 2;
     }
   } catch (const Error& e) {

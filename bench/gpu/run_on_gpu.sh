@@ -393,14 +393,24 @@ for s in $SECTIONS; do
       {
         nvidia-smi -L
         run_test dist_test.cuda 300 env KILN_DEVICE=cuda "$BIN/dist_test"
-        for n in 2; do
+        gpus=$(nvidia-smi -L | wc -l)
+        for n in 2 4; do
+          [ "$n" -le "$gpus" ] || continue
           timeout 300 "$BIN/dist_bench" --allreduce --ranks $n --results "$RESULTS" 2>&1
           timeout 300 python3 "$HERE/../bench/gpu/dist_anchor.py" --allreduce --ranks $n --results "$RESULTS" 2>&1 | grep -E "^RESULT|Error|error" | head -12
         done
-        for n in 1 2; do
+        for n in 1 2 4; do
+          [ "$n" -le "$gpus" ] || continue
           timeout 200 "$BIN/dist_bench" --tp --ranks $n --results "$RESULTS" 2>&1
           timeout 200 python3 "$HERE/../bench/gpu/dist_anchor.py" --tp --ranks $n --results "$RESULTS" 2>&1 | grep -E "^RESULT|Error|error" | head -4
         done
+        # Where a step's host time goes: the block on 2 ranks without its all_reduce, on 1 rank with
+        # one (NCCL over a group of one); then compute beside communication.
+        timeout 200 "$BIN/dist_bench" --tp --ranks 2 --collective never --results "$RESULTS" 2>&1
+        timeout 200 "$BIN/dist_bench" --tp --ranks 1 --collective always --results "$RESULTS" 2>&1
+        timeout 200 "$BIN/dist_bench" --overlap --ranks 2 --results "$RESULTS" 2>&1
+        # The 2-rank block's host spans (bind, launch, after it) in a trace: $OUT/dist_tp2_trace.json
+        KILN_PROFILE="$OUT/dist_tp2_trace.json" timeout 200 "$BIN/dist_bench" --tp --ranks 2 2>&1
       } 2>&1 | tee -a "$OUT/tests.log"
       ;;
     w11)
