@@ -65,7 +65,9 @@ struct CompiledKernel {
   // before the tensor maps; cpu: ir::kernel_param_slots order).
   std::vector<int> params;
   std::vector<TensorMapDesc> tensor_maps;  // cuda: by-value parameters after `buffers` and `params`
-  int64_t tiles = 0;          // cpu: tiles to run
+  // cpu: tiles to run; cuda: > 0 for a kernel that walks its tiles in a loop over gridDim.x
+  // (codegen::gpu::KernelSource::strided_tiles): it may launch fewer blocks than grid[0].
+  int64_t tiles = 0;
   int64_t work = 0;           // cpu: element operations in all tiles (decides threading)
   std::string binary;         // vulkan: SPIR-V of this kernel; empty where `module` holds it
   std::string strategy;       // how threads map to the iteration space (for dumps)

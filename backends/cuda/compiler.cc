@@ -109,6 +109,7 @@ absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) cons
       out.tensor_maps.push_back({m.buffer, m.elem_bytes == 4 ? TensorMapDesc::kFloat32 : m.bf16 ? TensorMapDesc::kBFloat16 : TensorMapDesc::kFloat16,
                                  m.offset, m.dims, m.strides, m.box, m.swizzle});
     out.strategy = std::move(k.strategy);
+    out.tiles = k.strided_tiles;
   }
   return c;
 }

@@ -89,6 +89,7 @@ struct Context {
   std::unique_ptr<MemoryPool> pool;
   StagingRing staging;
   int cc = 0;                          // compute capability, 10 * major + minor
+  int sms = 0;                         // multiprocessors
   int64_t shared_optin = 0;            // opt-in shared memory per block
   int max_grid[3] = {0, 0, 0};
   support::Peaks peaks;                // for profiles (target.h: cuda_peaks)

@@ -69,6 +69,7 @@ absl::StatusOr<std::unique_ptr<Device>> CudaDevice::create_at(int index) {
   ctx->max_grid[1] = attribute(d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
   ctx->max_grid[2] = attribute(d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
   const int sms = attribute(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  ctx->sms = sms;
   ctx->peaks = cuda_peaks(ctx->cc, sms, attribute(d, CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
                           attribute(d, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
                           attribute(d, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH));

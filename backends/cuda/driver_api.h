@@ -26,7 +26,8 @@ namespace kiln::runtime::cuda {
   X(cuFuncGetAttribute) X(cuOccupancyMaxActiveClusters) X(cuLaunchKernel) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpyDtoHAsync)        \
   X(cuStreamWaitEvent) X(cuGraphConditionalHandleCreate) X(cuGraphAddNode) X(cuGraphKernelNodeSetParams)                  \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphAddChildGraphNode) X(cuGraphExecChildGraphNodeSetParams)   \
-  X(cuStreamCreateWithPriority) X(cuCtxGetStreamPriorityRange)
+  X(cuStreamCreateWithPriority) X(cuCtxGetStreamPriorityRange) X(cuGraphGetNodes) X(cuGraphNodeGetType)     \
+  X(cuGraphKernelNodeGetParams)
 
 struct DriverApi {
   int driver_version = 0;  // cuDriverGetVersion: 1000 * major + 10 * minor

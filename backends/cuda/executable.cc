@@ -234,6 +234,8 @@ absl::Status CudaExecutable::build_graph(const CompiledProgram& c, const std::ve
   }
   auto built = build_range(graph_, 0, c.steps.size(), {}, &plan);
   if (!built.ok()) return built.status();
+  if (!colls_.empty() && !control_)
+    if (absl::Status s = leave_room_for_collectives(c); !s.ok()) return s;
   if (!nodes_.empty() || control_ || !colls_.empty()) {
     if (absl::Status s = cu_check(api().cuGraphInstantiateWithFlags(&exec_, graph_, instantiate_flags()), "instantiating the CUDA graph");
         !s.ok())

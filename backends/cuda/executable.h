@@ -131,6 +131,9 @@ class CudaExecutable : public Executable {
   // After next_ changed: the collectives whose operand or result moved, captured again and
   // swapped into the instantiated graph. mu_ held.
   absl::Status rebind_collectives();
+  // Persistent kernels (CompiledKernel::tiles > 0) that may run while a collective is in flight
+  // (neither waits for the other) launch on the multiprocessors NCCL's blocks leave free.
+  absl::Status leave_room_for_collectives(const CompiledProgram& c);
   // A conditional node of `type` on `handle` after `deps`; its body graph in *body.
   absl::StatusOr<CUgraphNode> add_conditional(CUgraph g, unsigned long long handle, CUgraphConditionalNodeType type,
                                               const std::vector<CUgraphNode>& deps, CUgraph* body);

@@ -8,11 +8,13 @@
 //
 // Markers are full barriers: the first steps of a run wait for everything before it.
 #include <algorithm>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/driver_api.h"
 #include "backends/cuda/executable.h"
 #include "backends/cuda/nccl.h"
+#include "support/options.h"
 #include "support/trace.h"
 
 namespace kiln::runtime::cuda {
@@ -200,6 +202,10 @@ absl::StatusOr<std::vector<CUgraphNode>> CudaExecutable::build_range(CUgraph g, 
   return frontier;
 }
 
+namespace {
+void describe_capture(CUgraph g, const std::string& what);
+}  // namespace
+
 absl::StatusOr<CUgraph> CudaExecutable::capture_collective(const Coll& c, CUdeviceptr in, CUdeviceptr out) {
   const ir::Step& step = steps_[c.step];
   auto comm = nccl_comm(ctx_, step.collective);
@@ -233,6 +239,7 @@ absl::StatusOr<CUgraph> CudaExecutable::capture_collective(const Coll& c, CUdevi
     if (child) api().cuGraphDestroy(child);
     return queued.ok() ? ended : queued;
   }
+  if (support::debug_level() >= 2) describe_capture(child, collective_what_);
   return child;
 }
 
@@ -252,6 +259,101 @@ absl::StatusOr<CUgraphNode> CudaExecutable::add_collective(CUgraph g, size_t i, 
   CUresult r = api().cuGraphAddChildGraphNode(&colls_.back().node, g, deps.empty() ? nullptr : deps.data(), deps.size(), k.graph);
   if (absl::Status s = cu_check(r, "adding a collective to the CUDA graph (cuGraphAddChildGraphNode)"); !s.ok()) return s;
   return colls_.back().node;
+}
+
+namespace {
+
+// Blocks of the kernels of a captured graph (NCCL's: one per channel, each on its own
+// multiprocessor).
+absl::StatusOr<uint32_t> kernel_blocks(CUgraph g) {
+  size_t n = 0;
+  if (absl::Status s = cu_check(api().cuGraphGetNodes(g, nullptr, &n), "listing a captured collective's nodes"); !s.ok()) return s;
+  std::vector<CUgraphNode> nodes(n);
+  if (absl::Status s = cu_check(api().cuGraphGetNodes(g, nodes.data(), &n), "listing a captured collective's nodes"); !s.ok())
+    return s;
+  uint32_t blocks = 0;
+  for (CUgraphNode node : nodes) {
+    CUgraphNodeType type;
+    if (absl::Status s = cu_check(api().cuGraphNodeGetType(node, &type), "reading a captured node's type"); !s.ok()) return s;
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL) continue;
+    CUDA_KERNEL_NODE_PARAMS p{};
+    if (absl::Status s = cu_check(api().cuGraphKernelNodeGetParams(node, &p), "reading a captured kernel's launch"); !s.ok()) return s;
+    blocks = std::max(blocks, p.gridDimX * p.gridDimY * p.gridDimZ);
+  }
+  return blocks;
+}
+
+// beside[i]: step i neither waits for a collective step nor is waited for by one (deps closed
+// transitively), so the two may run at the same time.
+std::vector<bool> beside_collectives(const std::vector<ir::Step>& steps) {
+  const size_t n = steps.size(), words = (n + 63) / 64;
+  std::vector<std::vector<uint64_t>> before(n, std::vector<uint64_t>(words, 0));  // transitive deps
+  for (size_t i = 0; i < n; ++i)
+    for (int d : steps[i].deps) {
+      for (size_t w = 0; w < words; ++w) before[i][w] |= before[size_t(d)][w];
+      before[i][size_t(d) / 64] |= uint64_t(1) << (size_t(d) % 64);
+    }
+  auto waits = [&](size_t a, size_t b) { return (before[a][b / 64] >> (b % 64)) & 1; };
+  std::vector<bool> beside(n, false);
+  for (size_t c = 0; c < n; ++c) {
+    if (!steps[c].is_collective()) continue;
+    for (size_t i = 0; i < n; ++i)
+      if (i != c && !waits(i, c) && !waits(c, i)) beside[i] = true;
+  }
+  return beside;
+}
+
+// KILN_DEBUG=2: what NCCL's capture holds (node types, kernel launches).
+void describe_capture(CUgraph g, const std::string& what) {
+  size_t n = 0;
+  if (api().cuGraphGetNodes(g, nullptr, &n) != CUDA_SUCCESS) return;
+  std::vector<CUgraphNode> nodes(n);
+  if (api().cuGraphGetNodes(g, nodes.data(), &n) != CUDA_SUCCESS) return;
+  std::string text;
+  for (CUgraphNode node : nodes) {
+    CUgraphNodeType type;
+    if (api().cuGraphNodeGetType(node, &type) != CUDA_SUCCESS) continue;
+    absl::StrAppend(&text, " type ", int(type));
+    CUDA_KERNEL_NODE_PARAMS p{};
+    if (type == CU_GRAPH_NODE_TYPE_KERNEL && api().cuGraphKernelNodeGetParams(node, &p) == CUDA_SUCCESS)
+      absl::StrAppend(&text, " (kernel ", p.gridDimX, "x", p.gridDimY, " blocks of ", p.blockDimX, ", ", p.sharedMemBytes,
+                      " B shared)");
+  }
+  std::fprintf(stderr, "kiln: cuda: the capture of %s holds %zu nodes:%s\n", what.c_str(), n, text.c_str());
+}
+
+}  // namespace
+
+absl::Status CudaExecutable::leave_room_for_collectives(const CompiledProgram& c) {
+  uint32_t nccl = 0;
+  for (const Coll& coll : colls_) {
+    auto b = kernel_blocks(coll.captures.back().graph);
+    if (!b.ok()) return b.status();
+    nccl = std::max(nccl, *b);
+  }
+  if (nccl == 0 || int64_t(nccl) >= ctx_->sms) return absl::OkStatus();
+  const std::vector<bool> beside = beside_collectives(c.steps);
+  std::vector<int> step_of(c.kernels.size(), -1);
+  for (size_t i = 0; i < c.steps.size(); ++i)
+    if (c.steps[i].is_kernel()) step_of[size_t(c.steps[i].kernel)] = int(i);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const int kernel = node_info_[i].kernel, step = step_of[size_t(kernel)];
+    if (c.kernels[size_t(kernel)].tiles <= 0 || step < 0 || !beside[size_t(step)]) continue;
+    Node& n = nodes_[i];
+    int width = 0;  // blocks per cluster (0: no compile-time cluster)
+    if (absl::Status s = cu_check(api().cuFuncGetAttribute(&width, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, n.params.func),
+                                  "reading a kernel's cluster width");
+        !s.ok())
+      return s;
+    const uint32_t w = uint32_t(std::max(width, 1));
+    const uint32_t room = std::max(w, (uint32_t(ctx_->sms) - nccl) / w * w);
+    if (n.params.gridDimX <= room) continue;
+    n.params.gridDimX = room;
+    if (absl::Status s = cu_check(api().cuGraphKernelNodeSetParams(n.node, &n.params), "narrowing a kernel beside a collective");
+        !s.ok())
+      return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CudaExecutable::rebind_collectives() {

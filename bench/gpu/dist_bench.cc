@@ -7,9 +7,12 @@
 //   dist_bench --tp [--ranks 1|2] [--results r.jsonl]        a Megatron MLP block (bf16, x [16, 4096],
 //                                                            W1 [4096, 16384] by columns, W2 by rows,
 //                                                            one all_reduce): time per step, host time
-//     [--collective auto|always|never]                       the block's all_reduce: with 2+ ranks
-//                                                            (auto), also on 1 rank, or left out (a
-//                                                            diagnosis of the host time per step)
+//     [--collective auto|always|inner|never]                 the block's all_reduce: with 2+ ranks
+//                                                            (auto), also on 1 rank, followed by a
+//                                                            kernel (+ 1), or left out (diagnoses
+//                                                            of the host time per step)
+//     with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and LOCAL_RANK set (as torchrun sets them):
+//     this process is one rank of a TCP group, on cuda:<LOCAL_RANK>; rank 0 reports
 //   dist_bench --overlap [--ranks 2]                         an all_reduce (f32, 64 MiB) and work that
 //                                                            does not depend on it (a bf16 4096^3
 //                                                            matmul; an elementwise pass over 256 MiB):
@@ -24,6 +27,7 @@
 #include <mutex>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -107,59 +111,96 @@ void allreduce(int ranks) {
 
 std::string collective_mode = "auto";
 
-void tp(int ranks) {
-  const bool reduce = collective_mode == "always" || (collective_mode == "auto" && ranks > 1);
+// One rank's part of the tensor-parallel block: its step time, host time and recording time
+// per step. `barrier` meets the other ranks (threads: a std::barrier; processes: a collective).
+struct TpTimes {
+  double ms = 0, host = 0, record = 0;
+  int64_t kernels = 0;
+};
+TpTimes tp_rank(int r, int ranks, bool reduce, const dist::ProcessGroup& g, const Device& d,
+                const std::function<void()>& barrier) {
   const int64_t B = 16, D = 4096, H = 16384, part = H / ranks;
   const int iters = 200;
-  std::barrier sync(ranks);
-  std::vector<double> ms(static_cast<size_t>(ranks)), host(static_cast<size_t>(ranks)), record(static_cast<size_t>(ranks));
-  std::string desc;
-  int64_t kernels = 0;
-  on_ranks(ranks, [&](int r, const dist::ProcessGroup& g, const Device& d) {
-    Tensor x = (randn({B, D}, 1) * 0.5).cast(bfloat16).to(d);
-    Tensor w1 = (randn({D, part}, 2 + r) * (1.0 / 64)).cast(bfloat16).to(d);
-    Tensor w2 = (randn({part, D}, 10 + r) * (1.0 / 128)).cast(bfloat16).to(d);
-    realize({x, w1, w2});
-    auto step = [&] {
-      Tensor partial = matmul(gelu(matmul(x, w1)), w2);
-      return reduce ? dist::all_reduce(partial, g) : partial;
-    };
-    for (int w = 0; w < 5; ++w) step().realize();
-    d.synchronize();
-    sync.arrive_and_wait();
-    const double r0 = now_ms();
-    for (int i = 0; i < iters; ++i) (void)step();  // recording alone (nothing realized)
-    record[size_t(r)] = (now_ms() - r0) / iters;
-    d.synchronize();
-    sync.arrive_and_wait();
-    const double t0 = now_ms();
-    for (int i = 0; i < iters; ++i) step().realize();
-    host[size_t(r)] = (now_ms() - t0) / iters;
-    d.synchronize();
-    ms[size_t(r)] = (now_ms() - t0) / iters;
-    sync.arrive_and_wait();
-    if (r == 0) reset_stats();
-    sync.arrive_and_wait();
-    step().realize();
-    d.synchronize();
-    sync.arrive_and_wait();
-    if (r == 0) {
-      kernels = stats().kernels_launched / ranks;
-      desc = d.description();
-    }
-  });
-  double t = 0, h = 0, rec = 0;
-  for (int r = 0; r < ranks; ++r) {
-    t = std::max(t, ms[size_t(r)]);
-    h = std::max(h, host[size_t(r)]);
-    rec = std::max(rec, record[size_t(r)]);
-  }
-  char buf[512];
+  TpTimes t;
+  Tensor x = (randn({B, D}, 1) * 0.5).cast(bfloat16).to(d);
+  Tensor w1 = (randn({D, part}, 2 + r) * (1.0 / 64)).cast(bfloat16).to(d);
+  Tensor w2 = (randn({part, D}, 10 + r) * (1.0 / 128)).cast(bfloat16).to(d);
+  realize({x, w1, w2});
+  auto step = [&] {
+    Tensor partial = matmul(gelu(matmul(x, w1)), w2);
+    if (!reduce) return partial;
+    // inner: a kernel after the all_reduce writes the result, so the collective's buffers are
+    // the executable's own and never move between steps (a diagnosis of the host time)
+    return collective_mode == "inner" ? dist::all_reduce(partial, g) + 1.0 : dist::all_reduce(partial, g);
+  };
+  for (int w = 0; w < 5; ++w) step().realize();
+  d.synchronize();
+  barrier();
+  const double r0 = now_ms();
+  for (int i = 0; i < iters; ++i) (void)step();  // recording alone (nothing realized)
+  t.record = (now_ms() - r0) / iters;
+  d.synchronize();
+  barrier();
+  const double t0 = now_ms();
+  for (int i = 0; i < iters; ++i) step().realize();
+  t.host = (now_ms() - t0) / iters;
+  d.synchronize();
+  t.ms = (now_ms() - t0) / iters;
+  barrier();
+  if (r == 0) reset_stats();
+  barrier();
+  step().realize();
+  d.synchronize();
+  barrier();
+  if (r == 0) t.kernels = stats().kernels_launched;
+  return t;
+}
+
+void emit_tp(int ranks, bool reduce, const TpTimes& t, const char* mode, const std::string& desc) {
+  char buf[640];
   std::snprintf(buf, sizeof buf,
-                "{\"sec\": \"dist\", \"wl\": \"tp_mlp\", \"fw\": \"kiln\", \"ranks\": %d, \"all_reduce\": %s, \"shape\": \"x[16,4096] W1[4096,16384] bf16\", "
-                "\"ms\": %.5f, \"host_ms_per_step\": %.5f, \"record_ms_per_step\": %.5f, \"launches_per_step\": 1, \"kernels_per_step\": %lld, \"device\": \"%s\"}",
-                ranks, reduce ? "true" : "false", t, h, rec, (long long)kernels, desc.c_str());
+                "{\"sec\": \"dist\", \"wl\": \"tp_mlp\", \"fw\": \"kiln\", \"ranks\": %d, \"ranks_on\": \"%s\", \"all_reduce\": %s, "
+                "\"shape\": \"x[16,4096] W1[4096,16384] bf16\", \"ms\": %.5f, \"host_ms_per_step\": %.5f, \"record_ms_per_step\": %.5f, "
+                "\"launches_per_step\": 1, \"kernels_per_step\": %lld, \"device\": \"%s\"}",
+                ranks, mode, reduce ? "true" : "false", t.ms, t.host, t.record, (long long)t.kernels, desc.c_str());
   emit(buf);
+}
+
+// One process per rank (RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT / LOCAL_RANK set, as
+// torchrun does): rank r on cuda:<local rank>; rank 0 reports its own times.
+void tp_processes() {
+  auto g = dist::init();
+  throw_if_error(g.status());
+  const int ranks = g->size();
+  const bool reduce = collective_mode == "always" || collective_mode == "inner" || (collective_mode == "auto" && ranks > 1);
+  Device d("cuda:" + std::to_string(g->local_rank()));
+  // (an all_reduce on the rank's GPU: GPU-machine bundles have no CPU backend)
+  auto barrier = [&] {
+    dist::all_reduce(full({1}, 0.0, float32, d), *g).realize();
+    d.synchronize();
+  };
+  TpTimes t = tp_rank(g->rank(), ranks, reduce, *g, d, barrier);
+  if (g->rank() == 0) emit_tp(ranks, reduce, t, "processes", d.description());
+}
+
+void tp(int ranks) {
+  if (std::getenv("RANK")) return tp_processes();
+  const bool reduce = collective_mode == "always" || collective_mode == "inner" || (collective_mode == "auto" && ranks > 1);
+  std::barrier sync(ranks);
+  std::vector<TpTimes> times(static_cast<size_t>(ranks));
+  std::string desc;
+  on_ranks(ranks, [&](int r, const dist::ProcessGroup& g, const Device& d) {
+    times[size_t(r)] = tp_rank(r, ranks, reduce, g, d, [&] { sync.arrive_and_wait(); });
+    if (r == 0) desc = d.description();
+  });
+  TpTimes worst;
+  for (const TpTimes& t : times) {
+    worst.ms = std::max(worst.ms, t.ms);
+    worst.host = std::max(worst.host, t.host);
+    worst.record = std::max(worst.record, t.record);
+  }
+  worst.kernels = times[0].kernels / ranks;
+  emit_tp(ranks, reduce, worst, "threads", desc);
 }
 
 // Device ms per iteration of `run` on every rank (the slowest rank's), after warm-up.

@@ -726,6 +726,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   const int cap = support::options().cuda_sm90_grid > 0 ? support::options().cuda_sm90_grid : t_.parallelism;
   const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(tiles, std::max(std::min(cap, t_.parallelism), C) / C));
   out->grid[0] = uint32_t(clusters * C);
+  out->strided_tiles = tiles * C;  // (the loop over clusters below walks them all with any grid)
   out->shared_bytes = uint32_t(int64_t(S) * stage_bytes + ebytes + 16 * S + (pp ? 16 : 0) + 1024);
   out->strategy = absl::StrCat("contraction sm_90a: TMA (lhs ", A.mn_major ? "m" : "k", "-major, rhs ",
                                B.mn_major ? "n" : "k", "-major, ", RB == 128 ? "128B" : "64B/128B", " swizzle) into ", S, " stages of ", kBM, "x", BN,

@@ -72,6 +72,10 @@ struct KernelSource {
   // counters, reset by the kernel's last warp), so it is never a twin of another kernel and two
   // launches of it must not overlap (they do not: a program's steps run in order on one stream).
   bool own_state = false;
+  // CUDA: > 0 for a kernel that walks this many work tiles in a loop over its blocks (gridDim.x,
+  // persistent): the runtime may launch fewer blocks than grid[0] (a multiple of its cluster
+  // width), e.g. to leave multiprocessors to a collective running beside it.
+  int64_t strided_tiles = 0;
 };
 
 struct RenderedProgram {

@@ -270,6 +270,23 @@ TEST(Dist, OnlyTrueDependenciesWaitForACollective) {
   });
 }
 
+// Work beside a collective: on CUDA a persistent matmul that may run while the all_reduce is in
+// flight launches only on the multiprocessors NCCL leaves free, and still computes every tile
+// (the same values as the matmul alone).
+TEST(Dist, AMatmulBesideACollectiveComputesEveryTile) {
+  on_ranks(2, [&](int r, const ProcessGroup& g) {
+    Tensor a = (randn({512, 1024}, 7 + r) * 0.1).cast(bfloat16).to(dev(r));
+    Tensor b = (randn({1024, 768}, 9) * 0.1).cast(bfloat16).to(dev(r));
+    realize({a, b});
+    const std::vector<float> alone = matmul(a, b).cast(float32).to_vector<float>();
+    Tensor y = dist::all_reduce(operand(r, {1 << 16}) * 2.0, g);
+    Tensor c = matmul(a, b);
+    realize({y, c});
+    EXPECT_EQ(c.cast(float32).to_vector<float>(), alone);
+    EXPECT_EQ(y.to_vector<float>()[3], 2 * (operand_at(0, 3) + operand_at(1, 3)));
+  });
+}
+
 // Megatron-style tensor parallelism: W1 split by columns, W2 by rows, one all_reduce per block;
 // the result equals the whole block on one rank.
 TEST(Dist, TensorParallelBlockMatchesOneRank) {
