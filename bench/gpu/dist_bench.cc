@@ -7,10 +7,11 @@
 //   dist_bench --tp [--ranks 1|2] [--results r.jsonl]        a Megatron MLP block (bf16, x [16, 4096],
 //                                                            W1 [4096, 16384] by columns, W2 by rows,
 //                                                            one all_reduce): time per step, host time
-//     [--collective auto|always|inner|never]                 the block's all_reduce: with 2+ ranks
+//     [--collective auto|always|inner|alternate|never]       the block's all_reduce: with 2+ ranks
 //                                                            (auto), also on 1 rank, followed by a
-//                                                            kernel (+ 1), or left out (diagnoses
-//                                                            of the host time per step)
+//                                                            kernel (+ 1), in two graphs used in
+//                                                            turn, or left out (diagnoses of the
+//                                                            host time per step)
 //     with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and LOCAL_RANK set (as torchrun sets them):
 //     this process is one rank of a TCP group, on cuda:<LOCAL_RANK>; rank 0 reports
 //   dist_bench --overlap [--ranks 2]                         an all_reduce (f32, 64 MiB) and work that
@@ -110,6 +111,7 @@ void allreduce(int ranks) {
 }
 
 std::string collective_mode = "auto";
+bool with_all_reduce(int ranks) { return collective_mode == "auto" ? ranks > 1 : collective_mode != "never"; }
 
 // One rank's part of the tensor-parallel block: its step time, host time and recording time
 // per step. `barrier` meets the other ranks (threads: a std::barrier; processes: a collective).
@@ -131,6 +133,9 @@ TpTimes tp_rank(int r, int ranks, bool reduce, const dist::ProcessGroup& g, cons
     if (!reduce) return partial;
     // inner: a kernel after the all_reduce writes the result, so the collective's buffers are
     // the executable's own and never move between steps (a diagnosis of the host time)
+    // alternate: two structurally different steps (two executables, two CUDA graphs) in turn
+    thread_local int turn = 0;
+    if (collective_mode == "alternate") return (turn++ % 2) ? dist::all_reduce(partial, g) + 1.0 : dist::all_reduce(partial, g) - 1.0;
     return collective_mode == "inner" ? dist::all_reduce(partial, g) + 1.0 : dist::all_reduce(partial, g);
   };
   for (int w = 0; w < 5; ++w) step().realize();
@@ -172,7 +177,7 @@ void tp_processes() {
   auto g = dist::init();
   throw_if_error(g.status());
   const int ranks = g->size();
-  const bool reduce = collective_mode == "always" || collective_mode == "inner" || (collective_mode == "auto" && ranks > 1);
+  const bool reduce = with_all_reduce(ranks);
   Device d("cuda:" + std::to_string(g->local_rank()));
   // (an all_reduce on the rank's GPU: GPU-machine bundles have no CPU backend)
   auto barrier = [&] {
@@ -185,7 +190,7 @@ void tp_processes() {
 
 void tp(int ranks) {
   if (std::getenv("RANK")) return tp_processes();
-  const bool reduce = collective_mode == "always" || collective_mode == "inner" || (collective_mode == "auto" && ranks > 1);
+  const bool reduce = with_all_reduce(ranks);
   std::barrier sync(ranks);
   std::vector<TpTimes> times(static_cast<size_t>(ranks));
   std::string desc;
@@ -276,7 +281,7 @@ int main(int argc, char** argv) {
     else if (a == "--ranks" && i + 1 < argc) ranks = std::atoi(argv[++i]);
     else if (a == "--results" && i + 1 < argc) results = std::fopen(argv[++i], "a");
     else {
-      std::fprintf(stderr, "usage: dist_bench --allreduce|--tp|--overlap [--ranks N] [--collective auto|always|never] [--results file.jsonl]\n");
+      std::fprintf(stderr, "usage: dist_bench --allreduce|--tp|--overlap [--ranks N] [--collective auto|always|inner|alternate|never] [--results file.jsonl]\n");
       return 2;
     }
   }
