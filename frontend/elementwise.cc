@@ -120,6 +120,36 @@ Tensor div(const Tensor& a, const Tensor& b) {
   if (!is_float(t)) t = DType::kFloat32;
   return binary("div", ir::Op::kDiv, a, b, t, t);
 }
+namespace {
+
+// The integer division ops (ir/op.h int_div, int_rem) over a and b promoted to one integer dtype.
+Tensor int_division(const std::string& label, ir::Op op, const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined()) detail::fail(label, "undefined tensor");
+  DType t = promote_types(a.dtype(), b.dtype());
+  if (is_float(t) || t == DType::kBool)
+    detail::fail(label, absl::StrCat("needs integer operands, got ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype()),
+                                     is_float(t) ? " (for floating point use floor(a / b))" : ""));
+  return binary(label, op, a, b, t, t);
+}
+
+// Where floor division differs from truncation: a nonzero remainder whose sign is not the divisor's.
+Tensor rounds_down(const Tensor& r, const Tensor& b) {
+  return logical_and(r != 0.0, (r < 0.0) != (b < 0.0));
+}
+
+}  // namespace
+
+Tensor trunc_divide(const Tensor& a, const Tensor& b) { return int_division("trunc_divide", ir::Op::kIntDiv, a, b); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return int_division("fmod", ir::Op::kIntRem, a, b); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) {
+  Tensor q = int_division("floor_divide", ir::Op::kIntDiv, a, b), r = int_division("floor_divide", ir::Op::kIntRem, a, b);
+  return where(rounds_down(r, b.cast(q.dtype())), q - ones({}, q.dtype(), q.device()), q);
+}
+Tensor remainder(const Tensor& a, const Tensor& b) {
+  Tensor r = int_division("remainder", ir::Op::kIntRem, a, b), d = b.cast(r.dtype());
+  return where(rounds_down(r, d), r + d, r);
+}
+
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }

@@ -42,6 +42,18 @@ int64_t wrap_to(DType t, int64_t v) {
   }
 }
 
+// int_div / int_rem (op.h): values are held sign-extended (uint8 as 0..255), so only int64's
+// MIN / -1 overflows here; narrower dtypes wrap in wrap_to.
+int64_t int_div(int64_t x, int64_t y) {
+  if (y == 0) return 0;
+  if (y == -1) return int64_t(0 - uint64_t(x));
+  return x / y;
+}
+int64_t int_rem(int64_t x, int64_t y) {
+  if (y == 0 || y == -1) return 0;
+  return x % y;
+}
+
 // Multi-index helpers over row-major shapes.
 void unravel(int64_t flat, const Shape& shape, std::vector<int64_t>* idx) {
   idx->resize(shape.size());
@@ -233,6 +245,8 @@ class Interp {
           case Op::kAdd: v = int64_t(uint64_t(x) + uint64_t(y)); break;
           case Op::kSub: v = int64_t(uint64_t(x) - uint64_t(y)); break;
           case Op::kMul: v = int64_t(uint64_t(x) * uint64_t(y)); break;
+          case Op::kIntDiv: v = int_div(x, y); break;
+          case Op::kIntRem: v = int_rem(x, y); break;
           case Op::kMax: v = x > y ? x : y; break;
           case Op::kMin: v = x < y ? x : y; break;
           case Op::kLt: v = x < y; break;

@@ -21,6 +21,9 @@ enum class OpClass : uint8_t {
 };
 
 // X(name, text, class, arity). Arity -1 = variadic (concat; attention takes 3 or 4).
+// int_div / int_rem: integer division truncating toward zero and its remainder (the dividend's
+// sign), as C's / and %; integer dtypes only (not bool). Every device defines the cases C leaves
+// undefined: x / 0 = 0 and x % 0 = 0; MIN / -1 = MIN (wrapping) and MIN % -1 = 0.
 #define KILN_IR_OPS(X)                          \
   X(Input, "input", kSource, 0)                 \
   X(Const, "const", kSource, 0)                 \
@@ -83,7 +86,9 @@ enum class OpClass : uint8_t {
   X(Result, "result", kControl, 1)               \
   X(SegmentReduce, "segment_reduce", kIndex, 2) \
   X(SegmentPos, "segment_pos", kKernel, 0)     \
-  X(Collective, "collective", kCollective, 1)
+  X(Collective, "collective", kCollective, 1)   \
+  X(IntDiv, "int_div", kBinary, 2)              \
+  X(IntRem, "int_rem", kBinary, 2)
 
 enum class Op : uint8_t {
 #define KILN_X(name, text, cls, arity) k##name,

@@ -64,6 +64,11 @@ absl::Status check_elementwise(const Operands& g, const Node& n) {
     case Op::kAbs:
       if (a.dtype == DType::kBool) return err(n, "operand must be numeric, got bool");
       break;
+    case Op::kIntDiv:
+    case Op::kIntRem:
+      if (is_float(a.dtype) || a.dtype == DType::kBool)
+        return err(n, absl::StrCat("needs integer operands, got ", dtype_name(a.dtype)));
+      break;
     case Op::kWhere: {
       if (a.dtype != DType::kBool) return err(n, "condition must be bool");
       if (g.node(n.inputs[1]).dtype != n.dtype || g.node(n.inputs[2]).dtype != n.dtype)
@@ -89,6 +94,8 @@ absl::Status check_elementwise(const Operands& g, const Node& n) {
     case Op::kMul:
     case Op::kMax:
     case Op::kMin:
+    case Op::kIntDiv:
+    case Op::kIntRem:
       if (n.dtype == DType::kBool && n.op != Op::kMax && n.op != Op::kMin)
         return err(n, "operands must be numeric, got bool");
       return absl::OkStatus();

@@ -89,6 +89,7 @@ class Simplifier {
         if (is_const_value(g, n.inputs[1], 0)) return n.inputs[0];
         break;
       case Op::kDiv:
+      case Op::kIntDiv:
         if (is_const_value(g, n.inputs[1], 1)) return n.inputs[0];
         break;
       case Op::kReshape:

@@ -88,6 +88,10 @@ __device__ __forceinline__ int kiln_sat_i32(double v) { return v != v ? 0 : v >=
 __device__ __forceinline__ long long kiln_sat_i64(double v) { return v != v ? 0LL : v >= 9.2233720368547758e18 ? 9223372036854775807LL : v <= -9.2233720368547758e18 ? (-9223372036854775807LL - 1LL) : (long long)v; }
 __device__ __forceinline__ signed char kiln_sat_i8(double v) { return v != v ? 0 : v >= 127.0 ? 127 : v <= -128.0 ? -128 : (signed char)v; }
 __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ? 0 : v >= 255.0 ? 255 : v <= 0.0 ? 0 : (unsigned char)v; }
+__device__ __forceinline__ int kiln_idiv(int x, int y) { return y == 0 ? 0 : y == -1 ? (int)(0u - (unsigned)x) : x / y; }
+__device__ __forceinline__ int kiln_irem(int x, int y) { return y == 0 || y == -1 ? 0 : x % y; }
+__device__ __forceinline__ long long kiln_ldiv(long long x, long long y) { return y == 0 ? 0LL : y == -1 ? (long long)(0ull - (unsigned long long)x) : x / y; }
+__device__ __forceinline__ long long kiln_lrem(long long x, long long y) { return y == 0 || y == -1 ? 0LL : x % y; }
 )";
     return p;
   }
@@ -214,6 +218,14 @@ __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ?
       case ir::Op::kNe: return absl::StrCat("(", a[0], " != ", a[1], ")");
       case ir::Op::kAnd: return absl::StrCat("(", a[0], " && ", a[1], ")");
       case ir::Op::kOr: return absl::StrCat("(", a[0], " || ", a[1], ")");
+      // (op.h's defined cases; 8-bit operands divide as int and wrap back)
+      case ir::Op::kIntDiv:
+      case ir::Op::kIntRem: {
+        const bool div = o == ir::Op::kIntDiv;
+        if (t == DType::kInt64) return absl::StrCat(div ? "kiln_ldiv(" : "kiln_lrem(", a[0], ", ", a[1], ")");
+        const std::string r = absl::StrCat(div ? "kiln_idiv(" : "kiln_irem(", a[0], ", ", a[1], ")");
+        return t == DType::kInt32 ? r : absl::StrCat("(", type(t), ")", r);
+      }
       default: return "/*unsupported op*/0";
     }
   }

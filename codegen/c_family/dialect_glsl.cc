@@ -285,6 +285,18 @@ int64_t kiln_sext64(int x) { return packInt2x32(ivec2(x, x >> 31)); }
 int64_t kiln_zext64(int x) { return packInt2x32(ivec2(x, 0)); }
 int kiln_sat_i32(float v) { return isnan(v) ? 0 : v >= 2147483648.0 ? 2147483647 : v <= -2147483648.0 ? (-2147483647 - 1) : int(v); }
 int64_t kiln_sat_i64(float v) { return isnan(v) ? 0l : v >= 9.2233720368547758e18 ? 9223372036854775807l : v <= -9.2233720368547758e18 ? (-9223372036854775807l - 1l) : int64_t(v); }
+int kiln_idiv(int x, int y) {
+  if (y == 0) return 0;
+  uint q = (x < 0 ? 0u - uint(x) : uint(x)) / (y < 0 ? 0u - uint(y) : uint(y));
+  return (x < 0) != (y < 0) ? int(0u - q) : int(q);
+}
+int kiln_irem(int x, int y) { return y == 0 ? 0 : x - kiln_idiv(x, y) * y; }
+int64_t kiln_ldiv(int64_t x, int64_t y) {
+  if (y == 0l) return 0l;
+  uint64_t q = (x < 0l ? 0ul - uint64_t(x) : uint64_t(x)) / (y < 0l ? 0ul - uint64_t(y) : uint64_t(y));
+  return (x < 0l) != (y < 0l) ? int64_t(0ul - q) : int64_t(q);
+}
+int64_t kiln_lrem(int64_t x, int64_t y) { return y == 0l ? 0l : x - kiln_ldiv(x, y) * y; }
 )";
     if (f.f64) p += kDoubleMath;
     if (f.i8) {
@@ -427,6 +439,15 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
       case ir::Op::kNe: return absl::StrCat("(", a[0], " != ", a[1], ")");
       case ir::Op::kAnd: return absl::StrCat("(", a[0], " && ", a[1], ")");
       case ir::Op::kOr: return absl::StrCat("(", a[0], " || ", a[1], ")");
+      // (op.h's defined cases, through unsigned magnitudes: GLSL leaves / by 0 and % of negative
+      // operands undefined; 8-bit operands divide as int and wrap back)
+      case ir::Op::kIntDiv:
+      case ir::Op::kIntRem: {
+        const bool div = o == ir::Op::kIntDiv;
+        if (t == DType::kInt64) return absl::StrCat(div ? "kiln_ldiv(" : "kiln_lrem(", a[0], ", ", a[1], ")");
+        if (t == DType::kInt32) return absl::StrCat(div ? "kiln_idiv(" : "kiln_irem(", a[0], ", ", a[1], ")");
+        return absl::StrCat(type(t), "(", div ? "kiln_idiv(int(" : "kiln_irem(int(", a[0], "), int(", a[1], ")))");
+      }
       default: return "0";
     }
   }

@@ -440,6 +440,19 @@ class Emitter {
     return b_.CreateBinaryIntrinsic(id, x, y);
   }
 
+  // int_div / int_rem (ir/op.h): the divisor is made 1 where it is 0 (and -1 for signed types,
+  // whose MIN / -1 traps on x86), and those lanes take their defined results instead.
+  Value* int_div_rem(bool div, bool uns, Value* x, Value* y) {
+    Value* zero = llvm::ConstantInt::get(y->getType(), 0);
+    Value* one = llvm::ConstantInt::get(y->getType(), 1);
+    Value* by_zero = b_.CreateICmpEQ(y, zero);
+    Value* by_minus_one = uns ? b_.getFalse() : b_.CreateICmpEQ(y, llvm::ConstantInt::getSigned(y->getType(), -1));
+    Value* safe = b_.CreateSelect(b_.CreateOr(by_zero, by_minus_one), one, y);
+    Value* r = div ? (uns ? b_.CreateUDiv(x, safe) : b_.CreateSDiv(x, safe)) : (uns ? b_.CreateURem(x, safe) : b_.CreateSRem(x, safe));
+    if (!uns) r = b_.CreateSelect(by_minus_one, div ? b_.CreateNeg(x) : zero, r);  // (neg wraps: MIN stays MIN)
+    return b_.CreateSelect(by_zero, zero, r);
+  }
+
   Value* binary(Op op, DType t, Value* x, Value* y) {
     bool f = is_float(t);
     llvm::FastMathFlags fm;
@@ -461,6 +474,8 @@ class Emitter {
       case Op::kNe: r = f ? b_.CreateFCmpUNE(x, y) : b_.CreateICmpNE(x, y); break;
       case Op::kAnd: r = b_.CreateAnd(x, y); break;
       case Op::kOr: r = b_.CreateOr(x, y); break;
+      case Op::kIntDiv:
+      case Op::kIntRem: r = int_div_rem(op == Op::kIntDiv, uns, x, y); break;
       default: error_ = absl::StrCat("cpu codegen: binary op ", ir::op_name(op)); r = x;
     }
     b_.clearFastMathFlags();

@@ -47,10 +47,6 @@ void binary(OpTable& t, const char* name, Tensor (*fn)(const Tensor&, const Tens
 // Integer results of a float64 computation, with ONNX's rounding toward zero (or floor).
 Tensor trunc(const Tensor& q) { return where(q < 0.0, ceil(q), floor(q)); }
 
-Tensor int_div(NodeContext& c, const Tensor& a, const Tensor& b) {
-  if (a.dtype() == DType::kInt64) c.unsupported("int64 division of values computed at run time (kiln has no exact 64-bit integer division yet)");
-  return cast(trunc(widen(a) / widen(b)), a.dtype());
-}
 
 void variadic(OpTable& t, const char* name, Tensor (*fn)(const Tensor&, const Tensor&), bool mean) {
   t[name] = {[fn, mean](NodeContext& c) {
@@ -103,11 +99,8 @@ Tensor mod_op(NodeContext& c) {
     Tensor x = widen(a), y = widen(b);
     return cast(x - trunc(x / y) * y, t);
   }
-  if (t == DType::kInt64) c.unsupported("int64 Mod of values computed at run time (kiln has no exact 64-bit integer division yet)");
   if (t == DType::kBool) c.unsupported("Mod of bool");
-  Tensor x = widen(a), y = widen(b);
-  Tensor q = fmod ? trunc(x / y) : floor(x / y);
-  return cast(x - q * y, t);
+  return fmod ? kiln::fmod(a, b) : remainder(a, b);
 }
 
 Tensor sign(const Tensor& x) {
@@ -169,7 +162,7 @@ void register_elementwise_ops(OpTable& t) {
   t["Div"] = {[](NodeContext& c) {
                 same_dtypes(c, 0, 1);
                 Tensor a = c.in(0), b = c.in(1);
-                c.set(0, is_float(a.dtype()) ? div(a, b) : int_div(c, a, b));
+                c.set(0, is_float(a.dtype()) ? div(a, b) : trunc_divide(a, b));  // (ONNX's integer Div truncates)
               },
               {}, {}};
   t["Pow"] = {[](NodeContext& c) { c.set(0, pow_op(c)); }, {}, {}};

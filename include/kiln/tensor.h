@@ -172,6 +172,16 @@ Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor neg(const Tensor& a);
+// Integer division of integer tensors (operands promote as for +, and broadcast): trunc_divide
+// rounds toward zero (C's /), floor_divide toward -infinity (Python's //); fmod is the remainder
+// of trunc_divide (the dividend's sign, C's %), remainder that of floor_divide (the divisor's
+// sign, Python's %). Division by zero gives 0, quotient and remainder alike; the most negative
+// value divided by -1 wraps to itself (remainder 0), as + and * wrap. Floating-point or bool
+// operands are an error (kiln::Error naming the op; for floats use floor(a / b)).
+Tensor trunc_divide(const Tensor& a, const Tensor& b);
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Tensor& b);
 Tensor exp(const Tensor& a);
 Tensor log(const Tensor& a);
 Tensor sqrt(const Tensor& a);

@@ -3,10 +3,12 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "frontend/lazy.h"
 #include "kiln/kiln.h"
 #include "runtime/device.h"
+#include "testing/error_of.h"
 #include "testing/reference.h"
 
 namespace kiln {
@@ -91,6 +93,47 @@ TEST(Elementwise, IntegerArithmeticWraps) {
   Tensor u = from_vector<uint8_t>({250, 3, 128}, {3});
   EXPECT_EQ((u + u).to_vector<int64_t>(), (std::vector<int64_t>{244, 6, 0}));
   EXPECT_MATCHES_REFERENCE({a * a, u * u, -u});
+}
+
+// Integer division: signs, division by zero and MIN / -1 written out; every integer dtype,
+// broadcasting and mixed dtypes against the reference interpreter; errors for floats and bools.
+TEST(Elementwise, IntegerDivision) {
+  using V = std::vector<int64_t>;
+  const int64_t m32 = -2147483647LL - 1;
+  Tensor a = from_vector<int32_t>({7, -7, 7, -7, 5, 0, int32_t(m32), int32_t(m32), 9}, {9});
+  Tensor b = from_vector<int32_t>({2, 2, -2, -2, 0, 3, -1, 1, 3}, {9});
+  EXPECT_EQ(trunc_divide(a, b).to_vector<int64_t>(), (V{3, -3, -3, 3, 0, 0, m32, m32, 3}));
+  EXPECT_EQ(fmod(a, b).to_vector<int64_t>(), (V{1, -1, 1, -1, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(floor_divide(a, b).to_vector<int64_t>(), (V{3, -4, -4, 3, 0, 0, m32, m32, 3}));
+  EXPECT_EQ(remainder(a, b).to_vector<int64_t>(), (V{1, 1, -1, -1, 0, 0, 0, 0, 0}));
+  const int64_t m64 = std::numeric_limits<int64_t>::min();
+  Tensor a64 = from_vector<int64_t>({m64, m64, 9000000000000000007LL, -9000000000000000007LL, 5}, {5});
+  Tensor b64 = from_vector<int64_t>({-1, 7, 1000000000000LL, 1000000000000LL, 0}, {5});
+  EXPECT_EQ(trunc_divide(a64, b64).to_vector<int64_t>(), (V{m64, m64 / 7, 9000000, -9000000, 0}));
+  EXPECT_EQ(fmod(a64, b64).to_vector<int64_t>(), (V{0, m64 % 7, 7, -7, 0}));
+  EXPECT_EQ(floor_divide(a64, b64).to_vector<int64_t>(), (V{m64, m64 / 7 - 1, 9000000, -9000001, 0}));
+  EXPECT_EQ(remainder(a64, b64).to_vector<int64_t>(), (V{0, m64 % 7 + 7, 7, 1000000000000LL - 7, 0}));
+  Tensor i8 = from_vector<int8_t>({-128, -128, 127, -5}, {4}), j8 = from_vector<int8_t>({-1, 3, -2, 0}, {4});
+  EXPECT_EQ(trunc_divide(i8, j8).to_vector<int64_t>(), (V{-128, -42, -63, 0}));
+  EXPECT_EQ(remainder(i8, j8).to_vector<int64_t>(), (V{0, 1, -1, 0}));
+  Tensor u8 = from_vector<uint8_t>({200, 255, 7, 9}, {4}), v8 = from_vector<uint8_t>({7, 16, 0, 255}, {4});
+  EXPECT_EQ(floor_divide(u8, v8).to_vector<int64_t>(), (V{28, 15, 0, 0}));
+  EXPECT_EQ(remainder(u8, v8).to_vector<int64_t>(), (V{4, 15, 0, 9}));
+  uint32_t seed = 300;
+  for (DType dt : {int32, int64, int8, uint8}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor x = random_tensor({5, 7}, dt, seed++, -60, 60), y = random_tensor({5, 7}, dt, seed++, -6, 6);
+    EXPECT_MATCHES_REFERENCE({trunc_divide(x, y), fmod(x, y), floor_divide(x, y), remainder(x, y)});
+  }
+  Tensor x = random_tensor({3, 4}, int8, 41, -100, 100), y = random_tensor({4}, int32, 42, -9, 9);
+  Tensor q = floor_divide(x, y);
+  EXPECT_EQ(q.dtype(), int32);
+  EXPECT_EQ(q.shape(), (Shape{3, 4}));
+  EXPECT_MATCHES_REFERENCE({q, remainder(x, y), floor_divide(x, full({}, 4, int64))});
+  const std::string e = testing::error_of([] { floor_divide(ones({2}), ones({2})); });
+  EXPECT_NE(e.find("floor_divide"), std::string::npos) << e;
+  EXPECT_NE(e.find("floor(a / b)"), std::string::npos) << e;
+  EXPECT_NE(testing::error_of([] { fmod(ones({2}, bool_), ones({2}, bool_)); }).find("needs integer operands"), std::string::npos);
 }
 
 TEST(Elementwise, CastBetweenEveryPairOfDtypes) {

@@ -87,7 +87,8 @@ TEST(GraphGen, CoversOpsDtypesAndShapes) {
                     ir::Op::kOr, ir::Op::kWhere, ir::Op::kReduceSum, ir::Op::kReduceMax, ir::Op::kReduceMin,
                     ir::Op::kReduceProd, ir::Op::kArgMax, ir::Op::kArgMin, ir::Op::kReshape, ir::Op::kPermute,
                     ir::Op::kExpand, ir::Op::kSlice, ir::Op::kPad, ir::Op::kConcat, ir::Op::kWindow, ir::Op::kDot, ir::Op::kIota,
-                    ir::Op::kRand, ir::Op::kRandn, ir::Op::kConst, ir::Op::kGather, ir::Op::kSegmentReduce})
+                    ir::Op::kRand, ir::Op::kRandn, ir::Op::kConst, ir::Op::kGather, ir::Op::kSegmentReduce,
+                    ir::Op::kIntDiv, ir::Op::kIntRem})
     EXPECT_TRUE(ops.count(op)) << "no graph used " << ir::op_name(op);
   EXPECT_EQ(dtypes.size(), size_t(kNumDTypes));
   EXPECT_TRUE(negative_step && size1 && odd && batched_dot && special);

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "ir/graph.h"
+#include "absl/strings/str_cat.h"
+#include "ir/interpreter.h"
 
 namespace kiln::ir {
 namespace {
@@ -116,6 +120,28 @@ TEST(IrVerify, RejectsIllFormedNodes) {
   absl::Status s = verify(g);
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.message(), "%1: exp: result dtype must equal the operand dtype");
+}
+
+// int_div / int_rem: integer operands only; their text round-trips; the interpreter's defined
+// cases (by zero, MIN / -1) and C's rounding toward zero.
+TEST(IrVerify, IntegerDivisionTakesIntegersOnly) {
+  auto ok = parse("graph {\n  %0 = input 0 : i64[3]\n  %1 = input 1 : i64[3]\n  %2 = int_div %0, %1 : i64[3]\n"
+                  "  %3 = int_rem %0, %1 : i64[3]\n  output %2, %3\n}\n");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE(verify(*ok).ok());
+  std::vector<HostTensor> in(2);
+  in[0].dtype = in[1].dtype = DType::kInt64;
+  in[0].shape = in[1].shape = {3};
+  in[0].i = {-7, INT64_MIN, 5};
+  in[1].i = {2, -1, 0};
+  auto out = interpret(*ok, in);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].i, (std::vector<int64_t>{-3, INT64_MIN, 0}));
+  EXPECT_EQ((*out)[1].i, (std::vector<int64_t>{-1, 0, 0}));
+  for (const char* t : {"f32", "bool"}) {
+    auto bad = parse(absl::StrCat("graph {\n  %0 = input 0 : ", t, "[3]\n  %1 = int_div %0, %0 : ", t, "[3]\n  output %1\n}\n"));
+    EXPECT_EQ(bad.status().message(), absl::StrCat("3:3: int_div: needs integer operands, got ", t));
+  }
 }
 
 TEST(IrGraph, HashConsingMergesIdenticalNodes) {

@@ -274,7 +274,9 @@ std::vector<double> error_bounds(const ir::Graph& g, const std::vector<ir::HostT
       case ir::Op::kFloor:
       case ir::Op::kCeil:
       case ir::Op::kArgMax:
-      case ir::Op::kArgMin: e = any_in() ? INFINITY : 0; break;
+      case ir::Op::kArgMin:
+      case ir::Op::kIntDiv:
+      case ir::Op::kIntRem: e = any_in() ? INFINITY : 0; break;
       case ir::Op::kCast: {
         DType from = g.node(in[0]).dtype, to = node.dtype;
         if (!is_float(to)) e = is_float(from) && Ein(0) > 0 ? INFINITY : 0;

@@ -324,7 +324,7 @@ class Generator {
     int r = int(uniform(0, 99));
     if (r < 14) return unary_float();
     if (r < 24) return unary_exact();
-    if (r < 42) return binary();
+    if (r < 42) return r == 41 ? int_division() : binary();
     if (r < 48) return scalar_op();
     if (r < 60) return reduce();
     if (r < 73) return movement();
@@ -506,6 +506,29 @@ class Generator {
   // Brings two operands to what a binary op of result dtype `t` can take without overflow.
   void fit_ints(Val* x, DType t) {
     if (!x->is_fl() && is_float(t) && x->mag() > limit(t)) *x = clamp_val(*x, -limit(t), limit(t));
+  }
+
+  // Integer division (trunc_divide, fmod, floor_divide, remainder): a value as an integer (a
+  // float or bool one cast to int32 or int64) by a partner cast to its dtype; zero divisors occur.
+  bool int_division() {
+    Val a = pick_val();
+    if (a.special) return false;
+    const bool cast_a = is_float(a.dtype()) || a.dtype() == DType::kBool;
+    const DType it = cast_a ? (chance(0.5) ? DType::kInt32 : DType::kInt64) : a.dtype();
+    Val b = partner(a, false);
+    if (b.special) return false;
+    auto as_int = [&](const Val& v) { return v.dtype() == it ? v.t : v.t.cast(it); };
+    auto name = [&](const Val& v) {
+      return v.dtype() == it ? v.name : absl::StrCat(v.name, ".cast(", dtype_cpp(it), ")");
+    };
+    static const char* names[] = {"kiln::trunc_divide", "kiln::fmod", "kiln::floor_divide", "kiln::remainder"};
+    const int k = int(uniform(0, 4));
+    Tensor x = as_int(a), y = as_int(b);
+    Tensor r = k == 0 ? trunc_divide(x, y) : k == 1 ? fmod(x, y) : k == 2 ? floor_divide(x, y) : remainder(x, y);
+    const double m = std::min((k % 2 ? b.mag() : a.mag()) + 1, limit(it));
+    push(r, absl::StrCat(names[k], "(", name(a), ", ", name(b), ")"), -m, m, a.exact && b.exact, false);
+    settle();
+    return true;
   }
 
   bool binary() {
