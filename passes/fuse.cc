@@ -351,6 +351,12 @@ class Fuser {
         Space s;
         std::string why;
         bool ok = merged_space(h, gidx, &s, &why);
+        if (ok && s.segment && s.has_reduce()) {
+          // (the GPU renderers stage a reduction's rows before their loops: a segment's rows,
+          // chosen inside its own loop, would all be read at the first)
+          ok = false;
+          why = "a segment reduction is stored before a reduction reads it";
+        }
         if (ok && indirect_path(h, gidx)) {
           ok = false;
           why = "merging would create a cycle";

@@ -38,6 +38,17 @@ TEST(Segment, SumsRaggedRows) {
   EXPECT_MATCHES_REFERENCE({y});
 }
 
+// A segment reduction read by a reduction (the GPU kernels once read every segment row at the
+// segment's first row when the two were fused).
+TEST(Segment, SummedAfterwards) {
+  Tensor x = arange(0, 40, 1, float32).reshape({2, 20});
+  Tensor s = segment_sum(x, ints({8, 4, -2, 3, -1})), m = segment_max(x, ints({0, 1, 2}));
+  // offsets clamped to [2, 2, 0, 2, 0]: only segment 2, rows [0, 2), is not empty
+  EXPECT_EQ(s.sum().item(), 780.0);
+  EXPECT_EQ(m.sum({1}).to_vector<float>(), (std::vector<float>{190, 590}));
+  EXPECT_MATCHES_REFERENCE({s.sum(), m.sum({1}), s.max()});
+}
+
 // Every fold over rows of three columns; the empty segment holds each fold's identity.
 TEST(Segment, EveryModeOverColumnsWithAnEmptySegment) {
   Tensor x = from_vector<float>({1, -2, 3,  4, 5, -6,  0.5f, 2, 2,  -1, -1, 8,  3, 3, 3,  2, 0, -4}, {6, 3});

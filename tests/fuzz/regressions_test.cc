@@ -20,6 +20,18 @@ struct Regression {
 };
 
 const Regression kRegressions[] = {
+    // A segment_sum fused into the reduction that sums it: the GPU renderers staged the
+    // reduction's rows before the segment loop, so every segment row read row 0 (vulkan on
+    // lavapipe and NVIDIA; kiln_fuzz --seed 25 --index 136; fixed in passes/fuse.cc: kept apart).
+    {"segment reduction fused into a reduction", R"(graph {
+  %0 = input 0 : f32[2,5,2,2]
+  %1 = input 1 : i64[5]
+  %2 = segment_reduce %0, %1 mode=1 : f32[4,5,2,2]
+  %3 = reduce_sum %2 axes=[0,1,2,3] : f32[1,1,1,1]
+  %4 = reshape %3 : f32[]
+  output %4
+}
+)"},
     // A matmul operand that is also a graph output was fused into the matmul kernel, whose
     // contraction loop stores only the result's space: the output got one element per row
     // (found by kiln_fuzz --seed 1 --index 46; fixed in passes/fuse.cc).
