@@ -120,7 +120,7 @@ struct TpTimes {
   int64_t kernels = 0;
 };
 TpTimes tp_rank(int r, int ranks, bool reduce, const dist::ProcessGroup& g, const Device& d,
-                const std::function<void()>& barrier) {
+                const std::function<void()>& barrier, bool threads) {
   const int64_t B = 16, D = 4096, H = 16384, part = H / ranks;
   const int iters = 200;
   TpTimes t;
@@ -152,12 +152,16 @@ TpTimes tp_rank(int r, int ranks, bool reduce, const dist::ProcessGroup& g, cons
   d.synchronize();
   t.ms = (now_ms() - t0) / iters;
   barrier();
-  if (r == 0) reset_stats();
-  barrier();
+  if (!threads) reset_stats();  // (a barrier of processes launches kernels of its own)
+  if (threads && r == 0) reset_stats();
+  if (threads) barrier();
   step().realize();
   d.synchronize();
+  // (stats are per process: with ranks on threads rank 0 reads every rank's launches once all
+  // are done; a process reads its own before the barrier, which launches a kernel of its own)
+  if (!threads) t.kernels = stats().kernels_launched;
   barrier();
-  if (r == 0) t.kernels = stats().kernels_launched;
+  if (threads && r == 0) t.kernels = stats().kernels_launched;
   return t;
 }
 
@@ -184,7 +188,7 @@ void tp_processes() {
     dist::all_reduce(full({1}, 0.0, float32, d), *g).realize();
     d.synchronize();
   };
-  TpTimes t = tp_rank(g->rank(), ranks, reduce, *g, d, barrier);
+  TpTimes t = tp_rank(g->rank(), ranks, reduce, *g, d, barrier, /*threads=*/false);
   if (g->rank() == 0) emit_tp(ranks, reduce, t, "processes", d.description());
 }
 
@@ -195,7 +199,7 @@ void tp(int ranks) {
   std::vector<TpTimes> times(static_cast<size_t>(ranks));
   std::string desc;
   on_ranks(ranks, [&](int r, const dist::ProcessGroup& g, const Device& d) {
-    times[size_t(r)] = tp_rank(r, ranks, reduce, g, d, [&] { sync.arrive_and_wait(); });
+    times[size_t(r)] = tp_rank(r, ranks, reduce, g, d, [&] { sync.arrive_and_wait(); }, /*threads=*/true);
     if (r == 0) desc = d.description();
   });
   TpTimes worst;
