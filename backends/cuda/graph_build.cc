@@ -203,7 +203,55 @@ absl::StatusOr<std::vector<CUgraphNode>> CudaExecutable::build_range(CUgraph g, 
 }
 
 namespace {
-void describe_capture(CUgraph g, const std::string& what);
+
+// The nodes of a captured graph (NCCL's capture): each one's type, and a kernel's launch.
+struct CapturedNode {
+  CUgraphNodeType type;
+  CUDA_KERNEL_NODE_PARAMS kernel{};
+};
+absl::StatusOr<std::vector<CapturedNode>> captured_nodes(CUgraph g) {
+  size_t n = 0;
+  if (absl::Status s = cu_check(api().cuGraphGetNodes(g, nullptr, &n), "listing a captured collective's nodes"); !s.ok()) return s;
+  std::vector<CUgraphNode> nodes(n);
+  if (absl::Status s = cu_check(api().cuGraphGetNodes(g, nodes.data(), &n), "listing a captured collective's nodes"); !s.ok())
+    return s;
+  std::vector<CapturedNode> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (absl::Status s = cu_check(api().cuGraphNodeGetType(nodes[i], &out[i].type), "reading a captured node's type"); !s.ok())
+      return s;
+    if (out[i].type == CU_GRAPH_NODE_TYPE_KERNEL)
+      if (absl::Status s = cu_check(api().cuGraphKernelNodeGetParams(nodes[i], &out[i].kernel), "reading a captured kernel's launch");
+          !s.ok())
+        return s;
+  }
+  return out;
+}
+
+// Blocks of a captured graph's largest kernel (NCCL's: one per channel, each on its own
+// multiprocessor).
+absl::StatusOr<uint32_t> kernel_blocks(CUgraph g) {
+  auto nodes = captured_nodes(g);
+  if (!nodes.ok()) return nodes.status();
+  uint32_t blocks = 0;
+  for (const CapturedNode& n : *nodes)
+    if (n.type == CU_GRAPH_NODE_TYPE_KERNEL) blocks = std::max(blocks, n.kernel.gridDimX * n.kernel.gridDimY * n.kernel.gridDimZ);
+  return blocks;
+}
+
+// KILN_DEBUG=2: what NCCL's capture holds (node types, kernel launches).
+void describe_capture(CUgraph g, const std::string& what) {
+  auto nodes = captured_nodes(g);
+  if (!nodes.ok()) return;
+  std::string text;
+  for (const CapturedNode& n : *nodes) {
+    absl::StrAppend(&text, " type ", int(n.type));
+    if (n.type == CU_GRAPH_NODE_TYPE_KERNEL)
+      absl::StrAppend(&text, " (kernel ", n.kernel.gridDimX, "x", n.kernel.gridDimY, " blocks of ", n.kernel.blockDimX, ", ",
+                      n.kernel.sharedMemBytes, " B shared)");
+  }
+  std::fprintf(stderr, "kiln: cuda: the capture of %s holds %zu nodes:%s\n", what.c_str(), nodes->size(), text.c_str());
+}
+
 }  // namespace
 
 absl::StatusOr<CUgraph> CudaExecutable::capture_collective(const Coll& c, CUdeviceptr in, CUdeviceptr out) {
@@ -263,26 +311,6 @@ absl::StatusOr<CUgraphNode> CudaExecutable::add_collective(CUgraph g, size_t i, 
 
 namespace {
 
-// Blocks of the kernels of a captured graph (NCCL's: one per channel, each on its own
-// multiprocessor).
-absl::StatusOr<uint32_t> kernel_blocks(CUgraph g) {
-  size_t n = 0;
-  if (absl::Status s = cu_check(api().cuGraphGetNodes(g, nullptr, &n), "listing a captured collective's nodes"); !s.ok()) return s;
-  std::vector<CUgraphNode> nodes(n);
-  if (absl::Status s = cu_check(api().cuGraphGetNodes(g, nodes.data(), &n), "listing a captured collective's nodes"); !s.ok())
-    return s;
-  uint32_t blocks = 0;
-  for (CUgraphNode node : nodes) {
-    CUgraphNodeType type;
-    if (absl::Status s = cu_check(api().cuGraphNodeGetType(node, &type), "reading a captured node's type"); !s.ok()) return s;
-    if (type != CU_GRAPH_NODE_TYPE_KERNEL) continue;
-    CUDA_KERNEL_NODE_PARAMS p{};
-    if (absl::Status s = cu_check(api().cuGraphKernelNodeGetParams(node, &p), "reading a captured kernel's launch"); !s.ok()) return s;
-    blocks = std::max(blocks, p.gridDimX * p.gridDimY * p.gridDimZ);
-  }
-  return blocks;
-}
-
 // beside[i]: step i neither waits for a collective step nor is waited for by one (deps closed
 // transitively), so the two may run at the same time.
 std::vector<bool> beside_collectives(const std::vector<ir::Step>& steps) {
@@ -301,25 +329,6 @@ std::vector<bool> beside_collectives(const std::vector<ir::Step>& steps) {
       if (i != c && !waits(i, c) && !waits(c, i)) beside[i] = true;
   }
   return beside;
-}
-
-// KILN_DEBUG=2: what NCCL's capture holds (node types, kernel launches).
-void describe_capture(CUgraph g, const std::string& what) {
-  size_t n = 0;
-  if (api().cuGraphGetNodes(g, nullptr, &n) != CUDA_SUCCESS) return;
-  std::vector<CUgraphNode> nodes(n);
-  if (api().cuGraphGetNodes(g, nodes.data(), &n) != CUDA_SUCCESS) return;
-  std::string text;
-  for (CUgraphNode node : nodes) {
-    CUgraphNodeType type;
-    if (api().cuGraphNodeGetType(node, &type) != CUDA_SUCCESS) continue;
-    absl::StrAppend(&text, " type ", int(type));
-    CUDA_KERNEL_NODE_PARAMS p{};
-    if (type == CU_GRAPH_NODE_TYPE_KERNEL && api().cuGraphKernelNodeGetParams(node, &p) == CUDA_SUCCESS)
-      absl::StrAppend(&text, " (kernel ", p.gridDimX, "x", p.gridDimY, " blocks of ", p.blockDimX, ", ", p.sharedMemBytes,
-                      " B shared)");
-  }
-  std::fprintf(stderr, "kiln: cuda: the capture of %s holds %zu nodes:%s\n", what.c_str(), n, text.c_str());
 }
 
 }  // namespace

@@ -223,7 +223,6 @@ namespace {
 
 struct Watch {
   std::vector<std::weak_ptr<Comm>> comms;  // (an executable's launches keep it: see ~CudaExecutable)
-  std::vector<std::shared_ptr<CommHealth>> health;
   std::shared_ptr<Event> done;
   std::chrono::steady_clock::time_point deadline;
   std::shared_ptr<CollectiveOutcome> outcome;
@@ -254,18 +253,8 @@ void watch_loop() {
     for (size_t i = 0; i < w.watches.size();) {
       Watch& x = w.watches[i];
       if (x.done->complete()) {
-        // A launch that ends once its communicator is aborted ended early: its results are lost too.
-        for (const auto& health : x.health) {
-          absl::Status s;
-          {
-            std::lock_guard<std::mutex> h(health->mu);
-            s = health->aborted;
-          }
-          if (!s.ok()) {
-            std::lock_guard<std::mutex> o(x.outcome->mu);
-            if (x.outcome->status.ok()) x.outcome->status = s;
-          }
-        }
+        // (a launch that ended because its communicator was aborted: CollectiveOutcome::get
+        // reports that from the communicator's health)
         w.watches[i] = std::move(w.watches.back());
         w.watches.pop_back();
         continue;
@@ -326,13 +315,9 @@ void watch(const std::vector<NcclComm>& comms, std::shared_ptr<Event> done, std:
     w.started = true;
   }
   const bool idle = w.watches.empty();
-  Watch x{{}, {}, std::move(done), std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s), std::move(outcome),
-          std::move(what), timeout_s};
-  for (const NcclComm& c : comms) {
-    x.comms.push_back(c);
-    x.health.push_back(c->health);
-  }
-  w.watches.push_back(std::move(x));
+  w.watches.push_back(Watch{{comms.begin(), comms.end()}, std::move(done),
+                            std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s), std::move(outcome),
+                            std::move(what), timeout_s});
   if (idle) w.cv.notify_one();
 }
 

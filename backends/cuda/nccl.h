@@ -13,9 +13,10 @@
 // (NCCL_RUNTIME_CONNECT=0 unless the user set it): connecting inside a capture is not allowed.
 //
 // Communicators: one per (process group, CUDA context), made the first time an executable of
-// that group loads on that GPU, released when the group is gone and no executable holds it: rank 0's ncclUniqueId reaches the others through the group's host
-// Communicator (ir/collective.h: threads or MPI), which times out instead of waiting for ever
-// for a rank that never comes. At that load the ranks also compare the collectives their
+// that group loads on that GPU and released when the group is gone and no executable holds it:
+// rank 0's ncclUniqueId reaches the others through the group's host Communicator
+// (ir/collective.h: threads, MPI or TCP), which times out instead of waiting for ever for a rank
+// that never comes. At that load the ranks also compare the collectives their
 // programs run (InvalidArgument naming the ranks that differ). NVLink multicast (NVLS) stays
 // off: NCCL_NVLS_ENABLE=0 is set before the first communicator unless the user set it.
 #pragma once
