@@ -12,8 +12,9 @@
 namespace kiln::runtime {
 namespace {
 
-// 03: cuda tensor maps; 04: PTX; 05: costs; 06: params; 07: kernel twins (and the cpu calling convention)
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '0', '9'};
+// 03: cuda tensor maps; 04: PTX; 05: costs; 06: params; 07: kernel twins (and the cpu calling convention);
+// 10: vulkan shaders read their table indices from push constants (kernels' buffers and params), and twins
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '1', '0'};
 
 using support::ByteReader;
 using support::ByteWriter;

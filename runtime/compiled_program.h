@@ -14,7 +14,8 @@
 //           128-byte CUtensorMap per entry of `tensor_maps`; launched grid x block with shared_bytes. target_key "sm_<cc>", or
 //           "sm_<cc>a" when the module holds arch-specific code (sm_90a: wgmma).
 //   vulkan  each kernel's `binary` is a SPIR-V module (entry "main") that reaches memory through
-//           the buffer address table (codegen/c_family/gpu_program.h); dispatched `grid`.
+//           the buffer address table (codegen/c_family/gpu_program.h); dispatched `grid` with the
+//           table indices of `buffers` and `params` pushed; a twin dispatches its family's module.
 #pragma once
 
 #include <array>
@@ -45,9 +46,11 @@ struct TensorMapDesc {
 struct CompiledKernel {
   std::string name;          // entry point (the symbol in `module`, or the SPIR-V module's label)
   // An earlier kernel whose entry point this one calls with its own bindings (ir/kernel_twins.h:
-  // cpu, cuda, hip), or -1: its own `name` is in `module`.
+  // cpu, cuda, hip; vulkan: whose shader it dispatches, its own `binary` empty), or -1: its own
+  // `name` is in `module`.
   int twin = -1;
-  // ir::Program buffer ids, in parameter order (cuda, hip; cpu: ir::kernel_buffers order)
+  // ir::Program buffer ids, in parameter order (cuda, hip; cpu: ir::kernel_buffers order; vulkan:
+  // the order of the table indices pushed for the dispatch, codegen/c_family/gpu_program.h)
   std::vector<int> buffers;
   // ir::Program buffer ids the kernel loads from and stores into, ascending (every backend;
   // Vulkan's validation mode shows them to the synchronization validator).
@@ -62,7 +65,7 @@ struct CompiledKernel {
     return false;
   }
   // Param slots the kernel reads (cuda, hip: ascending, by-value u64 arguments after `buffers`,
-  // before the tensor maps; cpu: ir::kernel_param_slots order).
+  // before the tensor maps; cpu: ir::kernel_param_slots order; vulkan: pushed after `buffers`).
   std::vector<int> params;
   std::vector<TensorMapDesc> tensor_maps;  // cuda: by-value parameters after `buffers` and `params`
   // cpu: tiles to run; cuda: > 0 for a kernel that walks its tiles in a loop over gridDim.x

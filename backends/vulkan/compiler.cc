@@ -79,9 +79,14 @@ absl::StatusOr<CompiledProgram> VulkanCompiler::compile_rendered(const ir::Progr
   c.target_key = key_;
   for (size_t i = 0; i < r.kernels.size(); ++i)
     c.kernels[i].name = r.kernels[i].name.empty() ? absl::StrCat("kernel", i) : r.kernels[i].name;
-  // Each kernel is its own SPIR-V module: they compile side by side (KILN_COMPILE_THREADS).
+  // Each kernel is its own SPIR-V module: they compile side by side (KILN_COMPILE_THREADS). A
+  // twin (codegen/c_family/gpu_program.h) has none: it dispatches its family's first shader.
   std::vector<absl::StatusOr<std::string>> spirv(r.kernels.size(), absl::UnknownError("not compiled"));
   support::parallel_for(r.kernels.size(), support::options().compile_threads, [&](size_t i) {
+    if (r.kernels[i].twin >= 0) {
+      spirv[i] = std::string();
+      return;
+    }
     const std::string& name = c.kernels[i].name;
     const std::string& glsl = r.kernels[i].source;
     spirv[i] = cache.get_or_compile(
@@ -98,6 +103,11 @@ absl::StatusOr<CompiledProgram> VulkanCompiler::compile_rendered(const ir::Progr
     CompiledKernel& ck = c.kernels[i];
     if (!spirv[i].ok()) return spirv[i].status();  // the first failing kernel's error
     ck.binary = *std::move(spirv[i]);
+    ck.twin = k.twin;
+    // The table indices the runtime pushes for the kernel (gpu_program.h): its buffers, then its
+    // params (by slot).
+    ck.buffers = k.buffers;
+    ck.params = k.params;
     for (int d = 0; d < 3; ++d) {
       ck.grid[d] = k.grid[d];
       ck.block[d] = k.block[d];

@@ -9,6 +9,7 @@
 #include "backends/vulkan/pipeline_cache.h"
 #include "backends/vulkan/select_device.h"
 #include "backends/vulkan/vk_status.h"
+#include "codegen/c_family/gpu_program.h"
 
 namespace kiln::runtime::vk {
 namespace {
@@ -222,7 +223,8 @@ absl::Status Context::create_device(const ContextOptions& o) {
   if (copy_queue)
     if (absl::Status s = make_timeline(&copy_timeline, "copy timeline"); !s.ok()) return s;
 
-  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(uint64_t)};
+  // The table's address and the kernel's table indices (codegen/c_family/gpu_program.h).
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, uint32_t(sizeof(uint64_t) + codegen::gpu::kGlslPushedIds * sizeof(uint32_t))};
   VkPipelineLayoutCreateInfo li = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
   li.pushConstantRangeCount = 1;
   li.pPushConstantRanges = &range;

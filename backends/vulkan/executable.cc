@@ -14,6 +14,7 @@
 #include "backends/vulkan/pipeline_cache.h"
 #include "backends/vulkan/spirv_module.h"
 #include "backends/vulkan/vk_status.h"
+#include "codegen/c_family/gpu_program.h"
 
 namespace kiln::runtime::vk {
 absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Device* owner, std::shared_ptr<Context> ctx,
@@ -87,8 +88,13 @@ absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Devic
 absl::Status VulkanExecutable::build_pipelines(const CompiledProgram& c) {
   const uint32_t* max_groups = ctx_->caps.max_group_count;
   for (const CompiledKernel& k : c.kernels) {
-    auto spirv = spirv_words(k.binary);
-    if (!spirv.ok()) return absl::InvalidArgumentError(absl::StrCat("vulkan: kernel '", k.name, "': ", spirv.status().message()));
+    std::vector<uint32_t> ids;
+    for (int b : k.buffers) ids.push_back(uint32_t(b));
+    for (int slot : k.params) ids.push_back(uint32_t(c.buffers.size() + size_t(slot)));
+    if (!codegen::gpu::pushes_ids(ids.size())) ids.clear();  // the shader has them in its text
+    pushed_ids_.push_back(std::move(ids));
+  }
+  for (const CompiledKernel& k : c.kernels) {
     uint64_t threads = uint64_t(k.block[0]) * k.block[1] * k.block[2];
     if (threads == 0 || threads > uint64_t(ctx_->target.max_workgroup))
       return absl::InternalError(absl::StrCat("vulkan: kernel '", k.name, "' has a workgroup of ", threads, " invocations; ",
@@ -97,9 +103,21 @@ absl::Status VulkanExecutable::build_pipelines(const CompiledProgram& c) {
       if (k.grid[d] > max_groups[d])
         return absl::InternalError(absl::StrCat("vulkan: kernel '", k.name, "' dispatches ", k.grid[d], " workgroups along axis ", d,
                                                 "; ", ctx_->caps.name, " allows ", max_groups[d]));
-    auto pipeline = create_compute_pipeline(*ctx_, k.name, *spirv, k.block[0]);
-    if (!pipeline.ok()) return pipeline.status();
-    pipelines_.push_back(*pipeline);
+    if (k.twin >= 0) {  // check_consistent: an earlier kernel with a pipeline of its own
+      if (c.kernels[size_t(k.twin)].block != k.block)
+        return absl::InvalidArgumentError(absl::StrCat("vulkan: kernel '", k.name, "' has workgroups of ", k.block[0],
+                                                       " invocations, the shader of its twin '", c.kernels[size_t(k.twin)].name,
+                                                       "' ", c.kernels[size_t(k.twin)].block[0]));
+      pipelines_.push_back(pipelines_[size_t(k.twin)]);
+      own_pipeline_.push_back(false);
+    } else {
+      auto spirv = spirv_words(k.binary);
+      if (!spirv.ok()) return absl::InvalidArgumentError(absl::StrCat("vulkan: kernel '", k.name, "': ", spirv.status().message()));
+      auto pipeline = create_compute_pipeline(*ctx_, k.name, *spirv, k.block[0]);
+      if (!pipeline.ok()) return pipeline.status();
+      pipelines_.push_back(*pipeline);
+      own_pipeline_.push_back(true);
+    }
     grids_.push_back(k.grid);
     support::KernelRun info;
     info.name = k.name;
@@ -127,7 +145,8 @@ VulkanExecutable::~VulkanExecutable() {
   if (tables_.buffer) ctx_->release(tables_, 0);
   ctx_->release(arena_, last_value_);
   if (pool_) vkDestroyCommandPool(dev, pool_, nullptr);
-  for (VkPipeline p : pipelines_) vkDestroyPipeline(dev, p, nullptr);
+  for (size_t i = 0; i < pipelines_.size(); ++i)
+    if (own_pipeline_[i]) vkDestroyPipeline(dev, pipelines_[i], nullptr);
 }
 
 absl::StatusOr<VulkanExecutable::Slot*> VulkanExecutable::acquire_slot() {
@@ -312,8 +331,12 @@ void VulkanExecutable::record_steps(Slot* s, VkCommandBuffer cb, size_t begin, s
     if (s->shadow) s->shadow->record(cb, i);
     const auto& g = grids_[step.kernel];
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_[step.kernel]);
-    // Pushed once; again after a shadow dispatch, whose pipeline layout disturbs push constants.
+    // The table's address pushed once, again after a shadow dispatch (whose pipeline layout
+    // disturbs push constants); each kernel's table indices before its dispatch.
     if (i == begin || s->shadow) vkCmdPushConstants(cb, ctx_->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(table), &table);
+    if (const std::vector<uint32_t>& ids = pushed_ids_[size_t(step.kernel)]; !ids.empty())
+      vkCmdPushConstants(cb, ctx_->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, sizeof(table),
+                         uint32_t(ids.size() * sizeof(uint32_t)), ids.data());
     vkCmdDispatch(cb, g[0], g[1], g[2]);
     if (s->queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s->queries, uint32_t(2 * i + 1));
   }

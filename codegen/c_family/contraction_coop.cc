@@ -122,7 +122,7 @@ int Renderer::contraction_coop(KernelSource* out) {
     for (const BufferParam& b : w_.params())
       if (b.id == id) ro = !b.written && !b.aliased;
     const std::string type = ro ? "BufQR" : "BufQ";
-    w_.line(absl::StrCat(type, " ", s == &A ? "qa" : "qb", " = ", type, "(kiln_tbl.a[", id, "]);"));
+    w_.line(absl::StrCat(type, " ", s == &A ? "qa" : "qb", " = ", type, "(uint64_t(", d_.buffer_name(id), "));"));
   }
   w_.line(acc_t + " acc[" + S_(kMI * NJ) + "];");
   w_.line("uvec4 ra[" + S_(A.rows * (A.cols / kPer) / threads) + "], rb[" +

@@ -209,7 +209,9 @@ class GlslDialect : public DialectOps {
       p += "#extension GL_KHR_memory_scope_semantics : require\n#extension GL_NV_cooperative_matrix : require\n"
            "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n#extension GL_EXT_control_flow_attributes : require\n";
     p += "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Table { uint64_t a[]; };\n";
-    p += "layout(push_constant) uniform PC { uint64_t table; } pc;\n";
+    // The table's address, then the table index of each of the kernel's bindings in argument
+    // order (buffers, then params; gpu_program.h), pushed before each dispatch.
+    absl::StrAppend(&p, "layout(push_constant) uniform PC { uint64_t table; uint ids[", kGlslPushedIds, "]; } pc;\n");
     // Each block type twice: as written buffers see it, and readonly restrict (suffix R) for the
     // buffers a kernel only reads and shares with no other binding (CUDA's const __restrict__):
     // the driver may then cache and reorder their loads.
@@ -315,13 +317,21 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
                           int param_base, int block, const std::string& shared_decls) const override {
     std::string s = absl::StrCat("layout(local_size_x = ", block, ") in;\n", shared_decls, "void main() {\n");
     s += "  Table kiln_tbl = Table(pc.table);\n";
-    for (int slot : params) absl::StrAppend(&s, "  uint64_t ", param_name(slot), " = kiln_tbl.a[", param_base + slot, "];\n");
-    for (const BufferParam& b : bufs) {
+    // Table indices from the push constants where they fit, so that kernels equal up to their
+    // bindings have one text (twins); baked into the text otherwise.
+    const bool pushed = pushes_ids(bufs.size() + params.size());
+    auto entry = [&](size_t position, int index) {
+      return pushed ? absl::StrCat("kiln_tbl.a[pc.ids[", position, "]]") : absl::StrCat("kiln_tbl.a[", index, "]");
+    };
+    for (size_t j = 0; j < params.size(); ++j)
+      absl::StrAppend(&s, "  uint64_t ", param_name(params[j]), " = ", entry(bufs.size() + j, param_base + params[j]), ";\n");
+    for (size_t j = 0; j < bufs.size(); ++j) {
+      const BufferParam& b = bufs[j];
       const std::string ro = !b.written && !b.aliased ? "R" : "";
       const std::string type = block_name(b.dtype) + ro;
-      absl::StrAppend(&s, "  ", type, " ", buffer_name(b.id), " = ", type, "(kiln_tbl.a[", b.id, "]);\n");
+      absl::StrAppend(&s, "  ", type, " ", buffer_name(b.id), " = ", type, "(", entry(j, b.id), ");\n");
       if (vec4_capable(b.dtype))
-        absl::StrAppend(&s, "  BufV4", ro, " ", vec4_view(b.id, false), " = BufV4", ro, "(kiln_tbl.a[", b.id, "]);\n");
+        absl::StrAppend(&s, "  BufV4", ro, " ", vec4_view(b.id, false), " = BufV4", ro, "(uint64_t(", buffer_name(b.id), "));\n");
     }
     return s;
   }

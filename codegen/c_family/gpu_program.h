@@ -12,12 +12,16 @@
 //     shared memory (0 when the kernel uses only static shared memory).
 //   kGlsl: KernelSource::source is a whole GLSL 4.60 compute shader (entry "main") that reaches
 //     memory only through buffer device addresses (GL_EXT_buffer_reference): its push constant
-//     block is `layout(push_constant) uniform PC { uint64_t table; }` and `table` is the device
-//     address of an array of uint64 device addresses indexed by ir::Program buffer id (inputs,
-//     outputs and intermediates alike; intermediates point into the arena), followed by the
-//     64-bit pattern of each param slot s at index buffers.size() + s (ir::encode_param). So one
-//     recorded command buffer replays with new bindings and new param values by rewriting that
-//     table. local_size is baked into
+//     block is `layout(push_constant) uniform PC { uint64_t table; uint ids[kGlslPushedIds]; }`
+//     and `table` is the device address of an array of uint64 device addresses indexed by
+//     ir::Program buffer id (inputs, outputs and intermediates alike; intermediates point into
+//     the arena), followed by the 64-bit pattern of each param slot s at index
+//     Program::buffers.size() + s (ir::encode_param). So one recorded command buffer replays with
+//     new bindings and new param values by rewriting that table. A kernel with at most
+//     kGlslPushedIds bindings (pushes_ids) reads the table index of its j-th binding (its
+//     KernelSource::buffers, then its params) from ids[j], which the runtime pushes before the
+//     dispatch: kernels equal up to their bindings are then one shader (`twin`, as for CUDA). A
+//     kernel with more has the indices in its text and ignores ids. local_size is baked into
 //     the source and equals `block`; dispatch `grid` workgroups.
 //   kMsl: like kGlsl but Metal: KernelSource::source is a whole MSL kernel taking
 //     `device const ulong* table [[buffer(0)]]`.
@@ -34,6 +38,12 @@
 namespace kiln::codegen::gpu {
 
 enum class Dialect { kCuda, kHip, kGlsl, kMsl };
+
+// GLSL: table indices pushed per dispatch (8 + 4 * 30 bytes: the 128 bytes of push constants
+// every Vulkan device offers), and whether a kernel with `bindings` buffers and params reads
+// them from there.
+inline constexpr int kGlslPushedIds = 30;
+inline bool pushes_ids(size_t bindings) { return bindings <= size_t(kGlslPushedIds); }
 
 // A TMA tensor map a kernel takes by value (CUDA, the sm_90a contraction path): the runtime
 // encodes it (cuTensorMapEncodeTiled) from the address of `buffer` when it binds the kernel, and
@@ -63,7 +73,8 @@ struct KernelSource {
   size_t offset = 0;          // CUDA/HIP: where this kernel's text starts in module_source
   // CUDA/HIP: an earlier kernel whose function this one calls with its own buffers and params
   // (its text, canonical_text, is the same: ir/kernel_twins.h); its own text is not in
-  // module_source and `name` is not an entry point of it. -1: a function of its own.
+  // module_source and `name` is not an entry point of it. GLSL: an earlier kernel whose shader
+  // this one dispatches with its own pushed ids; `source` is empty. -1: a function of its own.
   int twin = -1;
   std::string strategy;       // how threads map to the iteration space, for dumps
   std::vector<TensorMapSpec> tensor_maps;  // CUDA: by-value parameters after the buffers

@@ -148,9 +148,11 @@ absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir
     if (d == Dialect::kGlsl || d == Dialect::kMsl) ks->source = ops->preamble(f) + ks->source;
     out.kernels.push_back(*std::move(ks));
   }
-  if (d == Dialect::kCuda || d == Dialect::kHip) {
-    out.module_source = ops->preamble(all);
-    // A kernel whose text is an earlier one's but for its name and bindings calls that function.
+  if (d == Dialect::kCuda || d == Dialect::kHip || d == Dialect::kGlsl) {
+    const bool module = d != Dialect::kGlsl;
+    if (module) out.module_source = ops->preamble(all);
+    // A kernel whose text is an earlier one's but for its name and bindings calls that function
+    // (GLSL: dispatches that shader).
     std::unordered_map<std::string, int> families;
     for (size_t i = 0; i < out.kernels.size(); ++i) {
       KernelSource& k = out.kernels[i];
@@ -159,6 +161,7 @@ absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir
         k.source.clear();
         continue;
       }
+      if (!module) continue;
       out.module_source += "\n";
       k.offset = out.module_source.size();
       out.module_source += k.source;

@@ -36,7 +36,9 @@ std::string canonical_text(const std::string& text, const KernelSource& k) {
         if (named.compare(i, n, *prefix) != 0 || i + n >= named.size() || !digit(named[i + n])) continue;
         size_t j = i + n;
         while (j < named.size() && digit(named[j])) ++j;
-        if (j < named.size() && ident(named[j])) continue;
+        // GLSL's vec4 view of a buffer is the buffer's name with a `v` (DialectOps::vec4_view).
+        const bool vec4 = j + 1 < named.size() && named[j] == 'v' && !ident(named[j + 1]);
+        if (j < named.size() && ident(named[j]) && !vec4) continue;
         const int id = std::atoi(named.c_str() + i + n);
         const auto at = std::find(ids->begin(), ids->end(), id);
         absl::StrAppend(&out, tag, at == ids->end() ? absl::StrCat("x", id) : absl::StrCat(at - ids->begin()));
