@@ -20,6 +20,9 @@ constexpr DType dtype_of() {
   else if constexpr (std::is_same_v<T, int64_t>) return DType::kInt64;
   else if constexpr (std::is_same_v<T, int8_t>) return DType::kInt8;
   else if constexpr (std::is_same_v<T, uint8_t>) return DType::kUInt8;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::kInt16;
+  else if constexpr (std::is_same_v<T, uint16_t>) return DType::kUInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return DType::kUInt32;
   else return DType::kBool;
 }
 
@@ -38,6 +41,9 @@ void store_element(DType dt, T v, uint8_t* p) {
     case DType::kBFloat16: { uint16_t x = ir::float_to_bf16(float(c.f)); std::memcpy(p, &x, 2); break; }
     case DType::kFloat32: { float x = float(c.f); std::memcpy(p, &x, 4); break; }
     case DType::kFloat64: std::memcpy(p, &c.f, 8); break;
+    case DType::kInt16: { int16_t x = int16_t(c.i); std::memcpy(p, &x, 2); break; }
+    case DType::kUInt16: { uint16_t x = uint16_t(c.i); std::memcpy(p, &x, 2); break; }
+    case DType::kUInt32: { uint32_t x = uint32_t(c.i); std::memcpy(p, &x, 4); break; }
   }
 }
 
@@ -103,6 +109,9 @@ KILN_INSTANTIATE(int64_t)
 KILN_INSTANTIATE(int8_t)
 KILN_INSTANTIATE(uint8_t)
 KILN_INSTANTIATE(bool)
+KILN_INSTANTIATE(int16_t)
+KILN_INSTANTIATE(uint16_t)
+KILN_INSTANTIATE(uint32_t)
 #undef KILN_INSTANTIATE
 
 namespace detail {

@@ -29,15 +29,9 @@ void require_float(const std::string& label, const Tensor& x) {
 
 // The smallest value of x's dtype: max pooling's padding, which never wins.
 double lowest(const std::string& label, DType t) {
-  switch (t) {
-    case DType::kInt8: return -128;
-    case DType::kUInt8: return 0;
-    case DType::kInt32: return double(std::numeric_limits<int32_t>::min());
-    case DType::kInt64: return double(std::numeric_limits<int64_t>::min());
-    default:
-      if (is_float(t)) return -std::numeric_limits<double>::infinity();
-      fail(label, absl::StrCat("needs a numeric input, got ", dtype_name(t)));
-  }
+  if (is_float(t)) return -std::numeric_limits<double>::infinity();
+  if (!is_int(t)) fail(label, absl::StrCat("needs a numeric input, got ", dtype_name(t)));
+  return double(int_lowest(t));
 }
 
 }  // namespace

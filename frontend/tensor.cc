@@ -106,6 +106,9 @@ T convert_element(DType dt, const uint8_t* p) {
     case DType::kBFloat16: { uint16_t v; std::memcpy(&v, p, 2); return T(ir::bf16_to_float(v)); }
     case DType::kFloat32: { float v; std::memcpy(&v, p, 4); return T(v); }
     case DType::kFloat64: { double v; std::memcpy(&v, p, 8); return T(v); }
+    case DType::kInt16: { int16_t v; std::memcpy(&v, p, 2); return T(v); }
+    case DType::kUInt16: { uint16_t v; std::memcpy(&v, p, 2); return T(v); }
+    case DType::kUInt32: { uint32_t v; std::memcpy(&v, p, 4); return T(v); }
   }
   return T();
 }
@@ -118,6 +121,9 @@ constexpr bool stored_as(DType dt) {
   if constexpr (std::is_same_v<T, int64_t>) return dt == DType::kInt64;
   if constexpr (std::is_same_v<T, int8_t>) return dt == DType::kInt8;
   if constexpr (std::is_same_v<T, uint8_t>) return dt == DType::kUInt8;
+  if constexpr (std::is_same_v<T, int16_t>) return dt == DType::kInt16;
+  if constexpr (std::is_same_v<T, uint16_t>) return dt == DType::kUInt16;
+  if constexpr (std::is_same_v<T, uint32_t>) return dt == DType::kUInt32;
   return false;
 }
 
@@ -129,11 +135,11 @@ std::vector<T> Tensor::to_vector() const {
   return std::move(to_vectors<T>({*this})[0]);
 }
 
+// A f16 or bf16 tensor gives its raw 16-bit patterns; any other converts like every T.
 template <>
 std::vector<uint16_t> Tensor::to_vector<uint16_t>() const {
   check_defined("to_vector");
-  if (dtype() != DType::kFloat16 && dtype() != DType::kBFloat16)
-    throw Error(absl::InvalidArgumentError("to_vector<uint16_t>: raw 16-bit access needs a f16 or bf16 tensor"));
+  if (dtype() != DType::kFloat16 && dtype() != DType::kBFloat16) return std::move(to_vectors<uint16_t>({*this})[0]);
   std::vector<uint8_t> bytes = read_bytes(*this);
   std::vector<uint16_t> out(static_cast<size_t>(numel()));
   std::memcpy(out.data(), bytes.data(), bytes.size());
@@ -204,6 +210,9 @@ template std::vector<std::vector<int64_t>> to_vectors<int64_t>(const std::vector
 template std::vector<std::vector<int8_t>> to_vectors<int8_t>(const std::vector<Tensor>&);
 template std::vector<std::vector<uint8_t>> to_vectors<uint8_t>(const std::vector<Tensor>&);
 template std::vector<std::vector<bool>> to_vectors<bool>(const std::vector<Tensor>&);
+template std::vector<std::vector<int16_t>> to_vectors<int16_t>(const std::vector<Tensor>&);
+template std::vector<std::vector<uint16_t>> to_vectors<uint16_t>(const std::vector<Tensor>&);
+template std::vector<std::vector<uint32_t>> to_vectors<uint32_t>(const std::vector<Tensor>&);
 
 template void Tensor::copy_to<float>(float*, int64_t) const;
 template void Tensor::copy_to<double>(double*, int64_t) const;
@@ -211,6 +220,9 @@ template void Tensor::copy_to<int32_t>(int32_t*, int64_t) const;
 template void Tensor::copy_to<int64_t>(int64_t*, int64_t) const;
 template void Tensor::copy_to<int8_t>(int8_t*, int64_t) const;
 template void Tensor::copy_to<uint8_t>(uint8_t*, int64_t) const;
+template void Tensor::copy_to<int16_t>(int16_t*, int64_t) const;
+template void Tensor::copy_to<uint16_t>(uint16_t*, int64_t) const;
+template void Tensor::copy_to<uint32_t>(uint32_t*, int64_t) const;
 
 template std::vector<float> Tensor::to_vector<float>() const;
 template std::vector<double> Tensor::to_vector<double>() const;
@@ -219,6 +231,8 @@ template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
 template std::vector<int8_t> Tensor::to_vector<int8_t>() const;
 template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
 template std::vector<bool> Tensor::to_vector<bool>() const;
+template std::vector<int16_t> Tensor::to_vector<int16_t>() const;
+template std::vector<uint32_t> Tensor::to_vector<uint32_t>() const;
 
 double Tensor::item() const {
   if (numel() != 1)

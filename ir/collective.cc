@@ -219,10 +219,10 @@ void fold_ints(ScatterMode m, const char* x, char* acc, int64_t n) {
     std::memcpy(&a, acc + i * int64_t(sizeof(T)), sizeof(T));
     std::memcpy(&b, x + i * int64_t(sizeof(T)), sizeof(T));
     switch (m) {
-      case ScatterMode::kMul: a = T(U(U(a) * U(b))); break;
+      case ScatterMode::kMul: a = T(U(uint64_t(U(a)) * uint64_t(U(b)))); break;  // (no int promotion of 16-bit U)
       case ScatterMode::kMax: a = a > b ? a : b; break;
       case ScatterMode::kMin: a = a < b ? a : b; break;
-      default: a = T(U(U(a) + U(b))); break;
+      default: a = T(U(uint64_t(U(a)) + uint64_t(U(b)))); break;
     }
     std::memcpy(acc + i * int64_t(sizeof(T)), &a, sizeof(T));
   }
@@ -241,6 +241,9 @@ void fold_into(ScatterMode m, DType t, const void* x, void* acc, int64_t n) {
     }
     case DType::kUInt8: return fold_ints<uint8_t>(m, in, out, n);
     case DType::kInt8: return fold_ints<int8_t>(m, in, out, n);
+    case DType::kInt16: return fold_ints<int16_t>(m, in, out, n);
+    case DType::kUInt16: return fold_ints<uint16_t>(m, in, out, n);
+    case DType::kUInt32: return fold_ints<uint32_t>(m, in, out, n);
     case DType::kInt32: return fold_ints<int32_t>(m, in, out, n);
     case DType::kInt64: return fold_ints<int64_t>(m, in, out, n);
     default: break;

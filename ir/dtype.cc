@@ -12,9 +12,12 @@ int64_t dtype_size(DType t) {
     case DType::kBool:
     case DType::kUInt8:
     case DType::kInt8: return 1;
+    case DType::kInt16:
+    case DType::kUInt16:
     case DType::kFloat16:
     case DType::kBFloat16: return 2;
     case DType::kInt32:
+    case DType::kUInt32:
     case DType::kFloat32: return 4;
     case DType::kInt64:
     case DType::kFloat64: return 8;
@@ -28,10 +31,21 @@ bool is_float(DType t) {
 }
 
 bool is_int(DType t) {
-  return t == DType::kUInt8 || t == DType::kInt8 || t == DType::kInt32 || t == DType::kInt64;
+  switch (t) {
+    case DType::kUInt8:
+    case DType::kInt8:
+    case DType::kInt16:
+    case DType::kUInt16:
+    case DType::kInt32:
+    case DType::kUInt32:
+    case DType::kInt64: return true;
+    default: return false;
+  }
 }
 
-bool is_signed(DType t) { return t != DType::kUInt8 && t != DType::kBool; }
+bool is_signed(DType t) {
+  return t != DType::kUInt8 && t != DType::kUInt16 && t != DType::kUInt32 && t != DType::kBool;
+}
 
 const char* dtype_name(DType t) {
   switch (t) {
@@ -44,6 +58,9 @@ const char* dtype_name(DType t) {
     case DType::kBFloat16: return "bf16";
     case DType::kFloat32: return "f32";
     case DType::kFloat64: return "f64";
+    case DType::kInt16: return "i16";
+    case DType::kUInt16: return "u16";
+    case DType::kUInt32: return "u32";
   }
   return "?";
 }
@@ -63,7 +80,10 @@ int int_bits(DType t) {
   switch (t) {
     case DType::kUInt8:
     case DType::kInt8: return 8;
-    case DType::kInt32: return 32;
+    case DType::kInt16:
+    case DType::kUInt16: return 16;
+    case DType::kInt32:
+    case DType::kUInt32: return 32;
     case DType::kInt64: return 64;
     default: return 0;
   }
@@ -86,11 +106,12 @@ DType promote_types(DType a, DType b) {
   bool sa = is_signed(a), sb = is_signed(b);
   int ba = int_bits(a), bb = int_bits(b);
   if (sa == sb) return ba >= bb ? a : b;
-  // Mixed signedness: u8 with a signed type. u8 + i8 needs 16 bits; we have no i16, use i32.
+  // Mixed signedness, as NumPy and PyTorch: the signed type when it is wider, else the signed
+  // type of twice the unsigned one's width (u8 + i8 -> i16, u32 + i32 -> i64).
   DType s = sa ? a : b;
-  int bs = sa ? ba : bb;
-  if (bs > 8) return s;
-  return DType::kInt32;
+  int bs = sa ? ba : bb, bu = sa ? bb : ba;
+  if (bs > bu) return s;
+  return bu == 8 ? DType::kInt16 : bu == 16 ? DType::kInt32 : DType::kInt64;
 }
 
 int64_t shape_numel(const Shape& s) {
@@ -112,6 +133,46 @@ std::string shape_str(const Shape& s) {
   return r + "]";
 }
 
+int64_t int_lowest(DType t) {
+  switch (t) {
+    case DType::kInt8: return INT8_MIN;
+    case DType::kInt16: return INT16_MIN;
+    case DType::kInt32: return INT32_MIN;
+    case DType::kBool:
+    case DType::kUInt8:
+    case DType::kUInt16:
+    case DType::kUInt32: return 0;
+    default: return INT64_MIN;
+  }
+}
+
+int64_t int_highest(DType t) {
+  switch (t) {
+    case DType::kBool: return 1;
+    case DType::kUInt8: return UINT8_MAX;
+    case DType::kInt8: return INT8_MAX;
+    case DType::kInt16: return INT16_MAX;
+    case DType::kUInt16: return UINT16_MAX;
+    case DType::kInt32: return INT32_MAX;
+    case DType::kUInt32: return UINT32_MAX;
+    default: return INT64_MAX;
+  }
+}
+
+int64_t wrap_int(DType t, int64_t v) {
+  const uint64_t u = uint64_t(v);
+  switch (t) {
+    case DType::kBool: return v != 0;
+    case DType::kUInt8: return int64_t(uint8_t(u));
+    case DType::kInt8: return int64_t(int8_t(uint8_t(u)));
+    case DType::kInt16: return int64_t(int16_t(uint16_t(u)));
+    case DType::kUInt16: return int64_t(uint16_t(u));
+    case DType::kInt32: return int64_t(int32_t(uint32_t(u)));
+    case DType::kUInt32: return int64_t(uint32_t(u));
+    default: return v;
+  }
+}
+
 int64_t Scalar::as_int() const {
   if (is_int) return i;
   if (std::isnan(f)) return 0;
@@ -131,17 +192,10 @@ Scalar Scalar::cast_to(DType t) const {
   int64_t v = as_int();
   if (!is_int) {
     // float -> int saturates to the target range (NaN -> 0): kiln's defined cast semantics.
-    int64_t lo = t == DType::kUInt8 ? 0 : t == DType::kInt8 ? -128 : t == DType::kInt32 ? INT32_MIN : INT64_MIN;
-    int64_t hi = t == DType::kUInt8 ? 255 : t == DType::kInt8 ? 127 : t == DType::kInt32 ? INT32_MAX : INT64_MAX;
+    const int64_t lo = int_lowest(t), hi = int_highest(t);
     return from_int(v < lo ? lo : v > hi ? hi : v);
   }
-  switch (t) {
-    case DType::kUInt8: v = int64_t(uint8_t(uint64_t(v))); break;
-    case DType::kInt8: v = int64_t(int8_t(uint8_t(uint64_t(v)))); break;
-    case DType::kInt32: v = int64_t(int32_t(uint32_t(uint64_t(v)))); break;
-    default: break;
-  }
-  return from_int(v);
+  return from_int(wrap_int(t, v));
 }
 
 }  // namespace kiln

@@ -64,23 +64,8 @@ using NodeId = int32_t;
 
 // The smallest and largest value of an integer dtype (bool: 0 and 1): the identities of an
 // integer max and min.
-inline int64_t dtype_lowest(DType t) {
-  switch (t) {
-    case DType::kInt8: return -128;
-    case DType::kInt32: return INT32_MIN;
-    case DType::kInt64: return INT64_MIN;
-    default: return 0;
-  }
-}
-inline int64_t dtype_highest(DType t) {
-  switch (t) {
-    case DType::kBool: return 1;
-    case DType::kUInt8: return 255;
-    case DType::kInt8: return 127;
-    case DType::kInt32: return INT32_MAX;
-    default: return INT64_MAX;
-  }
-}
+inline int64_t dtype_lowest(DType t) { return int_lowest(t); }
+inline int64_t dtype_highest(DType t) { return int_highest(t); }
 
 class Graph;
 // The nested graphs of a while or if node (shared: passes copy nodes freely).

@@ -32,15 +32,7 @@ double round_to(DType t, double v) {
   }
 }
 
-int64_t wrap_to(DType t, int64_t v) {
-  switch (t) {
-    case DType::kBool: return v != 0;
-    case DType::kUInt8: return int64_t(uint8_t(uint64_t(v)));
-    case DType::kInt8: return int64_t(int8_t(uint8_t(uint64_t(v))));
-    case DType::kInt32: return int64_t(int32_t(uint32_t(uint64_t(v))));
-    default: return v;
-  }
-}
+int64_t wrap_to(DType t, int64_t v) { return wrap_int(t, v); }
 
 // int_div / int_rem (op.h): values are held sign-extended (uint8 as 0..255), so only int64's
 // MIN / -1 overflows here; narrower dtypes wrap in wrap_to.

@@ -15,12 +15,15 @@ using ir::Op;
 // Whether every value of `from` is exactly representable in `to`.
 bool widens(DType from, DType to) {
   if (from == to || from == DType::kBool) return true;
+  if (is_int(from) && is_int(to))  // a wider range that holds both ends
+    return int_lowest(to) <= int_lowest(from) && int_highest(from) <= int_highest(to);
   switch (from) {
     case DType::kUInt8:
-      return to == DType::kInt32 || to == DType::kInt64 || is_float(to);
-    case DType::kInt8:
-      return to == DType::kInt32 || to == DType::kInt64 || is_float(to);
-    case DType::kInt32: return to == DType::kInt64 || to == DType::kFloat64;
+    case DType::kInt8: return is_float(to);
+    case DType::kInt16:
+    case DType::kUInt16: return to == DType::kFloat32 || to == DType::kFloat64;
+    case DType::kInt32:
+    case DType::kUInt32: return to == DType::kFloat64;
     case DType::kFloat16:
     case DType::kBFloat16: return to == DType::kFloat32 || to == DType::kFloat64;
     case DType::kFloat32: return to == DType::kFloat64;

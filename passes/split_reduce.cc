@@ -21,10 +21,10 @@ Scalar identity_of(Op op, DType t) {
     case Op::kReduceProd: return f ? Scalar::from_double(1) : Scalar::from_int(1);
     case Op::kReduceMax:
       if (f) return Scalar::from_double(-INFINITY);
-      return Scalar::from_int(t == DType::kUInt8 ? 0 : t == DType::kInt8 ? -128 : t == DType::kInt32 ? INT32_MIN : INT64_MIN);
+      return Scalar::from_int(int_lowest(t));
     case Op::kReduceMin:
       if (f) return Scalar::from_double(INFINITY);
-      return Scalar::from_int(t == DType::kUInt8 ? 255 : t == DType::kInt8 ? 127 : t == DType::kInt32 ? INT32_MAX : INT64_MAX);
+      return Scalar::from_int(int_highest(t));
     default: return {};
   }
 }

@@ -126,8 +126,12 @@ void release_group(int64_t id) {
 }
 
 // bool reduces as u8 (max = any, min = all); gathers, broadcasts and all_to_all move bytes.
+// -1: NCCL has no type that reduces it (16-bit integers).
 int nccl_type(DType t) {
   switch (t) {
+    case DType::kInt16:
+    case DType::kUInt16: return -1;
+    case DType::kUInt32: return kU32;
     case DType::kInt8: return kI8;
     case DType::kInt32: return kI32;
     case DType::kInt64: return kI64;
@@ -362,6 +366,9 @@ absl::Status enqueue_collective(const Comm& handle, const ir::CollectiveCall& ca
   const void* src = reinterpret_cast<const void*>(in);
   void* dst = reinterpret_cast<void*>(out);
   const size_t n = size_t(call.in_elems), bytes = n * size_t(dtype_size(dtype)), w = size_t(c.world);
+  if ((c.kind == ir::Collective::kAllReduce || c.kind == ir::Collective::kReduceScatter) && nccl_type(dtype) < 0)
+    return absl::UnimplementedError(absl::StrCat("a ", ir::collective_name(c.kind), " of ", dtype_name(dtype),
+                                                 " values on cuda: NCCL reduces no 16-bit integer type (cast to int32 first)"));
   switch (c.kind) {
     case ir::Collective::kAllReduce:
       return check(a, a.AllReduce(src, dst, n, nccl_type(dtype), nccl_op(c.reduce), comm, stream), "ncclAllReduce");

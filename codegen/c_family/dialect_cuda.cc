@@ -30,6 +30,9 @@ class CudaDialect : public DialectOps {
       case DType::kInt8: return "signed char";
       case DType::kInt32: return "int";
       case DType::kInt64: return "long long";
+      case DType::kInt16: return "short";
+      case DType::kUInt16: return "unsigned short";
+      case DType::kUInt32: return "unsigned";
       case DType::kFloat64: return "double";
       default: return "float";
     }
@@ -64,6 +67,9 @@ class CudaDialect : public DialectOps {
         return absl::StrCat("(", v, ")");
       case DType::kInt8: return absl::StrCat("((signed char)", v, ")");
       case DType::kUInt8: return absl::StrCat("((unsigned char)", v, ")");
+      case DType::kInt16: return absl::StrCat("((short)", v, ")");
+      case DType::kUInt16: return absl::StrCat("((unsigned short)", v, ")");
+      case DType::kUInt32: return absl::StrCat("(", uint32_t(v), "u)");
       default: return absl::StrCat(v);
     }
   }
@@ -88,6 +94,11 @@ __device__ __forceinline__ int kiln_sat_i32(double v) { return v != v ? 0 : v >=
 __device__ __forceinline__ long long kiln_sat_i64(double v) { return v != v ? 0LL : v >= 9.2233720368547758e18 ? 9223372036854775807LL : v <= -9.2233720368547758e18 ? (-9223372036854775807LL - 1LL) : (long long)v; }
 __device__ __forceinline__ signed char kiln_sat_i8(double v) { return v != v ? 0 : v >= 127.0 ? 127 : v <= -128.0 ? -128 : (signed char)v; }
 __device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ? 0 : v >= 255.0 ? 255 : v <= 0.0 ? 0 : (unsigned char)v; }
+__device__ __forceinline__ short kiln_sat_i16(double v) { return v != v ? 0 : v >= 32767.0 ? 32767 : v <= -32768.0 ? -32768 : (short)v; }
+__device__ __forceinline__ unsigned short kiln_sat_u16(double v) { return v != v ? 0 : v >= 65535.0 ? 65535 : v <= 0.0 ? 0 : (unsigned short)v; }
+__device__ __forceinline__ unsigned kiln_sat_u32(double v) { return v != v ? 0u : v >= 4294967295.0 ? 4294967295u : v <= 0.0 ? 0u : (unsigned)v; }
+__device__ __forceinline__ unsigned kiln_udiv(unsigned x, unsigned y) { return y == 0u ? 0u : x / y; }
+__device__ __forceinline__ unsigned kiln_urem(unsigned x, unsigned y) { return y == 0u ? 0u : x % y; }
 __device__ __forceinline__ int kiln_idiv(int x, int y) { return y == 0 ? 0 : y == -1 ? (int)(0u - (unsigned)x) : x / y; }
 __device__ __forceinline__ int kiln_irem(int x, int y) { return y == 0 || y == -1 ? 0 : x % y; }
 __device__ __forceinline__ long long kiln_ldiv(long long x, long long y) { return y == 0 ? 0LL : y == -1 ? (long long)(0ull - (unsigned long long)x) : x / y; }
@@ -148,10 +159,11 @@ __device__ __forceinline__ long long kiln_lrem(long long x, long long y) { retur
   int warp_size(const ir::TargetInfo& t) const override { return hip_ ? t.subgroup_size : 32; }
   bool can_shuffle(DType t) const override { return t != DType::kBool; }
   std::string shuffle_xor(DType t, const std::string& v, int mask) const override {
-    std::string x = (t == DType::kInt8 || t == DType::kUInt8) ? absl::StrCat("(int)(", v, ")") : v;
+    const bool narrow = dtype_size(t) < 4 && !is_float(t);  // 8- and 16-bit integers shuffle as int
+    std::string x = narrow ? absl::StrCat("(int)(", v, ")") : v;
     std::string call = hip_ ? absl::StrCat("__shfl_xor(", x, ", ", mask, ")")
                             : absl::StrCat("__shfl_xor_sync(0xffffffffu, ", x, ", ", mask, ")");
-    if (t == DType::kInt8 || t == DType::kUInt8) return absl::StrCat("(", type(t), ")", call);
+    if (narrow) return absl::StrCat("(", type(t), ")", call);
     return call;
   }
 
@@ -168,6 +180,8 @@ __device__ __forceinline__ long long kiln_lrem(long long x, long long y) { retur
       if (t == DType::kInt32) return absl::StrCat("(int)((unsigned)", a[0], " ", sym, " (unsigned)", a[1], ")");
       if (t == DType::kInt64)
         return absl::StrCat("(long long)((unsigned long long)", a[0], " ", sym, " (unsigned long long)", a[1], ")");
+      if (dtype_size(t) == 2)  // unsigned short operands promote to int, whose product may overflow
+        return absl::StrCat("(", type(t), ")((unsigned)", a[0], " ", sym, " (unsigned)", a[1], ")");
       return absl::StrCat("(", type(t), ")(", a[0], " ", sym, " ", a[1], ")");
     };
     switch (o) {
@@ -182,7 +196,7 @@ __device__ __forceinline__ long long kiln_lrem(long long x, long long y) { retur
       case ir::Op::kRsqrt: return fn("rsqrt");
       case ir::Op::kAbs:
         if (f) return fn("fabs");
-        if (t == DType::kUInt8) return a[0];
+        if (!is_signed(t)) return a[0];
         if (t == DType::kInt32) return absl::StrCat("(", a[0], " < 0 ? (int)(0u - (unsigned)", a[0], ") : ", a[0], ")");
         if (t == DType::kInt64)
           return absl::StrCat("(", a[0], " < 0 ? (long long)(0ull - (unsigned long long)", a[0], ") : ", a[0], ")");
@@ -218,11 +232,12 @@ __device__ __forceinline__ long long kiln_lrem(long long x, long long y) { retur
       case ir::Op::kNe: return absl::StrCat("(", a[0], " != ", a[1], ")");
       case ir::Op::kAnd: return absl::StrCat("(", a[0], " && ", a[1], ")");
       case ir::Op::kOr: return absl::StrCat("(", a[0], " || ", a[1], ")");
-      // (op.h's defined cases; 8-bit operands divide as int and wrap back)
+      // (op.h's defined cases; 8- and 16-bit operands divide as int and wrap back)
       case ir::Op::kIntDiv:
       case ir::Op::kIntRem: {
         const bool div = o == ir::Op::kIntDiv;
         if (t == DType::kInt64) return absl::StrCat(div ? "kiln_ldiv(" : "kiln_lrem(", a[0], ", ", a[1], ")");
+        if (t == DType::kUInt32) return absl::StrCat(div ? "kiln_udiv(" : "kiln_urem(", a[0], ", ", a[1], ")");
         const std::string r = absl::StrCat(div ? "kiln_idiv(" : "kiln_irem(", a[0], ", ", a[1], ")");
         return t == DType::kInt32 ? r : absl::StrCat("(", type(t), ")", r);
       }
@@ -240,9 +255,7 @@ __device__ __forceinline__ long long kiln_lrem(long long x, long long y) { retur
       return r;
     }
     if (is_float(from)) {
-      const char* f = to == DType::kInt32 ? "kiln_sat_i32" : to == DType::kInt64 ? "kiln_sat_i64"
-                      : to == DType::kInt8 ? "kiln_sat_i8" : "kiln_sat_u8";
-      return absl::StrCat(f, "((double)(", v, "))");
+      return absl::StrCat("kiln_sat_", dtype_name(to), "((double)(", v, "))");
     }
     return absl::StrCat("(", type(to), ")(", v, ")");
   }

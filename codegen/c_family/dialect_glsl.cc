@@ -132,6 +132,9 @@ class GlslDialect : public DialectOps {
       case DType::kInt8: return "int8_t";
       case DType::kInt32: return "int";
       case DType::kInt64: return "int64_t";
+      case DType::kInt16: return "int16_t";
+      case DType::kUInt16: return "uint16_t";
+      case DType::kUInt32: return "uint";
       case DType::kFloat64: return "double";
       default: return "float";
     }
@@ -144,6 +147,9 @@ class GlslDialect : public DialectOps {
       case DType::kInt8: return "BufI8";
       case DType::kInt32: return "BufI32";
       case DType::kInt64: return "BufI64";
+      case DType::kInt16: return "BufI16";
+      case DType::kUInt32: return "BufU32";
+      case DType::kUInt16:
       case DType::kFloat16:
       case DType::kBFloat16: return "BufU16";
       case DType::kFloat64: return "BufF64";
@@ -189,6 +195,9 @@ class GlslDialect : public DialectOps {
         return absl::StrCat("(", v, ")");
       case DType::kInt8: return absl::StrCat("int8_t(", v, ")");
       case DType::kUInt8: return absl::StrCat("uint8_t(", v, ")");
+      case DType::kInt16: return absl::StrCat("int16_t(", v, ")");
+      case DType::kUInt16: return absl::StrCat("uint16_t(", v, ")");
+      case DType::kUInt32: return absl::StrCat(uint32_t(v), "u");
       default: return absl::StrCat(v);
     }
   }
@@ -225,11 +234,15 @@ class GlslDialect : public DialectOps {
     blocks("BufI32", 4, "int");
     blocks("BufV4", 16, "vec4");
     blocks("BufI64", 8, "int64_t");
+    blocks("BufU32", 4, "uint");
     if (f.i8) {
       blocks("BufU8", 1, "uint8_t");
       blocks("BufI8", 1, "int8_t");
     }
-    if (f.f16_storage) blocks("BufU16", 2, "uint16_t");
+    if (f.f16_storage) {
+      blocks("BufU16", 2, "uint16_t");
+      blocks("BufI16", 2, "int16_t");
+    }
     if (f.coop) blocks("BufQ", 16, "uvec4");  // 16-byte pieces of 16-bit operands
     if (f.f64) blocks("BufF64", 8, "double");
     // Half values live in float registers: rounding helpers work on 32-bit patterns, and the
@@ -293,6 +306,9 @@ int kiln_idiv(int x, int y) {
   return (x < 0) != (y < 0) ? int(0u - q) : int(q);
 }
 int kiln_irem(int x, int y) { return y == 0 ? 0 : x - kiln_idiv(x, y) * y; }
+uint kiln_udiv(uint x, uint y) { return y == 0u ? 0u : x / y; }
+uint kiln_urem(uint x, uint y) { return y == 0u ? 0u : x % y; }
+uint kiln_sat_u32(float v) { return isnan(v) ? 0u : v >= 4294967296.0 ? 4294967295u : v <= 0.0 ? 0u : uint(v); }
 int64_t kiln_ldiv(int64_t x, int64_t y) {
   if (y == 0l) return 0l;
   uint64_t q = (x < 0l ? 0ul - uint64_t(x) : uint64_t(x)) / (y < 0l ? 0ul - uint64_t(y) : uint64_t(y));
@@ -301,6 +317,16 @@ int64_t kiln_ldiv(int64_t x, int64_t y) {
 int64_t kiln_lrem(int64_t x, int64_t y) { return y == 0l ? 0l : x - kiln_ldiv(x, y) * y; }
 )";
     if (f.f64) p += kDoubleMath;
+    if (f.f64) p += "uint kiln_sat_u32(double v) { return isnan(v) ? 0u : v >= 4294967295.0lf ? 4294967295u : v <= 0.0lf ? 0u : uint(v); }\n";
+    if (f.f16_storage) {
+      p += R"(int16_t kiln_sat_i16(float v) { return isnan(v) ? int16_t(0) : v >= 32767.0 ? int16_t(32767) : v <= -32768.0 ? int16_t(-32768) : int16_t(int(v)); }
+uint16_t kiln_sat_u16(float v) { return isnan(v) ? uint16_t(0) : v >= 65535.0 ? uint16_t(65535) : v <= 0.0 ? uint16_t(0) : uint16_t(uint(v)); }
+)";
+      if (f.f64)
+        p += R"(int16_t kiln_sat_i16(double v) { return isnan(v) ? int16_t(0) : v >= 32767.0lf ? int16_t(32767) : v <= -32768.0lf ? int16_t(-32768) : int16_t(int(v)); }
+uint16_t kiln_sat_u16(double v) { return isnan(v) ? uint16_t(0) : v >= 65535.0lf ? uint16_t(65535) : v <= 0.0lf ? uint16_t(0) : uint16_t(uint(v)); }
+)";
+    }
     if (f.i8) {
       p += R"(int8_t kiln_sat_i8(float v) { return isnan(v) ? int8_t(0) : v >= 127.0 ? int8_t(127) : v <= -128.0 ? int8_t(-128) : int8_t(int(v)); }
 uint8_t kiln_sat_u8(float v) { return isnan(v) ? uint8_t(0) : v >= 255.0 ? uint8_t(255) : v <= 0.0 ? uint8_t(0) : uint8_t(int(v)); }
@@ -395,8 +421,9 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
     bool f = is_float(t), d = t == DType::kFloat64;
     std::string one = d ? "1.0lf" : "1.0";
     auto call = [&](const char* name) { return absl::StrCat(name, "(", a[0], ")"); };
+    const bool native = f || t == DType::kInt32 || t == DType::kInt64 || t == DType::kUInt32;
     auto bin = [&](const char* sym) {
-      if (f || t == DType::kInt32 || t == DType::kInt64) return absl::StrCat("(", a[0], " ", sym, " ", a[1], ")");
+      if (native) return absl::StrCat("(", a[0], " ", sym, " ", a[1], ")");
       return absl::StrCat(type(t), "(", a[0], " ", sym, " ", a[1], ")");
     };
     // GLSL's transcendentals are float-only: doubles use kiln's double versions.
@@ -405,14 +432,14 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
       return absl::StrCat("kiln_", name, "_d(", a[0], ")");
     };
     switch (o) {
-      case ir::Op::kNeg: return (f || t == DType::kInt32 || t == DType::kInt64) ? absl::StrCat("(-", a[0], ")") : absl::StrCat(type(t), "(-", a[0], ")");
+      case ir::Op::kNeg: return native ? absl::StrCat("(-", a[0], ")") : absl::StrCat(type(t), "(-", a[0], ")");
       case ir::Op::kExp: return fcall("exp");
       case ir::Op::kLog: return fcall("log");
       case ir::Op::kSqrt: return call("sqrt");
       case ir::Op::kRsqrt: return call("inversesqrt");
       case ir::Op::kAbs:
         if (f) return call("abs");
-        if (t == DType::kUInt8) return a[0];
+        if (!is_signed(t)) return a[0];
         return absl::StrCat("(", a[0], " < ", literal(t, Scalar::from_int(0)), " ? ", op(ir::Op::kNeg, t, a), " : ", a[0], ")");
       case ir::Op::kSin: return fcall("sin");
       case ir::Op::kCos: return fcall("cos");
@@ -450,12 +477,13 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
       case ir::Op::kAnd: return absl::StrCat("(", a[0], " && ", a[1], ")");
       case ir::Op::kOr: return absl::StrCat("(", a[0], " || ", a[1], ")");
       // (op.h's defined cases, through unsigned magnitudes: GLSL leaves / by 0 and % of negative
-      // operands undefined; 8-bit operands divide as int and wrap back)
+      // operands undefined; 8- and 16-bit operands divide as int and wrap back)
       case ir::Op::kIntDiv:
       case ir::Op::kIntRem: {
         const bool div = o == ir::Op::kIntDiv;
         if (t == DType::kInt64) return absl::StrCat(div ? "kiln_ldiv(" : "kiln_lrem(", a[0], ", ", a[1], ")");
         if (t == DType::kInt32) return absl::StrCat(div ? "kiln_idiv(" : "kiln_irem(", a[0], ", ", a[1], ")");
+        if (t == DType::kUInt32) return absl::StrCat(div ? "kiln_udiv(" : "kiln_urem(", a[0], ", ", a[1], ")");
         return absl::StrCat(type(t), "(", div ? "kiln_idiv(int(" : "kiln_irem(int(", a[0], "), int(", a[1], ")))");
       }
       default: return "0";
@@ -472,13 +500,11 @@ uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? ui
       return r;
     }
     if (is_float(from)) {
-      const char* f = to == DType::kInt32 ? "kiln_sat_i32" : to == DType::kInt64 ? "kiln_sat_i64"
-                      : to == DType::kInt8 ? "kiln_sat_i8" : "kiln_sat_u8";
-      return absl::StrCat(f, "(", v, ")");
+      return absl::StrCat("kiln_sat_", dtype_name(to), "(", v, ")");
     }
     // Widening to int64 through packInt2x32 instead of int64_t(x): Mesa 22's lavapipe gets
     // `c < int64_t(x)` (constant c) wrong, answering `int64_t(x) < c` (kiln_fuzz found it).
-    if (to == DType::kInt64) return absl::StrCat(from == DType::kUInt8 ? "kiln_zext64(int(" : "kiln_sext64(int(", v, "))");
+    if (to == DType::kInt64) return absl::StrCat(is_signed(from) ? "kiln_sext64(int(" : "kiln_zext64(int(", v, "))");
     return absl::StrCat(type(to), "(", v, ")");
   }
 

@@ -319,12 +319,12 @@ KernelWriter::Acc KernelWriter::declare_acc(KNodeId id) {
     case Op::kReduceMax:
     case Op::kArgMax:
       if (f) init = Scalar::from_double(-INFINITY);
-      else init = Scalar::from_int(a.type == DType::kUInt8 ? 0 : a.type == DType::kInt8 ? -128 : a.type == DType::kInt32 ? INT32_MIN : INT64_MIN);
+      else init = Scalar::from_int(int_lowest(a.type));
       break;
     case Op::kReduceMin:
     case Op::kArgMin:
       if (f) init = Scalar::from_double(INFINITY);
-      else init = Scalar::from_int(a.type == DType::kUInt8 ? 255 : a.type == DType::kInt8 ? 127 : a.type == DType::kInt32 ? INT32_MAX : INT64_MAX);
+      else init = Scalar::from_int(int_highest(a.type));
       break;
     default: break;
   }
@@ -416,9 +416,12 @@ Features KernelWriter::features() const {
   for (DType t : f.storage) {
     f.f64 = f.f64 || t == DType::kFloat64;
     f.i8 = f.i8 || t == DType::kInt8 || t == DType::kUInt8 || t == DType::kBool;
-    f.f16_storage = f.f16_storage || t == DType::kFloat16 || t == DType::kBFloat16;
+    f.f16_storage = f.f16_storage || dtype_size(t) == 2;  // f16, bf16, i16, u16
   }
-  for (const ir::KNode& n : k_.nodes) f.i8 = f.i8 || n.dtype == DType::kInt8 || n.dtype == DType::kUInt8;
+  for (const ir::KNode& n : k_.nodes) {
+    f.i8 = f.i8 || n.dtype == DType::kInt8 || n.dtype == DType::kUInt8;
+    f.f16_storage = f.f16_storage || n.dtype == DType::kInt16 || n.dtype == DType::kUInt16;  // 16-bit arithmetic
+  }
   return f;
 }
 

@@ -100,7 +100,10 @@ class Emitter {
       case DType::kBool: return b_.getInt1Ty();
       case DType::kUInt8:
       case DType::kInt8: return b_.getInt8Ty();
-      case DType::kInt32: return b_.getInt32Ty();
+      case DType::kInt16:
+      case DType::kUInt16: return b_.getInt16Ty();
+      case DType::kInt32:
+      case DType::kUInt32: return b_.getInt32Ty();
       case DType::kInt64: return b_.getInt64Ty();
       case DType::kFloat64: return b_.getDoubleTy();
       default: return b_.getFloatTy();
@@ -361,13 +364,13 @@ class Emitter {
     }
     if (is_float(from)) {
       // Saturating conversion, NaN -> 0 (kiln's defined cast semantics).
-      auto id = to == DType::kUInt8 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
+      auto id = is_signed(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
       return b_.CreateIntrinsic(id, {tt, v->getType()}, {v});
     }
-    if (is_float(to)) return from == DType::kUInt8 ? b_.CreateUIToFP(v, tt) : b_.CreateSIToFP(v, tt);
+    if (is_float(to)) return is_signed(from) ? b_.CreateSIToFP(v, tt) : b_.CreateUIToFP(v, tt);
     unsigned fb = v->getType()->getIntegerBitWidth(), tb = tt->getIntegerBitWidth();
     if (tb < fb) return b_.CreateTrunc(v, tt);
-    if (tb > fb) return from == DType::kUInt8 ? b_.CreateZExt(v, tt) : b_.CreateSExt(v, tt);
+    if (tb > fb) return is_signed(from) ? b_.CreateSExt(v, tt) : b_.CreateZExt(v, tt);
     return v;
   }
 
@@ -410,7 +413,7 @@ class Emitter {
         return b_.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
       case Op::kAbs:
         if (f) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-        if (t == DType::kUInt8) return x;
+        if (!is_signed(t)) return x;
         return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
       case Op::kSin: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, x);
       case Op::kCos: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
@@ -435,7 +438,7 @@ class Emitter {
       return b_.CreateSelect(nan, b_.CreateFAdd(x, y), m);
     }
     if (t == DType::kBool) return is_max ? b_.CreateOr(x, y) : b_.CreateAnd(x, y);
-    llvm::Intrinsic::ID id = t == DType::kUInt8 ? (is_max ? llvm::Intrinsic::umax : llvm::Intrinsic::umin)
+    llvm::Intrinsic::ID id = !is_signed(t) ? (is_max ? llvm::Intrinsic::umax : llvm::Intrinsic::umin)
                                                 : (is_max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin);
     return b_.CreateBinaryIntrinsic(id, x, y);
   }
@@ -459,7 +462,7 @@ class Emitter {
     fm.setAllowContract(true);
     b_.setFastMathFlags(fm);
     Value* r = nullptr;
-    bool uns = t == DType::kUInt8 || t == DType::kBool;
+    bool uns = !is_signed(t);  // unsigned dtypes and bool
     switch (op) {
       case Op::kAdd: r = f ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y); break;
       case Op::kSub: r = f ? b_.CreateFSub(x, y) : b_.CreateSub(x, y); break;
@@ -576,12 +579,12 @@ class Emitter {
       case Op::kReduceMax:
       case Op::kArgMax:
         if (f) return llvm::ConstantFP::get(ty, -INFINITY);
-        if (t == DType::kUInt8) return llvm::ConstantInt::get(ty, 0);
+        if (!is_signed(t)) return llvm::ConstantInt::get(ty, 0);
         return llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(ty->getIntegerBitWidth()));
       case Op::kReduceMin:
       case Op::kArgMin:
         if (f) return llvm::ConstantFP::get(ty, INFINITY);
-        if (t == DType::kUInt8) return llvm::ConstantInt::get(ty, 255);
+        if (!is_signed(t)) return llvm::ConstantInt::getAllOnesValue(ty);
         return llvm::ConstantInt::get(ty, llvm::APInt::getSignedMaxValue(ty->getIntegerBitWidth()));
       default: return zero(t);
     }
@@ -659,7 +662,7 @@ class Emitter {
           Value* cur_nan = b_.CreateFCmpUNO(cur, cur);
           better = b_.CreateAnd(b_.CreateNot(cur_nan), b_.CreateOr(cmp, x_nan));
         } else {
-          bool uns = t == DType::kUInt8;
+          bool uns = !is_signed(t);
           better = mx ? (uns ? b_.CreateICmpUGT(x, cur) : b_.CreateICmpSGT(x, cur))
                       : (uns ? b_.CreateICmpULT(x, cur) : b_.CreateICmpSLT(x, cur));
         }

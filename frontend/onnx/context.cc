@@ -22,6 +22,9 @@ Tensor to_tensor(const HostTensor& h, const Device& device) {
     case DType::kInt64: return copy((int64_t*)nullptr);
     case DType::kInt8: return copy((int8_t*)nullptr);
     case DType::kUInt8: return copy((uint8_t*)nullptr);
+    case DType::kInt16: return copy((int16_t*)nullptr);
+    case DType::kUInt16: return copy((uint16_t*)nullptr);
+    case DType::kUInt32: return copy((uint32_t*)nullptr);
     case DType::kBool: {
       std::vector<uint8_t> v(h.bytes.begin(), h.bytes.end());
       return from_vector<uint8_t>(v, h.shape, DType::kBool, device);

@@ -20,6 +20,9 @@ Scalar HostTensor::at(int64_t i) const {
     case DType::kBFloat16: { uint16_t v; std::memcpy(&v, p, 2); return Scalar::from_double(ir::bf16_to_float(v)); }
     case DType::kFloat32: { float v; std::memcpy(&v, p, 4); return Scalar::from_double(v); }
     case DType::kFloat64: { double v; std::memcpy(&v, p, 8); return Scalar::from_double(v); }
+    case DType::kInt16: { int16_t v; std::memcpy(&v, p, 2); return Scalar::from_int(v); }
+    case DType::kUInt16: { uint16_t v; std::memcpy(&v, p, 2); return Scalar::from_int(v); }
+    case DType::kUInt32: { uint32_t v; std::memcpy(&v, p, 4); return Scalar::from_int(v); }
   }
   return {};
 }
@@ -37,6 +40,9 @@ void HostTensor::set(int64_t i, const Scalar& value) {
     case DType::kBFloat16: { uint16_t v = ir::float_to_bf16(float(c.f)); std::memcpy(p, &v, 2); break; }
     case DType::kFloat32: { float v = float(c.f); std::memcpy(p, &v, 4); break; }
     case DType::kFloat64: std::memcpy(p, &c.f, 8); break;
+    case DType::kInt16: { int16_t v = int16_t(c.i); std::memcpy(p, &v, 2); break; }
+    case DType::kUInt16: { uint16_t v = uint16_t(c.i); std::memcpy(p, &v, 2); break; }
+    case DType::kUInt32: { uint32_t v = uint32_t(c.i); std::memcpy(p, &v, 4); break; }
   }
 }
 

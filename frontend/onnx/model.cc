@@ -45,6 +45,9 @@ HostTensor read_host(const Tensor& t) {
     case DType::kInt32: copy(t.to_vector<int32_t>()); break;
     case DType::kInt64: copy(t.to_vector<int64_t>()); break;
     case DType::kInt8: copy(t.to_vector<int8_t>()); break;
+    case DType::kInt16: copy(t.to_vector<int16_t>()); break;
+    case DType::kUInt16: copy(t.to_vector<uint16_t>()); break;
+    case DType::kUInt32: copy(t.to_vector<uint32_t>()); break;
     case DType::kUInt8:
     case DType::kBool: copy(t.to_vector<uint8_t>()); break;
     case DType::kFloat16:

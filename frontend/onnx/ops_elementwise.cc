@@ -278,18 +278,22 @@ void register_elementwise_ops(OpTable& t) {
                  },
                  {"bias", "lambd"}, {}};
   t["Clip"] = {[](NodeContext& c) { c.set(0, clip(c)); }, {}, {}};
-  // uint8 shifts (kiln's only unsigned type) through exact float64 powers of two; a left shift
-  // wraps like the integer it is.
+  // Shifts of unsigned integers through exact float64 powers of two: x * 2^y stays below 2^63
+  // (x < 2^32, y clamped below the width), then wraps like the integer it is; a shift by the
+  // width or more gives 0 (ONNX leaves it open; C leaves it undefined).
   t["BitShift"] = {[](NodeContext& c) {
                      same_dtypes(c, 0, 1);
-                     c.require_dtype(0, {DType::kUInt8});
+                     c.require_dtype(0, {DType::kUInt8, DType::kUInt16, DType::kUInt32});
                      std::string dir = c.attr_string("direction", "");
                      if (dir != "LEFT" && dir != "RIGHT") c.invalid("direction must be LEFT or RIGHT");
+                     const DType t = c.dtype(0);
+                     const double bits = double(8 * dtype_size(t));
                      Tensor x = widen(c.in(0)), y = widen(c.in(1));
-                     Tensor p = pow(full({}, 2.0, DType::kFloat64, x.device()), minimum(y, full({}, 8.0, DType::kFloat64, x.device())));
-                     p = floor(p + 0.5);  // exact: a device's float64 pow may give 7.99999 for 2^3
-                     Tensor r = dir == "LEFT" ? cast(cast(x * p, DType::kInt32), DType::kUInt8) : cast(floor(x / p), DType::kUInt8);
-                     c.set(0, r);
+                     Tensor two = full({}, 2.0, DType::kFloat64, x.device());
+                     Tensor p = floor(pow(two, minimum(y, full({}, bits - 1, DType::kFloat64, x.device()))) + 0.5);  // exact: a device's
+                     // float64 pow may give 7.99999 for 2^3
+                     Tensor r = dir == "LEFT" ? cast(cast(x * p, DType::kInt64), t) : cast(floor(x / p), t);
+                     c.set(0, where(y >= bits, zeros({}, t, x.device()), r));
                    },
                    {"direction"}, {}};
   t["Where"] = {[](NodeContext& c) {

@@ -89,10 +89,12 @@ absl::StatusOr<HostTensor> from_tensor_proto(const TensorProto& p, const std::st
   int64_t have = t.dtype == DType::kFloat32 ? p.float_data_size()
                  : t.dtype == DType::kFloat64 ? p.double_data_size()
                  : t.dtype == DType::kInt64   ? p.int64_data_size()
+                 : t.dtype == DType::kUInt32  ? p.uint64_data_size()
                                               : p.int32_data_size();
   const char* field = t.dtype == DType::kFloat32 ? "float_data"
                       : t.dtype == DType::kFloat64 ? "double_data"
                       : t.dtype == DType::kInt64   ? "int64_data"
+                      : t.dtype == DType::kUInt32  ? "uint64_data"
                                                    : "int32_data";
   if (have != n) return count_mismatch(what, field, have, n);
   t = HostTensor::zeros(t.dtype, t.shape);
@@ -114,7 +116,10 @@ absl::StatusOr<HostTensor> from_tensor_proto(const TensorProto& p, const std::st
         std::memcpy(t.bytes.data() + i * 2, &bits, 2);
       }
       break;
-    default:  // bool, uint8, int8, int32: one value per int32_data entry
+    case DType::kUInt32:  // ONNX keeps uint32 values in uint64_data
+      for (int64_t i = 0; i < n; ++i) t.set_int(i, int64_t(uint32_t(p.uint64_data(int(i)))));
+      break;
+    default:  // bool, uint8, int8, int16, uint16, int32: one value per int32_data entry
       for (int64_t i = 0; i < n; ++i) t.set_int(i, p.int32_data(int(i)));
       break;
   }

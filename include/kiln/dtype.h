@@ -17,6 +17,10 @@ enum class DType : uint8_t {
   kBFloat16,
   kFloat32,
   kFloat64,
+  // Appended (the numbering is stored in compiled programs).
+  kInt16,
+  kUInt16,
+  kUInt32,
 };
 
 inline constexpr DType bool_ = DType::kBool;
@@ -28,20 +32,29 @@ inline constexpr DType float16 = DType::kFloat16;
 inline constexpr DType bfloat16 = DType::kBFloat16;
 inline constexpr DType float32 = DType::kFloat32;
 inline constexpr DType float64 = DType::kFloat64;
+inline constexpr DType int16 = DType::kInt16;
+inline constexpr DType uint16 = DType::kUInt16;
+inline constexpr DType uint32 = DType::kUInt32;
 
-inline constexpr int kNumDTypes = 9;
+inline constexpr int kNumDTypes = 12;
 
 // Size of one element in device memory (bool is stored as one byte).
 int64_t dtype_size(DType t);
 bool is_float(DType t);
 bool is_int(DType t);  // integer types, excluding bool
 bool is_signed(DType t);
-// Short name used in IR text and messages: f32, f16, bf16, f64, i32, i64, i8, u8, bool.
+// Short name used in IR text and messages: f32, f16, bf16, f64, i64, i32, i16, i8, u32, u16, u8,
+// bool. (No uint64: kiln's scalars and its reference interpreter hold integers as int64.)
 const char* dtype_name(DType t);
 // Inverse of dtype_name; returns false when the name is unknown.
 bool dtype_from_name(const std::string& name, DType* out);
 // NumPy/PyTorch promotion of two tensor dtypes.
 DType promote_types(DType a, DType b);
+// The smallest and largest value of an integer dtype (bool: 0 and 1; float dtypes: int64's range),
+// and `v` wrapped to an integer dtype (two's complement; bool: v != 0; others: unchanged).
+int64_t int_lowest(DType t);
+int64_t int_highest(DType t);
+int64_t wrap_int(DType t, int64_t v);
 
 using Shape = std::vector<int64_t>;
 

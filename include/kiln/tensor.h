@@ -39,12 +39,13 @@ class Tensor {
   // --- realization ----------------------------------------------------------------------
   // Materializes the value on its device (no host copy). Returns *this for chaining.
   const Tensor& realize() const;
-  // Realizes and copies to the host, converting to T (float, double, int32_t, int64_t,
-  // uint8_t, int8_t, bool, uint16_t for raw half bits are accepted).
+  // Realizes and copies to the host, converting to T (float, double, int64_t, int32_t, int16_t,
+  // int8_t, uint32_t, uint16_t, uint8_t, bool; uint16_t of a f16 or bf16 tensor gives its raw bits).
   template <typename T>
   std::vector<T> to_vector() const;
   // Realizes and downloads into memory the caller owns and may reuse (`count` elements of the
-  // tensor's own element type: float for float32, double, int32_t, int64_t, int8_t, uint8_t).
+  // tensor's own element type: float for float32, double, int64_t, int32_t, int16_t, int8_t,
+  // uint32_t, uint16_t, uint8_t).
   // Throws kiln::Error when T is not the tensor's element type or `count` is not its size.
   template <typename T>
   void copy_to(T* dst, int64_t count) const;
@@ -115,7 +116,8 @@ class Tensor {
 };
 
 // --- creation ----------------------------------------------------------------------------
-// Copies host data. T in {float, double, int32_t, int64_t, int8_t, uint8_t, bool}; dtype is
+// Copies host data. T in {float, double, int64_t, int32_t, int16_t, int8_t, uint32_t, uint16_t,
+// uint8_t, bool}; dtype is
 // deduced from T unless given (the data is then converted).
 template <typename T>
 Tensor from_vector(const std::vector<T>& data, Shape shape, const Device& device = Device());
@@ -329,8 +331,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // Realizes several tensors as ONE graph (shared work is computed once).
 void realize(const std::vector<Tensor>& tensors);
 
-// The values of several tensors, converted like Tensor::to_vector<T> (float, double, int32_t,
-// int64_t, int8_t, uint8_t, bool): the lazy ones realize as one graph, then every copy is queued
+// The values of several tensors, converted like Tensor::to_vector<T> (the same T; uint16_t
+// converts f16/bf16 too): the lazy ones realize as one graph, then every copy is queued
 // before the host waits, so the downloads overlap each other instead of each waiting in turn.
 template <typename T>
 std::vector<std::vector<T>> to_vectors(const std::vector<Tensor>& tensors);

@@ -17,7 +17,7 @@ namespace {
 using testing::random_tensor;
 
 const DType kFloats[] = {float32, float64, float16, bfloat16};
-const DType kAll[] = {float32, float64, float16, bfloat16, int32, int64, int8, uint8, bool_};
+const DType kAll[] = {float32, float64, float16, bfloat16, int32, int64, int8, uint8, bool_, int16, uint16, uint32};
 
 struct Unary {
   const char* name;
@@ -95,6 +95,49 @@ TEST(Elementwise, IntegerArithmeticWraps) {
   EXPECT_MATCHES_REFERENCE({a * a, u * u, -u});
 }
 
+// int16, uint16 and uint32: arithmetic wraps at their width, unsigned values compare, divide and
+// convert as unsigned (uint32 past 2^31 included), float casts saturate, promotion follows NumPy
+// (u8 + i8 -> i16, u16 + i16 -> i32, u32 + i32 -> i64), and the values round-trip through the host.
+TEST(Elementwise, SixteenBitAndUnsignedIntegers) {
+  using V = std::vector<int64_t>;
+  Tensor s = from_vector<int16_t>({32767, -32768, -5, 300}, {4});
+  EXPECT_EQ((s + s).to_vector<int64_t>(), (V{-2, 0, -10, 600}));
+  EXPECT_EQ((s * s).to_vector<int64_t>(), (V{1, 0, 25, 24464}));  // 90000 wraps to 24464
+  EXPECT_EQ((-s).to_vector<int64_t>(), (V{-32767, -32768, 5, -300}));
+  EXPECT_EQ(trunc_divide(s, from_vector<int16_t>({-1, -1, 2, 0}, {4})).to_vector<int64_t>(), (V{-32767, -32768, -2, 0}));
+  Tensor u = from_vector<uint16_t>({65535, 0, 40000, 7}, {4});
+  EXPECT_EQ((u + u).to_vector<int64_t>(), (V{65534, 0, 14464, 14}));
+  EXPECT_EQ((u * u).to_vector<int64_t>(), (V{1, 0, 4096, 49}));  // 65535^2 and 40000^2 wrap at 2^16
+  EXPECT_EQ((u - from_vector<uint16_t>({1, 1, 1, 1}, {4})).to_vector<int64_t>(), (V{65534, 65535, 39999, 6}));
+  Tensor w = from_vector<uint32_t>({4294967295u, 0u, 3000000000u, 10u}, {4});
+  EXPECT_EQ((w + w).to_vector<int64_t>(), (V{4294967294LL, 0, 1705032704LL, 20}));
+  EXPECT_EQ((w > from_vector<uint32_t>({1u, 1u, 1u, 1u}, {4})).to_vector<int64_t>(), (V{1, 0, 1, 1}));
+  EXPECT_EQ(maximum(w, full({}, 5, uint32)).to_vector<int64_t>(), (V{4294967295LL, 5, 3000000000LL, 10}));
+  EXPECT_EQ(trunc_divide(w, from_vector<uint32_t>({2u, 5u, 7u, 0u}, {4})).to_vector<int64_t>(), (V{2147483647, 0, 428571428, 0}));
+  EXPECT_EQ(fmod(w, from_vector<uint32_t>({2u, 5u, 7u, 0u}, {4})).to_vector<int64_t>(), (V{1, 0, 4, 0}));
+  EXPECT_EQ(w.cast(float64).to_vector<double>(), (std::vector<double>{4294967295.0, 0, 3000000000.0, 10}));
+  EXPECT_EQ(w.cast(int64).to_vector<int64_t>(), (V{4294967295LL, 0, 3000000000LL, 10}));
+  EXPECT_EQ(w.to_vector<uint32_t>(), (std::vector<uint32_t>{4294967295u, 0u, 3000000000u, 10u}));
+  Tensor f = from_vector<double>({-1.5, 5e9, 70000.7, std::nan(""), 12.9}, {5});
+  EXPECT_EQ(f.cast(uint32).to_vector<int64_t>(), (V{0, 4294967295LL, 70000, 0, 12}));
+  EXPECT_EQ(f.cast(uint16).to_vector<int64_t>(), (V{0, 65535, 65535, 0, 12}));
+  EXPECT_EQ(f.cast(int16).to_vector<int64_t>(), (V{-1, 32767, 32767, 0, 12}));
+  EXPECT_EQ(from_vector<int64_t>({-1, 65536 + 3}, {2}).cast(uint16).to_vector<int64_t>(), (V{65535, 3}));
+  EXPECT_EQ((ones({2}, uint8) + ones({2}, int8)).dtype(), int16);
+  EXPECT_EQ((ones({2}, uint16) + ones({2}, int16)).dtype(), int32);
+  EXPECT_EQ((ones({2}, uint32) + ones({2}, int32)).dtype(), int64);
+  EXPECT_EQ((ones({2}, uint32) + ones({2}, int64)).dtype(), int64);
+  EXPECT_EQ((ones({2}, uint16) + ones({2}, uint32)).dtype(), uint32);
+  EXPECT_EQ((ones({2}, int16) + ones({2}, float16)).dtype(), float16);
+  // Reductions and their identities (the largest uint32 is the min's start, 0 the max's).
+  Tensor m = from_vector<uint32_t>({4000000000u, 3u, 4100000000u, 9u, 1u, 2u}, {2, 3});
+  EXPECT_EQ(m.max({1}).to_vector<int64_t>(), (V{4100000000LL, 9}));
+  EXPECT_EQ(m.min({1}).to_vector<int64_t>(), (V{3, 1}));
+  EXPECT_EQ(m.sum({1}).to_vector<int64_t>(), (V{8100000003LL, 12}));  // integer sums accumulate in int64
+  EXPECT_MATCHES_REFERENCE({s + s, s * s, u * u, w + w, w * w, trunc_divide(w, from_vector<uint32_t>({2u, 5u, 7u, 0u}, {4})),
+                            f.cast(uint32), f.cast(int16), m.max({0}), m.min({0}), m.sum({0}), m.argmax(1), s.abs(), u.abs()});
+}
+
 // Integer division: signs, division by zero and MIN / -1 written out; every integer dtype,
 // broadcasting and mixed dtypes against the reference interpreter; errors for floats and bools.
 TEST(Elementwise, IntegerDivision) {
@@ -120,7 +163,7 @@ TEST(Elementwise, IntegerDivision) {
   EXPECT_EQ(floor_divide(u8, v8).to_vector<int64_t>(), (V{28, 15, 0, 0}));
   EXPECT_EQ(remainder(u8, v8).to_vector<int64_t>(), (V{4, 15, 0, 9}));
   uint32_t seed = 300;
-  for (DType dt : {int32, int64, int8, uint8}) {
+  for (DType dt : {int32, int64, int8, uint8, int16, uint16, uint32}) {
     SCOPED_TRACE(dtype_name(dt));
     Tensor x = random_tensor({5, 7}, dt, seed++, -60, 60), y = random_tensor({5, 7}, dt, seed++, -6, 6);
     EXPECT_MATCHES_REFERENCE({trunc_divide(x, y), fmod(x, y), floor_divide(x, y), remainder(x, y)});
@@ -196,7 +239,7 @@ TEST(Elementwise, TypePromotionFollowsNumPy) {
   auto t = [](DType d) { return zeros({2}, d); };
   EXPECT_EQ((t(int32) + t(float16)).dtype(), float16);
   EXPECT_EQ((t(int64) + t(int8)).dtype(), int64);
-  EXPECT_EQ((t(uint8) + t(int8)).dtype(), int32);
+  EXPECT_EQ((t(uint8) + t(int8)).dtype(), int16);  // as NumPy and PyTorch
   EXPECT_EQ((t(float16) + t(bfloat16)).dtype(), float32);
   EXPECT_EQ((t(float32) + t(float64)).dtype(), float64);
   EXPECT_EQ((t(bool_) + t(bool_)).dtype(), int64);

@@ -60,6 +60,9 @@ Tensor upload(const onnx::HostTensor& h, const Device& dev) {
     case DType::kInt64: return from_vector(std::vector<int64_t>(reinterpret_cast<const int64_t*>(h.bytes.data()), reinterpret_cast<const int64_t*>(h.bytes.data()) + n), h.shape, dev);
     case DType::kInt8: return from_vector(std::vector<int8_t>(h.bytes.begin(), h.bytes.end()), h.shape, dev);
     case DType::kUInt8: return from_vector(std::vector<uint8_t>(h.bytes.begin(), h.bytes.end()), h.shape, dev);
+    case DType::kInt16: return from_vector(std::vector<int16_t>(reinterpret_cast<const int16_t*>(h.bytes.data()), reinterpret_cast<const int16_t*>(h.bytes.data()) + n), h.shape, dev);
+    case DType::kUInt16: return from_vector(std::vector<uint16_t>(reinterpret_cast<const uint16_t*>(h.bytes.data()), reinterpret_cast<const uint16_t*>(h.bytes.data()) + n), h.shape, dev);
+    case DType::kUInt32: return from_vector(std::vector<uint32_t>(reinterpret_cast<const uint32_t*>(h.bytes.data()), reinterpret_cast<const uint32_t*>(h.bytes.data()) + n), h.shape, dev);
     case DType::kBool: return from_vector(std::vector<uint8_t>(h.bytes.begin(), h.bytes.end()), h.shape, DType::kBool, dev);
     case DType::kFloat16:
     case DType::kBFloat16: {

@@ -89,7 +89,7 @@ Tensor random_tensor(Shape shape, DType dtype, uint32_t seed, double lo, double 
     return from_vector(v, shape, dtype);
   }
   int64_t l = int64_t(lo), h = int64_t(hi);
-  if (dtype == DType::kUInt8) l = std::max<int64_t>(l, 0);
+  if (!is_signed(dtype)) l = std::max<int64_t>(l, 0);
   if (h <= l) h = l + 1;
   return from_vector(random_ints(n, seed, l, h), shape, dtype);
 }

@@ -23,6 +23,9 @@ absl::StatusOr<ir::HostTensor> download_host(const runtime::Buffer& buf, DType d
       case DType::kBool: t.i[i] = *p != 0; break;
       case DType::kUInt8: t.i[i] = *p; break;
       case DType::kInt8: t.i[i] = int8_t(*p); break;
+      case DType::kInt16: { int16_t v; std::memcpy(&v, p, 2); t.i[i] = v; break; }
+      case DType::kUInt16: { uint16_t v; std::memcpy(&v, p, 2); t.i[i] = v; break; }
+      case DType::kUInt32: { uint32_t v; std::memcpy(&v, p, 4); t.i[i] = v; break; }
       case DType::kInt32: { int32_t v; std::memcpy(&v, p, 4); t.i[i] = v; break; }
       case DType::kInt64: { int64_t v; std::memcpy(&v, p, 8); t.i[i] = v; break; }
       case DType::kFloat16: { uint16_t v; std::memcpy(&v, p, 2); t.f[i] = ir::half_to_float(v); break; }
@@ -45,6 +48,9 @@ absl::StatusOr<std::shared_ptr<runtime::Buffer>> upload_host(runtime::Device* de
       case DType::kInt8: *p = uint8_t(uint64_t(t.i[i])); break;
       case DType::kInt32: { int32_t v = int32_t(uint32_t(uint64_t(t.i[i]))); std::memcpy(p, &v, 4); break; }
       case DType::kInt64: std::memcpy(p, &t.i[i], 8); break;
+      case DType::kInt16:
+      case DType::kUInt16: { uint16_t v = uint16_t(uint64_t(t.i[i])); std::memcpy(p, &v, 2); break; }
+      case DType::kUInt32: { uint32_t v = uint32_t(uint64_t(t.i[i])); std::memcpy(p, &v, 4); break; }
       case DType::kFloat16: { uint16_t v = ir::float_to_half(float(t.f[i])); std::memcpy(p, &v, 2); break; }
       case DType::kBFloat16: { uint16_t v = ir::float_to_bf16(float(t.f[i])); std::memcpy(p, &v, 2); break; }
       case DType::kFloat32: { float v = float(t.f[i]); std::memcpy(p, &v, 4); break; }

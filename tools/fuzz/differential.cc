@@ -590,7 +590,7 @@ ir::HostTensor random_host(DType dt, const Shape& shape, std::mt19937_64& rng) {
   ir::HostTensor t = ir::HostTensor::make(dt, shape);
   int64_t n = t.numel();
   std::uniform_real_distribution<double> f(-2, 2);
-  std::uniform_int_distribution<int64_t> i(dt == DType::kBool ? 0 : (dt == DType::kUInt8 ? 0 : -9), dt == DType::kBool ? 1 : 9);
+  std::uniform_int_distribution<int64_t> i(is_signed(dt) ? -9 : 0, dt == DType::kBool ? 1 : 9);
   for (int64_t k = 0; k < n; ++k) {
     if (is_float(dt)) t.f[k] = round_to_dtype(dt, f(rng));
     else t.i[k] = i(rng);

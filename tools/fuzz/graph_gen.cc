@@ -49,12 +49,16 @@ std::string dtype_cpp(DType t) {
     case DType::kBFloat16: return "bfloat16";
     case DType::kFloat32: return "float32";
     case DType::kFloat64: return "float64";
+    case DType::kInt16: return "int16";
+    case DType::kUInt16: return "uint16";
+    case DType::kUInt32: return "uint32";
   }
   return "?";
 }
 
-constexpr DType kAllDTypes[] = {DType::kBool,    DType::kUInt8,    DType::kInt8,    DType::kInt32, DType::kInt64,
-                                DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};
+constexpr DType kAllDTypes[] = {DType::kBool,    DType::kUInt8,    DType::kInt8,    DType::kInt32,  DType::kInt64,
+                                DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64, DType::kInt16,
+                                DType::kUInt16,  DType::kUInt32};
 
 // Largest magnitude the generator lets a float value of `t` reach between ops; the headroom to
 // the dtype's real maximum absorbs the factors that one op may add (a sum, a division by 0.25).
@@ -71,11 +75,8 @@ double limit(DType t) {
 
 void int_range(DType t, double* lo, double* hi) {
   switch (t) {
-    case DType::kBool: *lo = 0; *hi = 1; return;
-    case DType::kUInt8: *lo = 0; *hi = 255; return;
-    case DType::kInt8: *lo = -128; *hi = 127; return;
-    case DType::kInt32: *lo = -2147483648.0; *hi = 2147483647.0; return;
-    default: *lo = -9.223372036854775808e18; *hi = 9.223372036854775807e18; return;
+    case DType::kInt64: *lo = -9.223372036854775808e18; *hi = 9.223372036854775807e18; return;
+    default: *lo = double(int_lowest(t)); *hi = double(int_highest(t)); return;
   }
 }
 
@@ -148,8 +149,9 @@ class Generator {
     // Floats (f32 most) are likelier: they exercise most of the arithmetic.
     static const DType weighted[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat16,
                                      DType::kBFloat16, DType::kFloat64, DType::kInt32,  DType::kInt64,
-                                     DType::kInt8,    DType::kUInt8,   DType::kBool,   DType::kFloat32};
-    return weighted[uniform(0, 11)];
+                                     DType::kInt8,    DType::kUInt8,   DType::kBool,   DType::kFloat32,
+                                     DType::kInt16,   DType::kUInt16,  DType::kUInt32};
+    return weighted[uniform(0, 14)];
   }
   int64_t random_dim() {
     static const int64_t dims[] = {1, 1, 2, 2, 3, 3, 4, 5, 5, 6, 7, 8, 9, 11, 13, 16, 17, 31, 33, 64};

@@ -21,7 +21,8 @@ struct Descr {
 };
 constexpr Descr kDescrs[] = {{"<f4", DType::kFloat32}, {"<f2", DType::kFloat16}, {"<f8", DType::kFloat64},
                              {"<i4", DType::kInt32},   {"<i8", DType::kInt64},   {"|i1", DType::kInt8},
-                             {"|u1", DType::kUInt8},   {"|b1", DType::kBool}};
+                             {"|u1", DType::kUInt8},   {"|b1", DType::kBool},    {"<i2", DType::kInt16},
+                             {"<u2", DType::kUInt16},  {"<u4", DType::kUInt32}};
 
 // The value after 'key': in the header dict, up to the next top-level ',' (or '}' at the end).
 bool dict_value(const std::string& h, const std::string& key, std::string* out) {
