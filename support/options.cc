@@ -162,6 +162,7 @@ Options options() {
   read_int(o, "KILN_VULKAN_IN_FLIGHT", &o.vulkan_in_flight);
   read_int(o, "KILN_VULKAN_SPIN_US", &o.vulkan_spin_us);
   read_switch("KILN_VULKAN_QUEUE_ORDER", &o.vulkan_queue_order);
+  read_switch("KILN_VULKAN_SKIP_DONE_WAITS", &o.vulkan_skip_done_waits);
   read_int(o, "KILN_VULKAN_DROP_BARRIER", &o.vulkan_drop_barrier);
   if (const char* l = env("KILN_VULKAN_LOADER")) o.vulkan_loader = l;
   return o;

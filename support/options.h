@@ -101,6 +101,7 @@ struct Options {
   int vulkan_spin_us = -1;         // KILN_VULKAN_SPIN_US: host waits poll this long before blocking
                                    // (-1: 50 on GPUs, 0 on CPU devices, whose threads need the cores)
   bool vulkan_queue_order = true;  // KILN_VULKAN_QUEUE_ORDER=0: order runs by semaphore waits
+  bool vulkan_skip_done_waits = true;  // KILN_VULKAN_SKIP_DONE_WAITS=0: submissions keep waits already satisfied (comparisons)
   int vulkan_drop_barrier = -1;    // KILN_VULKAN_DROP_BARRIER (test hook): omit this step's barrier
   std::string vulkan_loader;       // KILN_VULKAN_LOADER: the libvulkan to dlopen
 

@@ -75,6 +75,7 @@ absl::StatusOr<std::shared_ptr<Context>> Context::create(const ContextOptions& o
   if (absl::Status s = c->create_instance(o); !s.ok()) return s;
   if (absl::Status s = c->create_device(o); !s.ok()) return s;
   c->spin_us_ = o.spin_us >= 0 ? o.spin_us : c->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0 : 50;
+  c->skip_done_waits_ = o.skip_done_waits;
   track_device(c->device, &c->queue_mu_, c->dedicated_copy_queue() ? &c->copy_mu_ : nullptr);
   watch_process_exit();
   return c;
@@ -277,8 +278,8 @@ absl::StatusOr<uint64_t> Context::submit(Queue q, VkCommandBuffer cb, Stamp wait
     values[n] = v;
     stages[n++] = wait_stage;
   };
-  if (wait.compute > 0) add(timeline, wait.compute);
-  if (wait.copy > 0 && copy_timeline) add(copy_timeline, wait.copy);
+  if (wait.compute > 0 && !reached(0, wait.compute)) add(timeline, wait.compute);
+  if (wait.copy > 0 && copy_timeline && !reached(1, wait.copy)) add(copy_timeline, wait.copy);
   if (copy && gated_) add(gate_, gate_value_);
   VkSemaphore signal = copy ? copy_timeline : timeline;
   VkTimelineSemaphoreSubmitInfo ts = vk_struct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
@@ -299,6 +300,17 @@ absl::StatusOr<uint64_t> Context::submit(Queue q, VkCommandBuffer cb, Stamp wait
   next = value;
   last_waits_[copy ? 1 : 0] = wait;
   return value;
+}
+
+bool Context::reached(int t, uint64_t value) {
+  if (!skip_done_waits_) return false;
+  if (value <= seen_[t].load(std::memory_order_relaxed)) return true;
+  uint64_t v = 0;
+  if (vkGetSemaphoreCounterValue(device, t == 0 ? timeline : copy_timeline, &v) != VK_SUCCESS) return false;
+  uint64_t old = seen_[t].load(std::memory_order_relaxed);
+  while (v > old && !seen_[t].compare_exchange_weak(old, v, std::memory_order_relaxed)) {
+  }
+  return value <= v;
 }
 
 absl::Status Context::wait_one(VkSemaphore s, uint64_t value) {

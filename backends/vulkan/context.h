@@ -4,6 +4,7 @@
 // Buffers and executables hold a shared_ptr to it, so it outlives every object made from it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <algorithm>
 #include <map>
@@ -67,6 +68,7 @@ struct ContextOptions {
   std::string cache_dir;    // the Vulkan folder of the disk cache ("": none)
   int spin_us = -1;         // KILN_VULKAN_SPIN_US (-1: by device type)
   int transfer_queue = 1;   // KILN_VULKAN_TRANSFER_QUEUE (support/options.h)
+  bool skip_done_waits = true;  // KILN_VULKAN_SKIP_DONE_WAITS (support/options.h)
 };
 
 // The queues kiln submits to: compute (kernels, downloads) and copy (uploads).
@@ -167,6 +169,11 @@ class Context {
   uint64_t gate_value_ = 0;
   bool gated_ = false;
   int spin_us_ = 0;          // how long wait() polls before it blocks
+  // submit() leaves out waits for timeline values already reached (a wait costs the driver work
+  // even when satisfied): the highest values seen so far, and whether to (options).
+  bool skip_done_waits_ = true;
+  std::atomic<uint64_t> seen_[2] = {0, 0};  // compute, copy
+  bool reached(int timeline_index, uint64_t value);
   std::mutex memory_mu_;
   std::vector<Allocation> retired_;  // waiting for the GPU (ready_after, ready_after_copy)
   std::multimap<VkDeviceSize, Allocation> reuse_;               // device buffers ready for reuse

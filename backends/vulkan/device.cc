@@ -34,6 +34,7 @@ absl::StatusOr<std::unique_ptr<VulkanDevice>> VulkanDevice::create() {
   o.validation = env.vulkan_validation;
   o.device_index = env.vulkan_device;
   o.spin_us = env.vulkan_spin_us;
+  o.skip_done_waits = env.vulkan_skip_done_waits;
   o.transfer_queue = env.vulkan_transfer_queue;
   o.cache_dir = DiskCache::for_backend("vulkan").dir();  // "" when disabled
   auto ctx = Context::create(o);

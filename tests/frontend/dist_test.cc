@@ -184,6 +184,19 @@ TEST(Dist, OtherDtypes) {
     EXPECT_EQ(dist::all_reduce(flags, g, ReduceOp::kMin).to_vector<bool>(), (std::vector<bool>{false, true, false}));
     EXPECT_MATCHES_REFERENCE({dist::all_reduce(i, g, ReduceOp::kProd), dist::all_reduce(h, g), dist::all_reduce(b, g, ReduceOp::kMean),
                               dist::all_gather(h, g), dist::all_reduce(flags, g, ReduceOp::kMax)});
+    // uint32 wraps at 2^32 and compares unsigned; 16-bit integers gather everywhere and reduce on
+    // the cpu (NCCL has no 16-bit integer type: a clear error on cuda).
+    Tensor u = from_vector<uint32_t>({4000000000u, uint32_t(r + 1)}, {2}, uint32, dev(r));
+    EXPECT_EQ(dist::all_reduce(u, g).to_vector<int64_t>(), (std::vector<int64_t>{8000000000LL - 4294967296LL, 3}));
+    EXPECT_EQ(dist::all_reduce(u, g, ReduceOp::kMax).to_vector<int64_t>(), (std::vector<int64_t>{4000000000LL, 2}));
+    Tensor s = from_vector<int16_t>({int16_t(30000 + r), -7}, {2}, int16, dev(r));
+    EXPECT_EQ(dist::all_gather(s, g).to_vector<int64_t>(), (std::vector<int64_t>{30000, -7, 30001, -7}));
+    if (on_cuda()) {
+      const std::string e = error_of([&] { dist::all_reduce(s, g).realize(); });
+      EXPECT_NE(e.find("NCCL reduces no 16-bit integer type"), std::string::npos) << e;
+    } else {
+      EXPECT_EQ(dist::all_reduce(s, g).to_vector<int64_t>(), (std::vector<int64_t>{60001 - 65536, -14}));
+    }
   });
 }
 

@@ -128,10 +128,10 @@ TEST(OnnxBadInput, UnsupportedAttributeIsRefusedNotIgnored) {
 
 TEST(OnnxBadInput, UnsupportedDtypeNamesTheValue) {
   ModelBuilder b;
-  b.input("x", TensorProto::UINT16, {2});
+  b.input("x", TensorProto::UINT64, {2});
   b.node("Identity", {"x"}, {"y"}, "id");
-  b.output("y", TensorProto::UINT16, {2});
-  EXPECT_FAILS(b.bytes(), kUnimplemented, "input 'x': element type UINT16 is not supported");
+  b.output("y", TensorProto::UINT64, {2});
+  EXPECT_FAILS(b.bytes(), kUnimplemented, "input 'x': element type UINT64 is not supported");
   ModelBuilder c = unary_model("Cast", "to_string");
   ModelBuilder::attr_int(c.proto().mutable_graph()->mutable_node(0), "to", TensorProto::STRING);
   c.proto().mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
@@ -145,15 +145,15 @@ TEST(OnnxBadInput, ConstantOfAnUnsupportedDtypeNamesTheNodeOnce) {
   auto* a = c->add_attribute();
   a->set_name("value");
   a->set_type(onnx_pb::AttributeProto::TENSOR);
-  a->mutable_t()->set_data_type(TensorProto::UINT32);
+  a->mutable_t()->set_data_type(TensorProto::UINT64);
   a->mutable_t()->add_dims(1);
   a->mutable_t()->add_uint64_data(7);
   b.node("Add", {"x", "k"}, {"y"}, "add");
   b.output("y", TensorProto::FLOAT, {2});
   Failure f = load_error(b.bytes());
   EXPECT_EQ(f.code, absl::StatusCode::kUnimplemented) << f.message;
-  EXPECT_EQ(f.message, "m.onnx: node 'konst' (Constant): attribute 'value': element type UINT32 is not supported (kiln has bool, uint8, "
-                       "int8, int32, int64, float16, bfloat16, float32, float64)");
+  EXPECT_EQ(f.message, "m.onnx: node 'konst' (Constant): attribute 'value': element type UINT64 is not supported (kiln has bool, uint8, "
+                       "uint16, uint32, int8, int16, int32, int64, float16, bfloat16, float32, float64)");
 }
 
 TEST(OnnxBadInput, SubgraphReadingAnUndefinedValueNamesTheNodes) {

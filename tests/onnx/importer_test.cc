@@ -95,6 +95,39 @@ TEST(OnnxImport, ShapeSubgraphsFoldAtImport) {
   EXPECT_EQ(y[1].to_vector<int64_t>(), std::vector<int64_t>{24});
 }
 
+// uint32 constants arrive in uint64_data, int16/uint16 ones in int32_data (onnx.proto); each
+// lands in its own dtype, and uint32 arithmetic on the device stays unsigned.
+TEST(OnnxImport, NarrowAndUnsignedIntegerTensors) {
+  ModelBuilder b;
+  b.input("x", TensorProto::UINT32, {2});
+  b.input("h", TensorProto::INT16, {2});
+  auto constant = [&](const char* name, int type) {
+    auto* a = b.node("Constant", {}, {name})->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx_pb::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(type);
+    a->mutable_t()->add_dims(2);
+    return a->mutable_t();
+  };
+  auto* k = constant("k", TensorProto::UINT32);
+  k->add_uint64_data(4000000000u);
+  k->add_uint64_data(7);
+  auto* j = constant("j", TensorProto::INT16);
+  j->add_int32_data(-32768);
+  j->add_int32_data(5);
+  b.node("Add", {"x", "k"}, {"y"});
+  b.node("Max", {"h", "j"}, {"z"});
+  b.output("y", TensorProto::UINT32, {2});
+  b.output("z", TensorProto::INT16, {2});
+  onnx::Model m = onnx::load_bytes(b.bytes(), default_device());
+  EXPECT_EQ(m.inputs()[0].dtype, uint32);
+  std::vector<Tensor> out = m({from_vector<uint32_t>({300000000u, 1u}, {2}), from_vector<int16_t>({-3, 2}, {2})});
+  ASSERT_EQ(out[0].dtype(), uint32);
+  EXPECT_EQ(out[0].to_vector<int64_t>(), (std::vector<int64_t>{4300000000LL - 4294967296LL, 8}));
+  EXPECT_EQ(out[1].dtype(), int16);
+  EXPECT_EQ(out[1].to_vector<int64_t>(), (std::vector<int64_t>{-3, 5}));
+}
+
 // Indices that are graph inputs are ordinary run-time values: one compiled graph serves every
 // index value (an out-of-range one reads 0, kiln's definition of what ONNX calls an error).
 TEST(OnnxImport, GatherWithRunTimeIndicesRunsWithoutRecompiling) {
