@@ -318,24 +318,20 @@ int64_t kiln_lrem(int64_t x, int64_t y) { return y == 0l ? 0l : x - kiln_ldiv(x,
 )";
     if (f.f64) p += kDoubleMath;
     if (f.f64) p += "uint kiln_sat_u32(double v) { return isnan(v) ? 0u : v >= 4294967295.0lf ? 4294967295u : v <= 0.0lf ? 0u : uint(v); }\n";
-    if (f.f16_storage) {
-      p += R"(int16_t kiln_sat_i16(float v) { return isnan(v) ? int16_t(0) : v >= 32767.0 ? int16_t(32767) : v <= -32768.0 ? int16_t(-32768) : int16_t(int(v)); }
-uint16_t kiln_sat_u16(float v) { return isnan(v) ? uint16_t(0) : v >= 65535.0 ? uint16_t(65535) : v <= 0.0 ? uint16_t(0) : uint16_t(uint(v)); }
-)";
-      if (f.f64)
-        p += R"(int16_t kiln_sat_i16(double v) { return isnan(v) ? int16_t(0) : v >= 32767.0lf ? int16_t(32767) : v <= -32768.0lf ? int16_t(-32768) : int16_t(int(v)); }
-uint16_t kiln_sat_u16(double v) { return isnan(v) ? uint16_t(0) : v >= 65535.0lf ? uint16_t(65535) : v <= 0.0lf ? uint16_t(0) : uint16_t(uint(v)); }
-)";
-    }
-    if (f.i8) {
-      p += R"(int8_t kiln_sat_i8(float v) { return isnan(v) ? int8_t(0) : v >= 127.0 ? int8_t(127) : v <= -128.0 ? int8_t(-128) : int8_t(int(v)); }
-uint8_t kiln_sat_u8(float v) { return isnan(v) ? uint8_t(0) : v >= 255.0 ? uint8_t(255) : v <= 0.0 ? uint8_t(0) : uint8_t(int(v)); }
-)";
-      if (f.f64)
-        p += R"(int8_t kiln_sat_i8(double v) { return isnan(v) ? int8_t(0) : v >= 127.0lf ? int8_t(127) : v <= -128.0lf ? int8_t(-128) : int8_t(int(v)); }
-uint8_t kiln_sat_u8(double v) { return isnan(v) ? uint8_t(0) : v >= 255.0lf ? uint8_t(255) : v <= 0.0lf ? uint8_t(0) : uint8_t(int(v)); }
-)";
-    }
+    // Saturating float -> narrow integer conversions (NaN -> 0), for the widths the kernel uses.
+    auto saturations = [&](std::initializer_list<DType> types) {
+      for (DType t : types)
+        for (const char* fty : {"float", "double"}) {
+          const bool d = std::string(fty) == "double";
+          if (d && !f.f64) continue;
+          const std::string ty = type(t), lf = d ? "lf" : "", via = is_signed(t) ? "int" : "uint";
+          absl::StrAppend(&p, ty, " kiln_sat_", dtype_name(t), "(", fty, " v) { return isnan(v) ? ", ty, "(0) : v >= ",
+                          int_highest(t), ".0", lf, " ? ", ty, "(", int_highest(t), ") : v <= ", int_lowest(t), ".0", lf, " ? ",
+                          ty, "(", int_lowest(t), ") : ", ty, "(", via, "(v)); }\n");
+        }
+    };
+    if (f.f16_storage) saturations({DType::kInt16, DType::kUInt16});
+    if (f.i8) saturations({DType::kInt8, DType::kUInt8});
     return p;
   }
 
