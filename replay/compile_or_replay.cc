@@ -121,12 +121,15 @@ absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_compiled(
   // Fresh output storage on every run: results a caller holds are never overwritten.
   std::vector<std::shared_ptr<runtime::Buffer>> out_bufs;
   std::vector<runtime::Buffer*> out_raw, in_raw;
-  for (const ir::BufferDesc& b : g.buffers) {
-    if (b.kind != ir::BufferKind::kOutput) continue;
-    auto buf = g.device->alloc(b.bytes());
-    if (!buf.ok()) return buf.status();
-    out_raw.push_back(buf->get());
-    out_bufs.push_back(*std::move(buf));
+  {
+    support::TraceSpan span("allocate outputs");
+    for (const ir::BufferDesc& b : g.buffers) {
+      if (b.kind != ir::BufferKind::kOutput) continue;
+      auto buf = g.device->alloc(b.bytes());
+      if (!buf.ok()) return buf.status();
+      out_raw.push_back(buf->get());
+      out_bufs.push_back(*std::move(buf));
+    }
   }
   in_raw.reserve(inputs.size());
   for (const auto& b : inputs) in_raw.push_back(b.get());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "backends/vulkan/peaks.h"
@@ -418,9 +419,11 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
   for (size_t i = 0; i < inputs.size(); ++i) in[i] = static_cast<VulkanBuffer*>(inputs[i]);
   for (size_t i = 0; i < outputs.size(); ++i) out[i] = static_cast<VulkanBuffer*>(outputs[i]);
   std::lock_guard<std::mutex> lock(mu_);
+  std::optional<support::TraceSpan> span(std::in_place, "acquire a run slot (vulkan)");
   auto slot = acquire_slot();
   if (!slot.ok()) return slot.status();
   Slot* s = *slot;
+  span.emplace("bind (vulkan)");
   // The GPU waits for the previous run (it shares the arena), for the writers of the inputs, and
   // for every earlier use of the outputs and of this slot's table; on the copy queue, for the
   // uploads into its own buffers only (their last copies), not for other uploads in flight.
@@ -454,6 +457,7 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
     if (absl::Status st = record(s); !st.ok()) return st;
   }
   uint64_t value = 0;
+  span.emplace("submit (vulkan)");
   if (!s->runs.empty()) {
     absl::Status st = run_structured(s, Stamp{opts_.queue_order ? 0 : after, copy_after});
     value = last_value_;
@@ -468,6 +472,7 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
     if (!v.ok()) return v.status();
     s->value = last_value_ = value = *v;
   }
+  span.emplace("after the submit (vulkan)");
   if (!ran_once_ && ctx_->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
     // The driver compiles the pipelines on this first dispatch: let it finish, then re-arm the
     // exit hook behind the statics it built (see rearm_exit_hook).
