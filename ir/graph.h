@@ -62,11 +62,6 @@ namespace kiln::ir {
 
 using NodeId = int32_t;
 
-// The smallest and largest value of an integer dtype (bool: 0 and 1): the identities of an
-// integer max and min.
-inline int64_t dtype_lowest(DType t) { return int_lowest(t); }
-inline int64_t dtype_highest(DType t) { return int_highest(t); }
-
 class Graph;
 // The nested graphs of a while or if node (shared: passes copy nodes freely).
 using Regions = std::vector<Graph>;

@@ -32,10 +32,8 @@ double round_to(DType t, double v) {
   }
 }
 
-int64_t wrap_to(DType t, int64_t v) { return wrap_int(t, v); }
-
 // int_div / int_rem (op.h): values are held sign-extended (uint8 as 0..255), so only int64's
-// MIN / -1 overflows here; narrower dtypes wrap in wrap_to.
+// MIN / -1 overflows here; narrower dtypes wrap in wrap_int.
 int64_t int_div(int64_t x, int64_t y) {
   if (y == 0) return 0;
   if (y == -1) return int64_t(0 - uint64_t(x));
@@ -169,7 +167,7 @@ class Interp {
   // Stores a value computed as double (floats) or int64 (ints), with dtype rounding/wrapping.
   static void set(HostTensor* r, int64_t k, double v, int64_t iv) {
     if (is_float(r->dtype)) r->f[k] = round_to(r->dtype, v);
-    else r->i[k] = wrap_to(r->dtype, iv);
+    else r->i[k] = wrap_int(r->dtype, iv);
   }
 
   void elementwise(const Node& n, HostTensor* r) {
@@ -249,7 +247,7 @@ class Interp {
           case Op::kOr: v = x || y; break;
           default: break;
         }
-        r->i[k] = wrap_to(r->dtype, v);
+        r->i[k] = wrap_int(r->dtype, v);
       }
     }
   }
@@ -326,7 +324,7 @@ class Interp {
     for (int64_t o = 0; o < M; ++o) {
       if (is_arg_reduce(n.op)) r->i[o] = best[o] < 0 ? 0 : best[o];
       else if (fl) r->f[o] = round_to(r->dtype, facc[o]);
-      else r->i[o] = wrap_to(r->dtype, iacc[o]);
+      else r->i[o] = wrap_int(r->dtype, iacc[o]);
     }
   }
 
@@ -468,8 +466,8 @@ class Interp {
     int64_t iinit = 0;
     switch (mode) {
       case ScatterMode::kMul: finit = 1, iinit = 1; break;
-      case ScatterMode::kMax: finit = -INFINITY, iinit = ir::dtype_lowest(r->dtype); break;
-      case ScatterMode::kMin: finit = INFINITY, iinit = ir::dtype_highest(r->dtype); break;
+      case ScatterMode::kMax: finit = -INFINITY, iinit = int_lowest(r->dtype); break;
+      case ScatterMode::kMin: finit = INFINITY, iinit = int_highest(r->dtype); break;
       default: break;
     }
     for (int64_t s = 0; s < S; ++s) {
@@ -546,7 +544,7 @@ class Interp {
       }
       if (!valid) {
         if (fl) r->f[k] = round_to(n.dtype, n.scalar.as_double());
-        else r->i[k] = wrap_to(n.dtype, n.scalar.as_int());
+        else r->i[k] = wrap_int(n.dtype, n.scalar.as_int());
         continue;
       }
       int64_t s = ravel(src, a->shape);
@@ -575,7 +573,7 @@ class Interp {
           }
           int64_t o = (bt * M + m) * Nn + j;
           if (fl) r->f[o] = round_to(n.dtype, acc);
-          else r->i[o] = wrap_to(n.dtype, int64_t(iacc));
+          else r->i[o] = wrap_int(n.dtype, int64_t(iacc));
         }
   }
 

@@ -107,6 +107,9 @@ class DialectOps {
   // (kiln_h2f, kiln_f2h, kiln_bf2f, kiln_f2bf) uses the 16-bit word type and needs the former.
   std::string float_rounding_helpers() const;
   std::string storage_word_helpers() const;
+  // kiln_sat_<dtype name>(F v) for each integer dtype in `to`, F the type of `from` (f32 or f64):
+  // the saturating conversion casts call (NaN -> 0, values past the range -> its ends).
+  std::string saturating_casts(std::initializer_list<DType> to, DType from) const;
 
   // --- 16-byte float32 access (shared; 4 consecutive elements at element index 4*index)
   static bool vec4_capable(DType t) { return t == DType::kFloat32; }

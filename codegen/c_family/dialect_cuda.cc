@@ -92,11 +92,6 @@ __device__ __forceinline__ double kiln_maxd(double a, double b) { return (a != a
 __device__ __forceinline__ double kiln_mind(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
 __device__ __forceinline__ int kiln_sat_i32(double v) { return v != v ? 0 : v >= 2147483647.0 ? 2147483647 : v <= -2147483648.0 ? (-2147483647 - 1) : (int)v; }
 __device__ __forceinline__ long long kiln_sat_i64(double v) { return v != v ? 0LL : v >= 9.2233720368547758e18 ? 9223372036854775807LL : v <= -9.2233720368547758e18 ? (-9223372036854775807LL - 1LL) : (long long)v; }
-__device__ __forceinline__ signed char kiln_sat_i8(double v) { return v != v ? 0 : v >= 127.0 ? 127 : v <= -128.0 ? -128 : (signed char)v; }
-__device__ __forceinline__ unsigned char kiln_sat_u8(double v) { return v != v ? 0 : v >= 255.0 ? 255 : v <= 0.0 ? 0 : (unsigned char)v; }
-__device__ __forceinline__ short kiln_sat_i16(double v) { return v != v ? 0 : v >= 32767.0 ? 32767 : v <= -32768.0 ? -32768 : (short)v; }
-__device__ __forceinline__ unsigned short kiln_sat_u16(double v) { return v != v ? 0 : v >= 65535.0 ? 65535 : v <= 0.0 ? 0 : (unsigned short)v; }
-__device__ __forceinline__ unsigned kiln_sat_u32(double v) { return v != v ? 0u : v >= 4294967295.0 ? 4294967295u : v <= 0.0 ? 0u : (unsigned)v; }
 __device__ __forceinline__ unsigned kiln_udiv(unsigned x, unsigned y) { return y == 0u ? 0u : x / y; }
 __device__ __forceinline__ unsigned kiln_urem(unsigned x, unsigned y) { return y == 0u ? 0u : x % y; }
 __device__ __forceinline__ int kiln_idiv(int x, int y) { return y == 0 ? 0 : y == -1 ? (int)(0u - (unsigned)x) : x / y; }
@@ -104,6 +99,7 @@ __device__ __forceinline__ int kiln_irem(int x, int y) { return y == 0 || y == -
 __device__ __forceinline__ long long kiln_ldiv(long long x, long long y) { return y == 0 ? 0LL : y == -1 ? (long long)(0ull - (unsigned long long)x) : x / y; }
 __device__ __forceinline__ long long kiln_lrem(long long x, long long y) { return y == 0 || y == -1 ? 0LL : x % y; }
 )";
+    p += saturating_casts({DType::kInt8, DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kUInt32}, DType::kFloat64);
     return p;
   }
 

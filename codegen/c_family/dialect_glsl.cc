@@ -308,7 +308,6 @@ int kiln_idiv(int x, int y) {
 int kiln_irem(int x, int y) { return y == 0 ? 0 : x - kiln_idiv(x, y) * y; }
 uint kiln_udiv(uint x, uint y) { return y == 0u ? 0u : x / y; }
 uint kiln_urem(uint x, uint y) { return y == 0u ? 0u : x % y; }
-uint kiln_sat_u32(float v) { return isnan(v) ? 0u : v >= 4294967296.0 ? 4294967295u : v <= 0.0 ? 0u : uint(v); }
 int64_t kiln_ldiv(int64_t x, int64_t y) {
   if (y == 0l) return 0l;
   uint64_t q = (x < 0l ? 0ul - uint64_t(x) : uint64_t(x)) / (y < 0l ? 0ul - uint64_t(y) : uint64_t(y));
@@ -317,21 +316,14 @@ int64_t kiln_ldiv(int64_t x, int64_t y) {
 int64_t kiln_lrem(int64_t x, int64_t y) { return y == 0l ? 0l : x - kiln_ldiv(x, y) * y; }
 )";
     if (f.f64) p += kDoubleMath;
-    if (f.f64) p += "uint kiln_sat_u32(double v) { return isnan(v) ? 0u : v >= 4294967295.0lf ? 4294967295u : v <= 0.0lf ? 0u : uint(v); }\n";
-    // Saturating float -> narrow integer conversions (NaN -> 0), for the widths the kernel uses.
-    auto saturations = [&](std::initializer_list<DType> types) {
-      for (DType t : types)
-        for (const char* fty : {"float", "double"}) {
-          const bool d = std::string(fty) == "double";
-          if (d && !f.f64) continue;
-          const std::string ty = type(t), lf = d ? "lf" : "", via = is_signed(t) ? "int" : "uint";
-          absl::StrAppend(&p, ty, " kiln_sat_", dtype_name(t), "(", fty, " v) { return isnan(v) ? ", ty, "(0) : v >= ",
-                          int_highest(t), ".0", lf, " ? ", ty, "(", int_highest(t), ") : v <= ", int_lowest(t), ".0", lf, " ? ",
-                          ty, "(", int_lowest(t), ") : ", ty, "(", via, "(v)); }\n");
-        }
-    };
-    if (f.f16_storage) saturations({DType::kInt16, DType::kUInt16});
-    if (f.i8) saturations({DType::kInt8, DType::kUInt8});
+    // Saturating float -> narrow integer conversions, for the widths the kernel uses.
+    std::vector<DType> narrow = {DType::kUInt32};
+    if (f.f16_storage) narrow.insert(narrow.end(), {DType::kInt16, DType::kUInt16});
+    if (f.i8) narrow.insert(narrow.end(), {DType::kInt8, DType::kUInt8});
+    for (DType t : narrow) {
+      p += saturating_casts({t}, DType::kFloat32);
+      if (f.f64) p += saturating_casts({t}, DType::kFloat64);
+    }
     return p;
   }
 

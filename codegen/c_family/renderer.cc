@@ -113,6 +113,19 @@ std::string DialectOps::storage_word_helpers() const {
       q, w, " kiln_f2bf(", f, " f) { return ", convert(w, float_to_bits("kiln_round_bf(f)") + " >> 16"), "; }\n");
 }
 
+std::string DialectOps::saturating_casts(std::initializer_list<DType> to, DType from) const {
+  std::string s;
+  for (DType t : to) {
+    const std::string ty = type(t);
+    auto lit = [&](int64_t x) { return literal(t, Scalar::from_int(x)); };
+    auto bound = [&](int64_t x) { return literal(from, Scalar::from_double(double(x))); };
+    absl::StrAppend(&s, helper_prefix(), ty, " kiln_sat_", dtype_name(t), "(", type(from), " v) { return ", is_nan(from, "v"), " ? ",
+                    lit(0), " : v >= ", bound(int_highest(t)), " ? ", lit(int_highest(t)), " : v <= ", bound(int_lowest(t)), " ? ",
+                    lit(int_lowest(t)), " : ", convert(ty, convert(is_signed(t) ? type(DType::kInt32) : u32(), "v")), "; }\n");
+  }
+  return s;
+}
+
 std::string DialectOps::vec4_load(int buf, const std::string& index) const {
   return element(vec4_view(buf, /*write=*/false), index);
 }

@@ -74,10 +74,8 @@ double limit(DType t) {
 
 
 void int_range(DType t, double* lo, double* hi) {
-  switch (t) {
-    case DType::kInt64: *lo = -9.223372036854775808e18; *hi = 9.223372036854775807e18; return;
-    default: *lo = double(int_lowest(t)); *hi = double(int_highest(t)); return;
-  }
+  *lo = double(int_lowest(t));
+  *hi = double(int_highest(t));
 }
 
 // A recorded tensor and what the generator knows about its values.
