@@ -113,6 +113,7 @@ Stats stats() {
   s.executable_cache_hits = c.executable_cache_hits.load();
   s.kernels_compiled = c.kernels_compiled.load();
   s.kernel_disk_cache_hits = c.kernel_disk_cache_hits.load();
+  s.kernels_reused = c.kernels_reused.load();
   s.kernels_launched = c.kernels_launched.load();
   s.bytes_allocated = c.bytes_allocated.load();
   s.executables_evicted = c.executables_evicted.load();
@@ -133,6 +134,7 @@ void reset_stats() {
   c.executable_cache_hits = 0;
   c.kernels_compiled = 0;
   c.kernel_disk_cache_hits = 0;
+  c.kernels_reused = 0;
   c.kernels_launched = 0;
   c.bytes_allocated = 0;
   c.executables_evicted = 0;
@@ -150,7 +152,8 @@ int64_t executable_cache_budget() { return replay::cache_budget(); }
 std::string Stats::to_string() const {
   return absl::StrCat("graphs_realized=", graphs_realized, " executables_built=", executables_built,
                       " executable_cache_hits=", executable_cache_hits, " kernels_compiled=", kernels_compiled,
-                      " kernel_disk_cache_hits=", kernel_disk_cache_hits, " kernels_launched=", kernels_launched,
+                      " kernel_disk_cache_hits=", kernel_disk_cache_hits, " kernels_reused=", kernels_reused,
+                      " kernels_launched=", kernels_launched,
                       " bytes_allocated=", bytes_allocated, " executables_evicted=", executables_evicted,
                       " executable_cache_bytes=", executable_cache_bytes, " kernels_autotuned=", kernels_autotuned,
                       " autotune_cache_hits=", autotune_cache_hits, " memory_blocks=", memory_blocks,

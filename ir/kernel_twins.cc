@@ -20,6 +20,9 @@ Kernel renamed(const Kernel& k, const Bindings& b) {
   const std::vector<int>&bufs = b.buffers, &slots = b.slots;
   Kernel r;
   r.shape = k.shape;
+  r.sym = k.sym;
+  for (SymExtent& e : r.sym)
+    if (e.symbolic()) e.slot = position(slots, e.slot);
   r.reduce = k.reduce;
   r.contraction = k.contraction;
   r.serial = k.serial;
@@ -45,7 +48,7 @@ bool same_stores(const std::vector<Store>& a, const std::vector<Store>& b) {
 
 bool same_code(const Kernel& a, const Kernel& b) {
   const Contraction &ca = a.contraction, &cb = b.contraction;
-  if (a.shape != b.shape || a.reduce != b.reduce || a.serial != b.serial || a.config != b.config || ca.reduce != cb.reduce || ca.lhs != cb.lhs ||
+  if (a.shape != b.shape || a.sym != b.sym || a.reduce != b.reduce || a.serial != b.serial || a.config != b.config || ca.reduce != cb.reduce || ca.lhs != cb.lhs ||
       ca.rhs != cb.rhs || ca.m_axis != cb.m_axis || ca.n_axis != cb.n_axis || ca.k_axis != cb.k_axis || ca.tf32 != cb.tf32)
     return false;
   if (a.nodes.size() != b.nodes.size()) return false;
@@ -96,6 +99,8 @@ std::vector<int> kernel_param_slots(const Kernel& k) {
   for (const KNode& n : k.nodes)
     if (n.op == Op::kParam && !n.ints.empty() && std::find(out.begin(), out.end(), int(n.ints[0])) == out.end())
       out.push_back(int(n.ints[0]));
+  for (const SymExtent& e : k.sym)
+    if (e.symbolic() && std::find(out.begin(), out.end(), e.slot) == out.end()) out.push_back(e.slot);
   return out;
 }
 

@@ -23,7 +23,8 @@ namespace kiln::ir {
 // The buffers `k` loads from or stores into, each once, in order of first use (nodes in order,
 // then stores).
 std::vector<int> kernel_buffers(const Kernel& k);
-// The param slots `k` reads, each once, in order of first use.
+// The param slots `k` reads, each once, in order of first use (its nodes', then its symbolic
+// extents' slots: ir::SymExtent).
 std::vector<int> kernel_param_slots(const Kernel& k);
 
 // For each kernel of `p`, the first kernel of `p` that it is a twin of (its own index when no

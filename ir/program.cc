@@ -12,6 +12,12 @@ bool Kernel::has_reduce() const {
   return false;
 }
 
+bool Kernel::any_symbolic() const {
+  for (const SymExtent& s : sym)
+    if (s.symbolic()) return true;
+  return false;
+}
+
 int64_t Kernel::outer_count() const {
   int64_t n = 1;
   for (size_t d = 0; d < shape.size(); ++d)
@@ -124,6 +130,8 @@ std::string kernel_to_string(const Kernel& k) {
     absl::StrAppend(&r, " contraction(m=", k.contraction.m_axis, ",n=", k.contraction.n_axis, ",k=",
                     k.contraction.k_axis, k.contraction.tf32 ? ",tf32" : "", ")");
   if (k.serial) r += " serial";
+  for (size_t d = 0; d < k.sym.size(); ++d)
+    if (k.sym[d].symbolic()) absl::StrAppend(&r, " axis", d, "=", k.sym[d].coef, "*p", k.sym[d].slot);
   r += " {\n";
   for (size_t i = 0; i < k.nodes.size(); ++i) {
     const KNode& n = k.nodes[i];

@@ -113,9 +113,21 @@ struct Contraction {
   bool tf32 = false;  // the dot allows TF32 operands (f32 only; see graph.h)
 };
 
+// A kernel axis whose extent is a multiple of a symbolic dimension (passes/symbolic.h): its code
+// reads the dimension from param `slot` (an i64, Program::params) and multiplies it by `coef`
+// wherever it needs the extent, so the same code serves every size; `Kernel::shape` holds the
+// extent of the size the Program was planned for (coef * that size).
+struct SymExtent {
+  int slot = -1;  // -1: a fixed extent
+  int64_t coef = 0;
+  bool symbolic() const { return slot >= 0; }
+  bool operator==(const SymExtent& o) const { return slot == o.slot && coef == o.coef; }
+};
+
 struct Kernel {
   std::string name;
   Shape shape;
+  std::vector<SymExtent> sym;  // per axis, or empty: every extent fixed
   std::vector<bool> reduce;  // per axis
   std::vector<KNode> nodes;  // topological
   std::vector<Store> stores;
@@ -133,6 +145,9 @@ struct Kernel {
   std::string computes;
 
   bool has_reduce() const;
+  // Whether axis `a` has a symbolic extent (sym above).
+  bool symbolic(int a) const { return size_t(a) < sym.size() && sym[size_t(a)].symbolic(); }
+  bool any_symbolic() const;
   int64_t outer_count() const;  // product of outer axes
   int64_t reduce_count() const;  // product of reduce axes
   // Computes KNode::inner and checks that the kernel is well formed.

@@ -144,6 +144,19 @@ absl::Status verify(const Program& p) {
           return in_kernel(absl::StrCat("random node ", i, " takes its keys from something other than a seed param"));
       }
     }
+    if (!k.sym.empty() && k.sym.size() != k.shape.size())
+      return in_kernel(absl::StrCat("has ", k.sym.size(), " symbolic extents for ", k.shape.size(), " axes"));
+    for (size_t a = 0; a < k.sym.size(); ++a) {
+      const SymExtent& e = k.sym[a];
+      if (!e.symbolic()) continue;
+      if (size_t(e.slot) >= p.params.size() || p.params[size_t(e.slot)].dtype != DType::kInt64 ||
+          p.params[size_t(e.slot)].rng_key)
+        return in_kernel(absl::StrCat("axis ", a, " reads its extent from param ", e.slot, ", which is not an i64 param"));
+      if (e.coef <= 0 || k.shape[a] % e.coef != 0)
+        return in_kernel(absl::StrCat("axis ", a, " of extent ", k.shape[a], " is not a positive multiple of ", e.coef,
+                                      " symbolic units"));
+      if (a < k.reduce.size() && k.reduce[a]) return in_kernel(absl::StrCat("reduce axis ", a, " has a symbolic extent"));
+    }
     // Two buffers of one kernel that share arena bytes must be an in-place pair: the same range,
     // one read and one written (codegen then declares just those two as possibly aliasing).
     std::vector<int> touched, written;

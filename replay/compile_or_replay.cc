@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ir/params.h"
 #include "passes/pipeline.h"
+#include "passes/symbolic.h"
 #include "replay/autotune.h"
+#include "runtime/compile_cache.h"
 #include "runtime/registry.h"
 #include "runtime/stats.h"
 #include "support/dump.h"
@@ -55,17 +58,35 @@ void trace_compiled(const CompiledGraph& e, passes::Compiled planned, double com
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Device* device, const ir::Graph& graph) {
+struct SymbolicCode {
+  passes::SymbolicTemplate tmpl;
+  std::string variant;  // names the template in the executable cache's key
+};
+
+namespace {
+
+struct SymbolicBinding {
+  const passes::SymbolicTemplate* tmpl = nullptr;
+  std::vector<int64_t> values;
+  std::string variant;
+};
+
+absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph_as(runtime::Device* device, const ir::Graph& graph,
+                                                                      const SymbolicBinding* sym, bool load) {
   if (!device) return absl::FailedPreconditionError("no device");
   auto t0 = std::chrono::steady_clock::now();
+  const std::string variant = sym ? sym->variant : "";
   // A hit reads only KILN_FUSION (the one option in the cache key): a replay stays cheap.
-  {
+  if (load) {
     support::TraceSpan span("hash + executable cache lookup");
-    if (auto e = cache_lookup(device, graph, support::fusion_enabled())) {
+    if (auto e = cache_lookup(device, graph, support::fusion_enabled(), variant)) {
       runtime::counters().executable_cache_hits++;
       return e;
     }
   }
+  // The sizes of a symbolic dimension share their binaries in memory (runtime/compile_cache.h).
+  std::optional<runtime::RememberBinaries> remember;
+  if (sym) remember.emplace();
   const support::Options env = support::options();
   const passes::Options opts = passes::Options::from(env);
   auto compiler = runtime::compiler_for(device);
@@ -76,6 +97,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Devi
     planned = passes::compile_graph(graph, (*compiler)->target(), opts);
   }
   if (!planned.ok()) return planned.status();
+  if (sym) passes::apply_template(*sym->tmpl, sym->values, &planned->program);
   if (env.autotune) {
     support::TraceSpan span("autotune", "compile");
     autotune(&planned->program, **compiler, device);
@@ -87,6 +109,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Devi
   }
   if (!compiled.ok()) return compiled.status();
   dump_sources(*compiled, planned->dump_prefix, opts.debug, device->name());
+  if (!load) return std::shared_ptr<const CompiledGraph>();
   absl::StatusOr<std::unique_ptr<runtime::Executable>> exe;
   {
     support::TraceSpan span("load", "compile");
@@ -97,6 +120,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Devi
   e->device = device;
   e->graph = graph;
   e->fusion = opts.fusion;
+  e->variant = variant;
   e->exe = std::move(*exe);
   e->buffers = compiled->buffers;
   e->outputs = compiled->outputs;
@@ -108,6 +132,62 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Devi
     std::fprintf(stderr, "kiln: compiled %d kernel(s) for %s in %.3f ms\n", e->exe->kernels_per_run(),
                  device->name().c_str(), ms_since(t0));
   return cache_insert(std::move(e));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Device* device, const ir::Graph& graph) {
+  return compile_graph_as(device, graph, nullptr, true);
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Device* device, const ir::Graph& graph,
+                                                                   const SymbolicCode& code, const std::vector<int64_t>& values) {
+  const SymbolicBinding b{&code.tmpl, values, code.variant};
+  return compile_graph_as(device, graph, &b, true);
+}
+
+namespace {
+
+// The passes alone (no code): a probe's Program.
+absl::StatusOr<ir::Program> plan_graph(runtime::Device* device, const ir::Graph& graph) {
+  auto compiler = runtime::compiler_for(device);
+  if (!compiler.ok()) return compiler.status();
+  passes::Options opts = passes::Options::from(support::options());
+  opts.dump_dir.clear();  // probes are not the user's graphs
+  auto planned = passes::compile_graph(graph, (*compiler)->target(), opts);
+  if (!planned.ok()) return planned.status();
+  return std::move(planned->program);
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const SymbolicCode>> derive_symbolic(runtime::Device* device, const ir::Graph& base,
+                                                                    const std::vector<int64_t>& base_values,
+                                                                    const std::vector<ir::Graph>& probes,
+                                                                    const std::vector<int64_t>& probe_values) {
+  if (!device) return absl::FailedPreconditionError("no device");
+  auto p0 = plan_graph(device, base);
+  if (!p0.ok()) return p0.status();
+  std::vector<ir::Program> planned;
+  for (const ir::Graph& g : probes) {
+    auto p = plan_graph(device, g);
+    if (!p.ok()) return p.status();
+    planned.push_back(*std::move(p));
+  }
+  auto t = passes::derive_template(*p0, base_values, planned, probe_values);
+  if (!t.ok()) return t.status();
+  auto code = std::make_shared<SymbolicCode>();
+  code->tmpl = *std::move(t);
+  code->variant = "sym";
+  for (size_t k = 0; k < code->tmpl.axes.size(); ++k)
+    for (size_t a = 0; a < code->tmpl.axes[k].size(); ++a)
+      if (code->tmpl.axes[k][a].first >= 0)
+        absl::StrAppend(&code->variant, " ", k, ".", a, "=", code->tmpl.axes[k][a].second, "*s", code->tmpl.axes[k][a].first);
+  // The base size's code, for the sizes that plan like it (compiled, not loaded).
+  const SymbolicBinding b{&code->tmpl, base_values, code->variant};
+  auto warm = compile_graph_as(device, base, &b, false);
+  if (!warm.ok()) return warm.status();
+  return std::shared_ptr<const SymbolicCode>(std::move(code));
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_compiled(

@@ -18,6 +18,22 @@ namespace kiln::replay {
 // and loaded now (executables_built).
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Device* device, const ir::Graph& graph);
 
+// Symbolic dimensions (passes/symbolic.h). The code of a graph family: how its kernels scale
+// with its symbols, derived from the graph planned at probe sizes: `base` with symbol s at
+// base_values[s], probes[s] with symbol s at probe_values[s] and the others as in base. The base
+// size's code is compiled too (the sizes that plan like it will share it). FailedPrecondition
+// (saying why) when no code can be shared.
+struct SymbolicCode;
+absl::StatusOr<std::shared_ptr<const SymbolicCode>> derive_symbolic(runtime::Device* device, const ir::Graph& base,
+                                                                    const std::vector<int64_t>& base_values,
+                                                                    const std::vector<ir::Graph>& probes,
+                                                                    const std::vector<int64_t>& probe_values);
+// `graph`, a member of the family planned with its symbols at `values`, compiled with its
+// kernels marked: its executable takes one param per symbol after the graph's own (the symbol's
+// size), and is cached apart from the same graph compiled without marks.
+absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Device* device, const ir::Graph& graph,
+                                                                   const SymbolicCode& code, const std::vector<int64_t>& values);
+
 // Runs a compiled graph with `inputs` bound to its input positions and `params` as the values of
 // its param slots (ir/params.h; the graph the caller recorded holds them: ir::param_values),
 // returning one freshly allocated buffer per graph output (never storage a caller already holds;

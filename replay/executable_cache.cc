@@ -35,11 +35,12 @@ Cache& cache() {
 
 uint64_t key(const ir::Graph& g, bool fusion) { return g.structural_hash() ^ (uint64_t(fusion) << 63); }
 
-const std::shared_ptr<const CompiledGraph>* find_locked(Cache& c, runtime::Device* d, const ir::Graph& g, bool fusion) {
+const std::shared_ptr<const CompiledGraph>* find_locked(Cache& c, runtime::Device* d, const ir::Graph& g, bool fusion,
+                                                        const std::string& variant) {
   auto range = c.entries.equal_range(key(g, fusion));
   for (auto it = range.first; it != range.second; ++it) {
     const CompiledGraph& e = *it->second;
-    if (e.device == d && e.fusion == fusion && e.graph == g) return &it->second;
+    if (e.device == d && e.fusion == fusion && e.variant == variant && e.graph == g) return &it->second;
   }
   return nullptr;
 }
@@ -66,10 +67,11 @@ void evict_locked(Cache& c, const CompiledGraph* keep) {
 
 }  // namespace
 
-std::shared_ptr<const CompiledGraph> cache_lookup(runtime::Device* device, const ir::Graph& graph, bool fusion) {
+std::shared_ptr<const CompiledGraph> cache_lookup(runtime::Device* device, const ir::Graph& graph, bool fusion,
+                                                  const std::string& variant) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  const auto* e = find_locked(c, device, graph, fusion);
+  const auto* e = find_locked(c, device, graph, fusion, variant);
   if (!e) return nullptr;
   (*e)->last_used = ++c.tick;
   return *e;
@@ -78,7 +80,7 @@ std::shared_ptr<const CompiledGraph> cache_lookup(runtime::Device* device, const
 std::shared_ptr<const CompiledGraph> cache_insert(std::shared_ptr<const CompiledGraph> e) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  if (const auto* existing = find_locked(c, e->device, e->graph, e->fusion)) {
+  if (const auto* existing = find_locked(c, e->device, e->graph, e->fusion, e->variant)) {
     (*existing)->last_used = ++c.tick;
     return *existing;
   }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ir/graph.h"
@@ -25,6 +26,7 @@ struct CompiledGraph {
   runtime::Device* device = nullptr;
   ir::Graph graph;  // compared in full on lookup
   bool fusion = true;  // the pass option it was compiled with
+  std::string variant;  // "" or the symbolic template it was marked by (compile_or_replay.h)
   std::shared_ptr<runtime::Executable> exe;
   std::vector<ir::BufferDesc> buffers;
   std::vector<int> outputs;  // buffer of each graph output
@@ -36,7 +38,8 @@ struct CompiledGraph {
 inline constexpr int64_t kMinEntryBytes = 64 << 10;
 
 // The entry for `graph` on `device` compiled with `fusion`, or nullptr.
-std::shared_ptr<const CompiledGraph> cache_lookup(runtime::Device* device, const ir::Graph& graph, bool fusion);
+std::shared_ptr<const CompiledGraph> cache_lookup(runtime::Device* device, const ir::Graph& graph, bool fusion,
+                                                  const std::string& variant = "");
 // Adds an entry; returns the one now cached (an equal entry added meanwhile by another thread
 // wins, so every caller shares one executable).
 std::shared_ptr<const CompiledGraph> cache_insert(std::shared_ptr<const CompiledGraph> e);

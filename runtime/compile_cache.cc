@@ -1,24 +1,88 @@
 #include "runtime/compile_cache.h"
 
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
 #include "runtime/stats.h"
 
 namespace kiln::runtime {
+namespace {
+
+constexpr size_t kRememberedBytes = size_t(256) << 20;
+
+struct Remembered {
+  std::mutex mu;
+  std::atomic<int> scopes{0};
+  std::unordered_map<std::string, std::string> blobs;  // key -> binary
+  std::deque<std::string> order;                       // keys, oldest first
+  size_t bytes = 0;
+};
+
+Remembered& remembered() {
+  static Remembered* r = new Remembered();  // never destroyed: compiles may run during teardown
+  return *r;
+}
+
+std::optional<std::string> recall(std::string_view key) {
+  Remembered& r = remembered();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.blobs.find(std::string(key));
+  if (it == r.blobs.end()) return std::nullopt;
+  return it->second;
+}
+
+void remember(std::string_view key, const std::string& blob) {
+  Remembered& r = remembered();
+  if (r.scopes.load() == 0) return;
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto [it, fresh] = r.blobs.emplace(std::string(key), blob);
+  if (!fresh) return;
+  r.order.push_back(it->first);
+  r.bytes += key.size() + blob.size();
+  while (r.bytes > kRememberedBytes && r.order.size() > 1) {
+    auto old = r.blobs.find(r.order.front());
+    r.bytes -= old->first.size() + old->second.size();
+    r.blobs.erase(old);
+    r.order.pop_front();
+  }
+}
+
+}  // namespace
+
+RememberBinaries::RememberBinaries() { remembered().scopes++; }
+RememberBinaries::~RememberBinaries() { remembered().scopes--; }
+
+void forget_binaries() {
+  Remembered& r = remembered();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.blobs.clear();
+  r.order.clear();
+  r.bytes = 0;
+}
 
 CompileCache CompileCache::for_backend(const std::string& backend) { return CompileCache(DiskCache::for_backend(backend)); }
 
 absl::StatusOr<std::string> CompileCache::get_or_compile(
     std::string_view key, int kernels, const std::function<absl::StatusOr<std::string>()>& compile,
     const std::function<bool(std::string_view)>& valid) const {
+  if (std::optional<std::string> blob = recall(key)) {
+    counters().kernels_reused += kernels;
+    return *std::move(blob);
+  }
   // DiskCache checks the checksum and the whole key; a corrupt file reads as absent (with one
   // warning) and is rewritten below.
   if (std::optional<std::string> blob = disk_.get(key); blob && valid(*blob)) {
     counters().kernel_disk_cache_hits += kernels;
+    remember(key, *blob);
     return *std::move(blob);
   }
   auto bin = compile();
   if (!bin.ok()) return bin.status();
   counters().kernels_compiled += kernels;
   disk_.put(key, *bin);
+  remember(key, *bin);
   return bin;
 }
 

@@ -17,6 +17,21 @@
 
 namespace kiln::runtime {
 
+// Binaries kept in memory for the sizes of a symbolic dimension (passes/symbolic.h): while a
+// RememberBinaries scope is alive (in any thread), what get_or_compile compiles or reads from disk
+// is also kept in this process (up to 256 MiB, oldest dropped first), and every lookup finds it
+// there before the disk (counted in stats().kernels_reused): a new size whose code equals an
+// earlier size's compiles nothing and reads nothing, with or without a disk cache.
+class RememberBinaries {
+ public:
+  RememberBinaries();
+  ~RememberBinaries();
+  RememberBinaries(const RememberBinaries&) = delete;
+  RememberBinaries& operator=(const RememberBinaries&) = delete;
+};
+// Drops the binaries kept in memory (tests).
+void forget_binaries();
+
 class CompileCache {
  public:
   // The cache folder of `backend` at the location support::options() names (off when disabled).

@@ -12,6 +12,7 @@ struct Counters {
   std::atomic<int64_t> executable_cache_hits{0};
   std::atomic<int64_t> kernels_compiled{0};
   std::atomic<int64_t> kernel_disk_cache_hits{0};
+  std::atomic<int64_t> kernels_reused{0};
   std::atomic<int64_t> kernels_launched{0};
   std::atomic<int64_t> bytes_allocated{0};
   std::atomic<int64_t> executables_evicted{0};

@@ -30,13 +30,21 @@ int Renderer::contraction(KernelSource* out) {
   // load of 64x64 with 4x4) when that still leaves two tiles per multiprocessor.
   DType at = w_.acc_type(c.reduce);
   const bool wide = dtype_size(at) > 4;  // 8-byte accumulators: half the k depth (shared memory)
-  const bool big = !wide && M >= 128 && N >= 128 &&
-                   batch * ceil_div(M, 128) * ceil_div(N, 128) >= 2 * int64_t(t_.parallelism);
+  // A symbolic m (or batch) extent is taken as large: the choice must not depend on the size.
+  const bool sym = k_.any_symbolic();
+  const bool big = !wide && N >= 128 &&
+                   (sym || (M >= 128 && batch * ceil_div(M, 128) * ceil_div(N, 128) >= 2 * int64_t(t_.parallelism)));
   const int BM = big ? 128 : 64, BN = BM, BK = big || wide ? 8 : 16, TM = BM / 16, TN = BN / 16, block = 256;
   // The lhs slice is staged with k fastest across threads (coalesced for a k-contiguous lhs), so
   // its rows are padded by one element: a warp's stores then fall in distinct banks.
   const int AS = BM + 1, LA = BM * BK / block, LB = BK * BN / block;
   int64_t mt = ceil_div(M, BM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
+  // The bounds as text: symbolic extents read their params (KernelWriter::extent).
+  const std::string Mx = w_.extent(c.m_axis), Nx = w_.extent(c.n_axis), Kx = w_.extent(c.k_axis);
+  const std::string mtx = k_.symbolic(c.m_axis) ? absl::StrCat("((", Mx, " + ", w_.ilit(BM - 1), ") / ", w_.ilit(BM), ")")
+                                                : w_.ilit(mt);
+  const std::string tiles_x = sym ? absl::StrCat("(", w_.extent_product(batch_axes), " * ", mtx, " * ", w_.ilit(nt), ")")
+                                  : w_.ilit(tiles);
   // Two shared buffers: the next k slice is loaded into registers while this one is multiplied,
   // then stored into the other buffer, one barrier per slice.
   std::string as = shared_array(at, 2 * BK * AS), bs = shared_array(at, 2 * BK * BN);
@@ -44,9 +52,9 @@ int Renderer::contraction(KernelSource* out) {
   w_.line(absl::StrCat("int ", lid, " = ", d_.local_id(), ";"));
   w_.line(absl::StrCat("int tx = ", lid, " % 16;"));
   w_.line(absl::StrCat("int ty = ", lid, " / 16;"));
-  grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
-  w_.line(absl::StrCat(w_.idx_t(), " mtile = tile % ", w_.ilit(mt), ";"));
-  w_.line(absl::StrCat(w_.idx_t(), " rest = tile / ", w_.ilit(mt), ";"));
+  grid_loop("tile", tiles_x, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+  w_.line(absl::StrCat(w_.idx_t(), " mtile = tile % ", mtx, ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " rest = tile / ", mtx, ";"));
   w_.line(absl::StrCat(w_.idx_t(), " ntile = rest % ", w_.ilit(nt), ";"));
   w_.line(absl::StrCat(w_.idx_t(), " bt = rest / ", w_.ilit(nt), ";"));
   w_.unravel("bt", batch_axes);
@@ -63,14 +71,14 @@ int Renderer::contraction(KernelSource* out) {
   // at row `rbase` + e / `cols` (variable `rv`, along `raxis`) and column `cbase` + e % `cols`
   // (`cv`, along `caxis`), zero outside the bounds; `other` is the axis the operand ignores.
   auto load_operand = [&](KNodeId node, int count, const char* reg, const char* rv, const std::string& rbase, int raxis,
-                          int64_t rbound, const char* cv, const std::string& cbase, int caxis, int64_t cbound, int cols,
-                          int other) {
+                          const std::string& rbound, const char* cv, const std::string& cbase, int caxis,
+                          const std::string& cbound, int cols, int other) {
     w_.open(absl::StrCat("for (int r = 0; r < ", count, "; ++r)"));
     w_.line(absl::StrCat("int e = ", lid, " + r * ", block, ";"));
     w_.line(absl::StrCat(w_.idx_t(), " ", rv, " = ", rbase, " + ", idx_cast(absl::StrCat("e / ", cols)), ";"));
     w_.line(absl::StrCat(w_.idx_t(), " ", cv, " = ", cbase, " + ", idx_cast(absl::StrCat("e % ", cols)), ";"));
     w_.line(absl::StrCat(reg, "[r] = ", zero, ";"));
-    w_.open(absl::StrCat("if (", rv, " < ", w_.ilit(rbound), " && ", cv, " < ", w_.ilit(cbound), ")"));
+    w_.open(absl::StrCat("if (", rv, " < ", rbound, " && ", cv, " < ", cbound, ")"));
     w_.set_axis(raxis, rv);
     w_.set_axis(caxis, cv);
     w_.clear_axis(other);
@@ -79,8 +87,8 @@ int Renderer::contraction(KernelSource* out) {
     w_.close();
   };
   auto load = [&](const std::string& kb) {
-    load_operand(c.lhs, LA, "ra", "am", "m0", c.m_axis, M, "ak", kb, c.k_axis, K, BK, c.n_axis);
-    load_operand(c.rhs, LB, "rb", "bk", kb, c.k_axis, K, "bn", "n0", c.n_axis, N, BN, c.m_axis);
+    load_operand(c.lhs, LA, "ra", "am", "m0", c.m_axis, Mx, "ak", kb, c.k_axis, Kx, BK, c.n_axis);
+    load_operand(c.rhs, LB, "rb", "bk", kb, c.k_axis, Kx, "bn", "n0", c.n_axis, Nx, BN, c.m_axis);
     w_.clear_axis(c.k_axis);
   };
   // ra / rb into shared buffer `buf` (0 or 1).
@@ -122,7 +130,7 @@ int Renderer::contraction(KernelSource* out) {
   w_.open(absl::StrCat("for (int j = 0; j < ", TN, "; ++j)"));
   w_.line(absl::StrCat(w_.idx_t(), " om = m0 + ", idx_cast("ty + 16 * i"), ";"));
   w_.line(absl::StrCat(w_.idx_t(), " on = n0 + ", idx_cast("tx + 16 * j"), ";"));
-  w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
+  w_.open(absl::StrCat("if (om < ", Mx, " && on < ", Nx, ")"));
   w_.set_axis(c.m_axis, "om");
   w_.set_axis(c.n_axis, "on");
   w_.bind(c.reduce, absl::StrCat("acc[i * ", TN, " + j]"));

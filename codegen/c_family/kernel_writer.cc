@@ -49,16 +49,43 @@ std::string KernelWriter::fresh(const char* prefix) { return absl::StrCat(prefix
 
 void KernelWriter::unravel(const std::string& flat, const std::vector<int>& axes) {
   int64_t stride = 1;
+  std::string sym_stride;  // the symbolic factors of the stride, when an inner axis has them
   for (size_t i = axes.size(); i-- > 0;) {
     int a = axes[i];
     std::string v = fresh("i");
-    std::string q = stride == 1 ? flat : absl::StrCat("(", flat, " / ", ilit(stride), ")");
-    std::string e = i == 0 ? q : absl::StrCat("(", q, " % ", ilit(k_.shape[a]), ")");
-    if (k_.shape[a] == 1) e = ilit(0);
+    std::string st = sym_stride.empty() ? ilit(stride) : stride == 1 ? sym_stride : absl::StrCat("(", sym_stride, " * ", ilit(stride), ")");
+    std::string q = stride == 1 && sym_stride.empty() ? flat : absl::StrCat("(", flat, " / ", st, ")");
+    std::string e = i == 0 ? q : absl::StrCat("(", q, " % ", extent(a), ")");
+    if (k_.shape[a] == 1 && !k_.symbolic(a)) e = ilit(0);
     line(absl::StrCat(idx_t(), " ", v, " = ", e, ";"));
     axis_[a] = v;
-    stride *= k_.shape[a];
+    if (k_.symbolic(a)) sym_stride = sym_stride.empty() ? extent(a) : absl::StrCat("(", sym_stride, " * ", extent(a), ")");
+    else stride *= k_.shape[a];
   }
+}
+
+std::string KernelWriter::extent(int a) const {
+  if (!k_.symbolic(a)) return ilit(k_.shape[size_t(a)]);
+  const ir::SymExtent& e = k_.sym[size_t(a)];
+  const std::string v = d_.index_cast(DialectOps::param_name(e.slot), wide_);
+  return e.coef == 1 ? v : absl::StrCat("(", v, " * ", ilit(e.coef), ")");
+}
+
+std::string KernelWriter::extent_product(const std::vector<int>& axes) const {
+  int64_t fixed = 1;
+  std::string sym;
+  for (int a : axes) {
+    if (k_.symbolic(a)) sym = sym.empty() ? extent(a) : absl::StrCat("(", sym, " * ", extent(a), ")");
+    else fixed *= k_.shape[size_t(a)];
+  }
+  if (sym.empty()) return ilit(fixed);
+  return fixed == 1 ? sym : absl::StrCat("(", sym, " * ", ilit(fixed), ")");
+}
+
+std::vector<int> KernelWriter::all_axes() const {
+  std::vector<int> axes;
+  for (size_t a = 0; a < k_.shape.size(); ++a) axes.push_back(int(a));
+  return axes;
 }
 
 std::string KernelWriter::lookup(KNodeId id) const {
@@ -385,6 +412,8 @@ std::vector<int> KernelWriter::scalar_params() const {
   std::vector<int> slots;
   for (const KNode& n : k_.nodes)
     if (n.op == Op::kParam) slots.push_back(int(n.ints[0]));
+  for (const ir::SymExtent& e : k_.sym)
+    if (e.symbolic()) slots.push_back(e.slot);
   std::sort(slots.begin(), slots.end());
   slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
   return slots;

@@ -37,6 +37,13 @@ class KernelWriter {
   // Declares per-axis index variables unravelling `flat` over `axes` (row-major over them, the
   // last listed axis fastest).
   void unravel(const std::string& flat, const std::vector<int>& axes);
+  // The extent of kernel axis `a` as index-type text: a literal, or for a symbolic axis
+  // (ir::SymExtent) its param times its coefficient, so the text holds for every size.
+  std::string extent(int a) const;
+  // The product of the extents of `axes` (a literal when none is symbolic).
+  std::string extent_product(const std::vector<int>& axes) const;
+  // All axes of the kernel, in order (for extent_product).
+  std::vector<int> all_axes() const;
   // Memo scopes: values computed inside a C block stay inside it.
   void push_scope() { scopes_.emplace_back(); }
   void pop_scope() { scopes_.pop_back(); }

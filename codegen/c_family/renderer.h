@@ -74,7 +74,10 @@ class Renderer {
       if (support::debug_level() >= 2) std::fprintf(stderr, "kiln: %s: %s\n", name.c_str(), out.strategy.c_str());
     } else if (k_.contraction.reduce >= 0) {
       std::string why;
-      if (sm90_applies(&why)) block = contraction_sm90(&out);
+      // A symbolic extent takes the shared-memory tiled kernel, whose text holds for every size
+      // (the tensor-core kernels bake their tile counts and bounds).
+      if (k_.any_symbolic()) block = contraction(&out);
+      else if (sm90_applies(&why)) block = contraction_sm90(&out);
       else if (sm80_applies()) block = contraction_sm80(&out);
       else if (coop_applies()) block = contraction_coop(&out);
       else block = half_mma_applies() || tf32_mma_applies() ? contraction_mma(&out) : contraction(&out);
@@ -147,8 +150,11 @@ class Renderer {
   }
   // Grid-stride loop over [0, total) in units of `unit` items per group step.
   void grid_loop(const std::string& var, int64_t total, const std::string& start, const std::string& step) {
-    w_.open(absl::StrCat("for (", w_.idx_t(), " ", var, " = ", start, "; ", var, " < ", w_.ilit(total), "; ", var,
-                         " += ", step, ")"));
+    grid_loop(var, w_.ilit(total), start, step);
+  }
+  // The same with the bound as text (a product of extents, some of them symbolic).
+  void grid_loop(const std::string& var, const std::string& total, const std::string& start, const std::string& step) {
+    w_.open(absl::StrCat("for (", w_.idx_t(), " ", var, " = ", start, "; ", var, " < ", total, "; ", var, " += ", step, ")"));
   }
 
   std::string idx_cast(const std::string& e) const { return d_.index_cast(e, w_.wide()); }
@@ -169,7 +175,10 @@ class Renderer {
   // Elementwise kernels whose last axis is a multiple of 4 process 4 elements per thread, with
   // 16-byte loads and stores for every contiguous float32 buffer.
   bool elementwise_vec4() const {
-    if (k_.shape.empty() || k_.shape.back() % 4 != 0) return false;
+    if (k_.shape.empty()) return false;
+    // A symbolic last axis is a multiple of 4 at every size only when its coefficient is.
+    const int last = int(k_.shape.size()) - 1;
+    if ((k_.symbolic(last) ? k_.sym[size_t(last)].coef : k_.shape.back()) % 4 != 0) return false;
     int vec = 0;
     for (const ir::KNode& n : k_.nodes)
       if (n.op == Op::kLoad && DialectOps::vec4_capable(p_.buffers[n.buffer].dtype) && vec4_map(n.map)) ++vec;
@@ -183,12 +192,14 @@ class Renderer {
     int last = int(k_.shape.size()) - 1;
     std::string start = absl::StrCat(idx_cast(d_.group_id()), " * ", w_.ilit(block), " + ", idx_cast(d_.local_id()));
     std::string step = absl::StrCat(idx_cast(d_.num_groups()), " * ", w_.ilit(block));
-    grid_loop("e", total, start, step);
-    int64_t quads = k_.shape[last] / 4;
-    w_.line(absl::StrCat(w_.idx_t(), " q = e % ", w_.ilit(quads), ";"));
-    w_.line(absl::StrCat(w_.idx_t(), " rest = e / ", w_.ilit(quads), ";"));
     std::vector<int> axes;
     for (int a = 0; a < last; ++a) axes.push_back(a);
+    const std::string quads = k_.symbolic(last) ? absl::StrCat("(", w_.extent(last), " / ", w_.ilit(4), ")")
+                                                : w_.ilit(k_.shape[last] / 4);
+    const std::string rows = w_.extent_product(axes);
+    grid_loop("e", k_.any_symbolic() ? absl::StrCat("(", rows, " * ", quads, ")") : w_.ilit(total), start, step);
+    w_.line(absl::StrCat(w_.idx_t(), " q = e % ", quads, ";"));
+    w_.line(absl::StrCat(w_.idx_t(), " rest = e / ", quads, ";"));
     w_.unravel("rest", axes);
     w_.line(absl::StrCat(w_.idx_t(), " base = q * ", w_.ilit(4), ";"));
     // Vector loads at lane 0.
@@ -246,7 +257,7 @@ class Renderer {
     int64_t total = shape_numel(k_.shape);
     std::string start = absl::StrCat(idx_cast(d_.group_id()), " * ", w_.ilit(block), " + ", idx_cast(d_.local_id()));
     std::string step = absl::StrCat(idx_cast(d_.num_groups()), " * ", w_.ilit(block));
-    grid_loop("e", total, start, step);
+    grid_loop("e", w_.extent_product(w_.all_axes()), start, step);
     std::vector<int> axes;
     for (size_t a = 0; a < k_.shape.size(); ++a) axes.push_back(int(a));
     w_.unravel("e", axes);
@@ -274,8 +285,9 @@ class Renderer {
     if (R < 64) return false;
     int last = reduce_axes_.back();
     int64_t s = load_stride(last);
-    // Contiguous rows, or too few outputs to keep threads busy any other way.
-    return s == 1 || s == 0 || k_.outer_count() < int64_t(t_.parallelism) * 64;
+    // Contiguous rows, or too few outputs to keep threads busy any other way (a symbolic outer
+    // count is taken as many: the choice must not depend on the size).
+    return s == 1 || s == 0 || (!k_.any_symbolic() && k_.outer_count() < int64_t(t_.parallelism) * 64);
   }
 
   // Which outer axes the fastest-varying thread index should walk: the contiguous one last.
@@ -317,7 +329,7 @@ class Renderer {
     std::vector<int> order = thread_axis_order();
     std::string start = absl::StrCat(idx_cast(d_.group_id()), " * ", w_.ilit(block), " + ", idx_cast(d_.local_id()));
     std::string step = absl::StrCat(idx_cast(d_.num_groups()), " * ", w_.ilit(block));
-    grid_loop("o", O, start, step);
+    grid_loop("o", w_.extent_product(outer_axes_), start, step);
     w_.unravel("o", order);
     for (KNodeId ph : phases_) {
       KernelWriter::Acc acc = w_.declare_acc(ph);
@@ -491,7 +503,7 @@ class Renderer {
     if (block < 32) block = 32;
     std::string lid = w_.fresh("lid");
     w_.line(absl::StrCat("int ", lid, " = ", d_.local_id(), ";"));
-    grid_loop("o", O, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+    grid_loop("o", w_.extent_product(outer_axes_), idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
     w_.unravel("o", outer_axes_);
     const int64_t K = ceil_div(R, block);
     std::vector<KNodeId> loads = row_cached_loads(K);

@@ -124,6 +124,25 @@ class Emitter {
     return llvm::ConstantInt::get(ty, uint64_t(s.as_int()), true);
   }
   Value* zero(DType t) { return llvm::Constant::getNullValue(compute_type(t)); }
+  // The extent of kernel axis d (i64): a constant, or for a symbolic axis (ir::SymExtent) its
+  // param times its coefficient, so the code holds for every size.
+  Value* extent(int d) {
+    if (!k_.symbolic(d)) return b_.getInt64(k_.shape[size_t(d)]);
+    const ir::SymExtent& e = k_.sym[size_t(d)];
+    Value* v = param_.at(e.slot);
+    return e.coef == 1 ? v : b_.CreateMul(v, b_.getInt64(e.coef), "", true, true);
+  }
+  // Sets idx_ of `axes` (row-major, the last fastest) from the flat index `flat`.
+  void unravel(Value* flat, const std::vector<int>& axes) {
+    Value* stride = b_.getInt64(1);
+    for (size_t i = axes.size(); i-- > 0;) {
+      int d = axes[i];
+      auto* c = llvm::dyn_cast<llvm::ConstantInt>(stride);
+      Value* q = c && c->isOne() ? flat : b_.CreateUDiv(flat, stride);
+      idx_[d] = b_.CreateURem(q, extent(d));
+      stride = b_.CreateMul(stride, extent(d));
+    }
+  }
 
   // ---------------------------------------------------------------- loops and scopes
   Value* lookup(KNodeId id) {
@@ -726,7 +745,8 @@ class Emitter {
         limit = 4096;
         while (limit > 256 && limit * cost > 65536) limit /= 2;
       }
-      B = std::min<int64_t>(std::max<int64_t>(k_.shape[jax], 1), limit);
+      // A symbolic last axis takes whole blocks: the block size must not depend on the size.
+      B = k_.symbolic(jax) ? limit : std::min<int64_t>(std::max<int64_t>(k_.shape[jax], 1), limit);
       nb = (k_.shape[jax] + B - 1) / B;
     }
     std::vector<int> row_axes;
@@ -757,18 +777,14 @@ class Emitter {
       Value* jb = b_.getInt64(0);
       Value* je = b_.getInt64(1);
       if (jax >= 0) {
-        row = b_.CreateUDiv(t, b_.getInt64(nb));
-        jb = b_.CreateMul(b_.CreateURem(t, b_.getInt64(nb)), b_.getInt64(B));
+        Value* jext = extent(jax);
+        Value* nbv = k_.symbolic(jax) ? b_.CreateUDiv(b_.CreateAdd(jext, b_.getInt64(B - 1)), b_.getInt64(B)) : b_.getInt64(nb);
+        row = b_.CreateUDiv(t, nbv);
+        jb = b_.CreateMul(b_.CreateURem(t, nbv), b_.getInt64(B));
         Value* lim = b_.CreateAdd(jb, b_.getInt64(B));
-        je = b_.CreateSelect(b_.CreateICmpSLT(lim, b_.getInt64(k_.shape[jax])), lim, b_.getInt64(k_.shape[jax]));
+        je = b_.CreateSelect(b_.CreateICmpSLT(lim, jext), lim, jext);
       }
-      int64_t stride = 1;
-      for (size_t i = row_axes.size(); i-- > 0;) {
-        int d = row_axes[i];
-        Value* q = stride == 1 ? row : b_.CreateUDiv(row, b_.getInt64(stride));
-        idx_[d] = b_.CreateURem(q, b_.getInt64(k_.shape[d]));
-        stride *= k_.shape[d];
-      }
+      unravel(row, row_axes);
       // j loop over the block (or a single pass in row mode).
       auto over_j = [&](const std::function<void()>& body) {
         if (jax < 0) {
@@ -845,8 +861,10 @@ class Emitter {
     llvm::Type* at = compute_type(red.dtype);
     const int64_t elem_bytes = int64_t(m_.getDataLayout().getTypeAllocSize(at));
     int64_t mb = (M + kContractMB - 1) / kContractMB, nbk = (N + kContractNB - 1) / kContractNB;
-    const bool pack = K > 0 && K * kContractNB * elem_bytes <= kPanelBytes && mb > 1;
-    const int64_t group = pack ? std::min<int64_t>(mb, kContractGroup) : 1;
+    // A symbolic m (or batch) extent: choices that must hold at every size take m as large.
+    const bool sym = k_.any_symbolic();
+    const bool pack = K > 0 && K * kContractNB * elem_bytes <= kPanelBytes && (sym || mb > 1);
+    const int64_t group = pack ? (sym ? kContractGroup : std::min<int64_t>(mb, kContractGroup)) : 1;
     const int64_t mgroups = (mb + group - 1) / group;
     int64_t tiles = batch * mgroups * nbk;
     if (M == 0 || N == 0 || batch == 0) tiles = 0;
@@ -854,22 +872,21 @@ class Emitter {
     llvm::AllocaInst* avals = entry_alloca(at, kContractMB, "arow");
     llvm::AllocaInst* panel = pack ? entry_alloca(at, K * kContractNB, "bpanel") : nullptr;
     bool is_f = is_float(red.dtype);
-    auto clamp = [&](Value* v, int64_t hi) {
-      return b_.CreateSelect(b_.CreateICmpSLT(v, b_.getInt64(hi)), v, b_.getInt64(hi - 1));
+    auto clamp = [&](Value* v, Value* hi) {
+      return b_.CreateSelect(b_.CreateICmpSLT(v, hi), v, b_.CreateSub(hi, b_.getInt64(1)));
     };
     loop(fn_->getArg(2), fn_->getArg(3), [&](Value* t) {
+      Value* Mv = extent(ma);
+      Value* mbv = k_.symbolic(ma) ? b_.CreateUDiv(b_.CreateAdd(Mv, b_.getInt64(kContractMB - 1)), b_.getInt64(kContractMB))
+                                   : b_.getInt64(mb);
+      Value* mgv = k_.symbolic(ma) ? b_.CreateUDiv(b_.CreateAdd(mbv, b_.getInt64(group - 1)), b_.getInt64(group))
+                                   : b_.getInt64(mgroups);
       // Tile order: batch, n block, m group (consecutive tiles share the rhs panel's inputs).
-      Value* mg = b_.CreateURem(t, b_.getInt64(mgroups));
-      Value* rest = b_.CreateUDiv(t, b_.getInt64(mgroups));
+      Value* mg = b_.CreateURem(t, mgv);
+      Value* rest = b_.CreateUDiv(t, mgv);
       Value* ni_blk = b_.CreateURem(rest, b_.getInt64(nbk));
       Value* bt = b_.CreateUDiv(rest, b_.getInt64(nbk));
-      int64_t stride = 1;
-      for (size_t i = batch_axes.size(); i-- > 0;) {
-        int d = batch_axes[i];
-        Value* q = stride == 1 ? bt : b_.CreateUDiv(bt, b_.getInt64(stride));
-        idx_[d] = b_.CreateURem(q, b_.getInt64(k_.shape[d]));
-        stride *= k_.shape[d];
-      }
+      unravel(bt, batch_axes);
       Value* n0 = b_.CreateMul(ni_blk, b_.getInt64(kContractNB));
       if (pack) {
         // The panel: rhs[k][n0 + j], columns past N repeat the last one (their sums are dropped).
@@ -878,7 +895,7 @@ class Emitter {
           loop(b_.getInt64(0), b_.getInt64(kContractNB), [&](Value* j) {
             scopes_.emplace_back();
             idx_[ka] = k;
-            idx_[na] = clamp(b_.CreateAdd(n0, j), N);
+            idx_[na] = clamp(b_.CreateAdd(n0, j), b_.getInt64(N));
             Value* slot = b_.CreateAdd(b_.CreateMul(k, b_.getInt64(kContractNB)), j);
             b_.CreateStore(eval(c.rhs), b_.CreateGEP(at, panel, slot));
             scopes_.pop_back();
@@ -887,11 +904,11 @@ class Emitter {
       }
       // The group's m blocks (the last group may have fewer).
       Value* first_blk = b_.CreateMul(mg, b_.getInt64(group));
-      Value* left = b_.CreateSub(b_.getInt64(mb), first_blk);
+      Value* left = b_.CreateSub(mbv, first_blk);
       Value* count = b_.CreateSelect(b_.CreateICmpSLT(left, b_.getInt64(group)), left, b_.getInt64(group));
       loop(b_.getInt64(0), count, [&](Value* gi) {
         Value* m0 = b_.CreateMul(b_.CreateAdd(first_blk, gi), b_.getInt64(kContractMB));
-        emit_contraction_block(m0, n0, M, N, K, at, is_f, acc, avals, panel, clamp);
+        emit_contraction_block(m0, n0, Mv, N, K, at, is_f, acc, avals, panel, clamp);
       }, "mblk");
     }, "tile");
     return tiles;
@@ -901,7 +918,7 @@ class Emitter {
   // from `panel` when there is one, else is evaluated here (a fast variant when the block is
   // whole along n, an edge variant that clamps n).
   template <typename Clamp>
-  void emit_contraction_block(Value* m0, Value* n0, int64_t M, int64_t N, int64_t K, llvm::Type* at, bool is_f,
+  void emit_contraction_block(Value* m0, Value* n0, Value* M, int64_t N, int64_t K, llvm::Type* at, bool is_f,
                               llvm::AllocaInst* acc, llvm::AllocaInst* avals, llvm::AllocaInst* panel, const Clamp& clamp) {
     const ir::Contraction& c = k_.contraction;
     const int ma = c.m_axis, na = c.n_axis, ka = c.k_axis;
@@ -925,7 +942,7 @@ class Emitter {
             bv = b_.CreateLoad(at, b_.CreateGEP(at, panel, b_.CreateAdd(row, j)));
           } else {
             Value* n = b_.CreateAdd(n0, j);
-            idx_[na] = clamp_n ? clamp(n, N) : n;
+            idx_[na] = clamp_n ? clamp(n, b_.getInt64(N)) : n;
             bv = eval(c.rhs);
           }
           for (int i = 0; i < kContractMB; ++i) {
@@ -973,7 +990,7 @@ class Emitter {
       Value* m = b_.CreateAdd(m0, i);
       loop(b_.getInt64(0), b_.getInt64(kContractNB), [&](Value* j) {
         Value* n = b_.CreateAdd(n0, j);
-        Value* inside = b_.CreateAnd(b_.CreateICmpSLT(m, b_.getInt64(M)), b_.CreateICmpSLT(n, b_.getInt64(N)));
+        Value* inside = b_.CreateAnd(b_.CreateICmpSLT(m, M), b_.CreateICmpSLT(n, b_.getInt64(N)));
         auto* st = llvm::BasicBlock::Create(ctx_, "epi", fn_);
         auto* skip = llvm::BasicBlock::Create(ctx_, "epi.skip", fn_);
         b_.CreateCondBr(inside, st, skip);

@@ -12,6 +12,7 @@ struct Stats {
   int64_t executable_cache_hits = 0;  // graphs served from the in-memory executable cache
   int64_t kernels_compiled = 0;       // kernels turned into device code by a compiler
   int64_t kernel_disk_cache_hits = 0; // kernels loaded from the on-disk binary cache
+  int64_t kernels_reused = 0;         // kernels whose binary an earlier size of a symbolic dimension made (kiln::Dim)
   int64_t kernels_launched = 0;       // kernel launches (dispatches) executed
   int64_t bytes_allocated = 0;        // device bytes allocated (buffers and arenas)
   int64_t executables_evicted = 0;    // executables dropped from the cache to stay in its budget

@@ -12,13 +12,18 @@
 
 namespace kiln::testing {
 
-::testing::AssertionResult MatchesReference(const std::vector<Tensor>& outs, Tolerance tol) {
+namespace {
+
+// The interpreter's values of the graph that realizing `outs` would run (its text checked to
+// round-trip first), with the text for reports.
+::testing::AssertionResult interpret_outs(const std::vector<Tensor>& outs, std::vector<ir::HostTensor>* expected,
+                                          std::string* text) {
   std::vector<std::shared_ptr<runtime::Buffer>> bufs;
   ir::Graph g = detail::capture(outs, &bufs);
-  std::string text = ir::print(g);
-  auto parsed = ir::parse(text);
-  if (!parsed.ok()) return ::testing::AssertionFailure() << "IR text does not parse: " << parsed.status() << "\n" << text;
-  if (ir::print(*parsed) != text) return ::testing::AssertionFailure() << "IR text does not round-trip:\n" << text;
+  *text = ir::print(g);
+  auto parsed = ir::parse(*text);
+  if (!parsed.ok()) return ::testing::AssertionFailure() << "IR text does not parse: " << parsed.status() << "\n" << *text;
+  if (ir::print(*parsed) != *text) return ::testing::AssertionFailure() << "IR text does not round-trip:\n" << *text;
   std::vector<ir::HostTensor> inputs;
   std::vector<ir::NodeId> in_nodes = g.input_nodes();
   for (size_t i = 0; i < bufs.size(); ++i) {
@@ -27,20 +32,24 @@ namespace kiln::testing {
     if (!t.ok()) return ::testing::AssertionFailure() << "cannot read input " << i << ": " << t.status();
     inputs.push_back(*std::move(t));
   }
-  auto expected = ir::interpret(g, inputs);
-  if (!expected.ok()) return ::testing::AssertionFailure() << "interpreter failed: " << expected.status();
-  try {
-    realize(outs);
-  } catch (const Error& e) {
-    return ::testing::AssertionFailure() << "realize failed: " << e.what() << "\n" << text;
-  }
-  for (size_t k = 0; k < outs.size(); ++k) {
-    const ir::HostTensor& want = (*expected)[k];
-    if (outs[k].shape() != want.shape)
-      return ::testing::AssertionFailure() << "output " << k << " shape " << shape_str(outs[k].shape()) << " != "
+  auto e = ir::interpret(g, inputs);
+  if (!e.ok()) return ::testing::AssertionFailure() << "interpreter failed: " << e.status();
+  *expected = *std::move(e);
+  return ::testing::AssertionSuccess();
+}
+
+// Compares realized tensors `got` with the interpreter's values.
+::testing::AssertionResult compare_outs(const std::vector<ir::HostTensor>& expected, const std::vector<Tensor>& got,
+                                        Tolerance tol, const std::string& text) {
+  if (expected.size() != got.size())
+    return ::testing::AssertionFailure() << got.size() << " outputs; the reference has " << expected.size();
+  for (size_t k = 0; k < got.size(); ++k) {
+    const ir::HostTensor& want = expected[k];
+    if (got[k].shape() != want.shape)
+      return ::testing::AssertionFailure() << "output " << k << " shape " << shape_str(got[k].shape()) << " != "
                                            << shape_str(want.shape);
-    if (outs[k].dtype() != want.dtype)
-      return ::testing::AssertionFailure() << "output " << k << " dtype " << dtype_name(outs[k].dtype());
+    if (got[k].dtype() != want.dtype)
+      return ::testing::AssertionFailure() << "output " << k << " dtype " << dtype_name(got[k].dtype());
     double rtol = tol.rtol, atol = tol.atol, dr, da;
     default_tolerance(want.dtype, &dr, &da);
     if (rtol < 0) rtol = dr;
@@ -50,10 +59,10 @@ namespace kiln::testing {
     if (is_float(want.dtype))
       for (double v : want.f)
         if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
-    const auto& buf = detail::node_of(outs[k])->buffer;
-    auto got = download_host(*buf, want.dtype, want.shape);
-    if (!got.ok()) return ::testing::AssertionFailure() << "cannot read output " << k << ": " << got.status();
-    Comparison c = compare_host(want, *got, {atol * scale, rtol});
+    const auto& buf = detail::node_of(got[k])->buffer;
+    auto host = download_host(*buf, want.dtype, want.shape);
+    if (!host.ok()) return ::testing::AssertionFailure() << "cannot read output " << k << ": " << host.status();
+    Comparison c = compare_host(want, *host, {atol * scale, rtol});
     if (!c.ok()) {
       auto f = ::testing::AssertionFailure() << c.bad << " of " << want.numel() << " elements of output " << k
                                              << " differ (" << dtype_name(want.dtype);
@@ -62,6 +71,27 @@ namespace kiln::testing {
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+}  // namespace
+
+::testing::AssertionResult MatchesReference(const std::vector<Tensor>& outs, Tolerance tol) {
+  std::vector<ir::HostTensor> expected;
+  std::string text;
+  if (auto r = interpret_outs(outs, &expected, &text); !r) return r;
+  try {
+    realize(outs);
+  } catch (const Error& e) {
+    return ::testing::AssertionFailure() << "realize failed: " << e.what() << "\n" << text;
+  }
+  return compare_outs(expected, outs, tol, text);
+}
+
+::testing::AssertionResult MatchesInterpreter(const std::vector<Tensor>& lazy, const std::vector<Tensor>& got, Tolerance tol) {
+  std::vector<ir::HostTensor> expected;
+  std::string text;
+  if (auto r = interpret_outs(lazy, &expected, &text); !r) return r;
+  return compare_outs(expected, got, tol, text);
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {

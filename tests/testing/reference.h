@@ -18,6 +18,10 @@ struct Tolerance {
 // with the reference interpreter, realizes `outs` on their device as one graph, and compares
 // every element (NaN must match NaN, infinities must match exactly, integers exactly).
 ::testing::AssertionResult MatchesReference(const std::vector<Tensor>& outs, Tolerance tol = {});
+// Compares `got` (computed some other way, e.g. by a kiln::Jit) with the interpreter's values of
+// the unrealized tensors `lazy` (the same computation recorded eagerly; they are not realized).
+::testing::AssertionResult MatchesInterpreter(const std::vector<Tensor>& lazy, const std::vector<Tensor>& got,
+                                              Tolerance tol = {});
 
 // Random host data, never all zeros: uniform in [lo, hi).
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -2.0f, float hi = 2.0f);

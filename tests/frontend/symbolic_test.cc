@@ -1,0 +1,99 @@
+// Symbolic dimensions (kiln::Dim, passes/symbolic.h): one compile serves every size.
+#include <gtest/gtest.h>
+
+#include "kiln/kiln.h"
+#include "testing/reference.h"
+
+namespace kiln {
+namespace {
+
+using testing::random_tensor;
+
+// A small MLP over a batch: matmuls, a bias broadcast, activations, a row softmax and a layer
+// norm (row reductions), with the weights as captured constants.
+struct Mlp {
+  Tensor w1 = random_tensor({24, 40}, float32, 11, -0.5, 0.5), b1 = random_tensor({40}, float32, 12);
+  Tensor w2 = random_tensor({40, 12}, float32, 13, -0.5, 0.5), b2 = random_tensor({12}, float32, 14);
+  Tensor g = random_tensor({12}, float32, 15), beta = random_tensor({12}, float32, 16);
+  std::vector<Tensor> operator()(const std::vector<Tensor>& in) const {
+    Tensor h = relu(matmul(in[0], w1) + b1);
+    Tensor y = matmul(h, w2) + b2;
+    return {softmax(y, -1), layer_norm(y, g, beta, 1e-5), tanh(in[0]) * 0.5f};
+  }
+};
+
+TEST(Symbolic, EveryBatchSizeRunsOnTheFirstCompile) {
+  Mlp mlp;
+  Jit f([&](const std::vector<Tensor>& in) { return mlp(in); }, {{Dim("batch"), 24}});
+  auto check = [&](int64_t n) {
+    Tensor x = random_tensor({n, 24}, float32, uint32_t(100 + n));
+    std::vector<Tensor> got = f({x});
+    EXPECT_TRUE(testing::MatchesInterpreter(mlp({x}), got)) << "batch " << n;
+  };
+  // The first call compiles: its own size (1, where the batch axis vanishes from the views, so
+  // its code is its own) and the code of the probe size that every larger size shares.
+  reset_stats();
+  check(1);
+  EXPECT_GT(stats().kernels_compiled + stats().kernel_disk_cache_hits, 0);
+  std::vector<int64_t> sizes;
+  for (int64_t n = 2; n <= 40; ++n) sizes.push_back(n);
+  for (int64_t n : {63, 64, 65, 127, 128, 129, 255, 256, 257, 500, 999, 1000, 1024, 2047, 4096}) sizes.push_back(n);
+  reset_stats();
+  for (int64_t n : sizes) check(n);
+  EXPECT_EQ(stats().kernels_compiled, 0) << "a size compiled code of its own";
+  EXPECT_GT(stats().kernels_reused, 0);
+  EXPECT_EQ(f.traces(), int(sizes.size()) + 1);
+  // A size seen before replays without tracing or compiling.
+  reset_stats();
+  check(7);
+  EXPECT_EQ(stats().kernels_compiled + stats().kernels_reused + stats().executables_built, 0);
+}
+
+TEST(Symbolic, TwoInputsShareASymbolAndOthersStayFixed) {
+  Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0] * in[1], {1}) + in[2]}; },
+        {{Dim("rows"), 16}, {Dim("rows"), 16}, {}});
+  Tensor bias = random_tensor({1}, float32, 3);
+  for (int64_t n : {3, 9, 300}) {
+    Tensor a = random_tensor({n, 16}, float32, uint32_t(n)), b = random_tensor({n, 16}, float32, uint32_t(n + 1));
+    std::vector<Tensor> got = f({a, b, bias});
+    EXPECT_TRUE(testing::MatchesInterpreter({sum(a * b, {1}) + bias}, got)) << n;
+    if (n == 3) reset_stats();
+  }
+  EXPECT_EQ(stats().kernels_compiled, 0);
+}
+
+TEST(Symbolic, InputsThatDoNotFitTheDeclaredDimsAreRefused) {
+  Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + in[1]}; },
+        {{Dim("batch"), 8}, {Dim("batch"), 8}});
+  auto message = [&](const std::vector<Tensor>& in) -> std::string {
+    try {
+      f(in);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(message({zeros({7, 8}), zeros({8, 8})}),
+            "jit: symbolic dimension 'batch' is 7 at input 0 dim 0 and 8 at input 1 dim 0");
+  EXPECT_EQ(message({zeros({7, 9}), zeros({7, 8})}), "jit: input 0 has shape [7,9]; declared [batch,8] (dim 1 is 9, not 8)");
+  EXPECT_EQ(message({zeros({7}), zeros({7, 8})}), "jit: input 0 has shape [7]; declared [batch,8]");
+  EXPECT_EQ(message({zeros({7, 8})}), "jit: dims declared for 2 inputs; the call passes 1");
+  EXPECT_THROW(Jit([](const std::vector<Tensor>& in) { return in; }, {{Dim(-3)}}), Error);
+  // A good call still works after the refused ones.
+  Tensor a = random_tensor({7, 8}, float32, 1), b = random_tensor({7, 8}, float32, 2);
+  EXPECT_TRUE(testing::MatchesInterpreter({a + b}, f({a, b})));
+}
+
+TEST(Symbolic, AFunctionThatPlansPerSizeStillComputesEverySize) {
+  // A sum over the symbolic axis: its reduce extent changes with the size, so each size
+  // compiles its own kernel, with the right values.
+  Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0], {0})}; }, {{Dim("n"), 4}});
+  for (int64_t n : {2, 5, 33}) {
+    Tensor x = random_tensor({n, 4}, float32, uint32_t(n));
+    EXPECT_TRUE(testing::MatchesInterpreter({sum(x, {0})}, f({x}))) << n;
+  }
+}
+
+}  // namespace
+}  // namespace kiln
