@@ -193,7 +193,7 @@ absl::StatusOr<ir::Graph> Jit::Impl::probe(runtime::Device* dev, const Signature
     std::vector<std::shared_ptr<runtime::Buffer>> graph_inputs;
     return detail::capture(outs, &graph_inputs);
   } catch (const Error& e) {
-    return e.status();
+    return absl::InvalidArgumentError(e.status().message());
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(e.what());
   }
@@ -213,13 +213,24 @@ void Jit::Impl::derive(Family& f, runtime::Device* dev, const std::vector<int64_
     if (support::debug_level() >= 1)
       std::fprintf(stderr, "kiln: jit: symbolic dims: each size compiles its own code: %s\n", std::string(why.message()).c_str());
   };
+  // The function failing at other sizes (its record-time checks: two symbols combined where
+  // they must be equal) is an error of the declared dims; anything else (memory for the probe
+  // inputs) only costs the sharing.
+  auto refuse = [&](const std::vector<int64_t>& v, const absl::Status& why) {
+    std::string at;
+    for (size_t s = 0; s < v.size(); ++s) absl::StrAppend(&at, s ? ", " : "", "'", symbols[s], "' = ", v[s]);
+    throw Error(absl::InvalidArgumentError(absl::StrCat("jit: the function does not hold for its declared symbolic dims: at ",
+                                                        at, ": ", why.message())));
+  };
   auto g0 = probe(dev, f.sig, base);
+  if (!g0.ok() && g0.status().code() == absl::StatusCode::kInvalidArgument) refuse(base, g0.status());
   if (!g0.ok()) return fail(g0.status());
   std::vector<ir::Graph> probes;
   for (size_t s = 0; s < values.size(); ++s) {
     std::vector<int64_t> v = base;
     v[s] = up[s];
     auto g = probe(dev, f.sig, v);
+    if (!g.ok() && g.status().code() == absl::StatusCode::kInvalidArgument) refuse(v, g.status());
     if (!g.ok()) return fail(g.status());
     probes.push_back(*std::move(g));
   }

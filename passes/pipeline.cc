@@ -100,8 +100,12 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   } else {
     split.min_row_outputs = split.min_column_outputs = int64_t(target.parallelism) * 4;
   }
-  g = split_reduce(g, split);
-  g = simplify(g);
+  // A graph compiled for symbolic dims plans no splits: whether to split depends on the size, and
+  // its sizes must plan one code (passes/symbolic.h).
+  if (opts.split) {
+    g = split_reduce(g, split);
+    g = simplify(g);
+  }
   after("split_reduce", ir::print(g));
   if (absl::Status s = ir::verify(g); !s.ok()) return absl::InternalError(absl::StrCat("passes broke the graph: ", s.message()));
   FusionPlan plan = fuse(g, target, opts.fusion);

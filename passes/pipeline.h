@@ -19,7 +19,10 @@ struct Options {
   // Called with each stage's text as it is made: the same texts KILN_DUMP_DIR writes ("input",
   // "simplify", "split_reduce", "fusion", "program"); kilnc emit prints them.
   std::function<void(const std::string& stage, const std::string& text)> on_stage;
-  static Options from(const support::Options& env) { return Options{env.fusion, env.debug, env.dump_dir, {}}; }
+  // split_reduce (split-K, split reductions of few outputs): off for symbolic dims, whose sizes
+  // must plan the same kernels.
+  bool split = true;
+  static Options from(const support::Options& env) { return Options{env.fusion, env.debug, env.dump_dir, {}, true}; }
 };
 
 struct Compiled {

@@ -88,7 +88,8 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph_as(runtime::D
   std::optional<runtime::RememberBinaries> remember;
   if (sym) remember.emplace();
   const support::Options env = support::options();
-  const passes::Options opts = passes::Options::from(env);
+  passes::Options opts = passes::Options::from(env);
+  opts.split = sym == nullptr;
   auto compiler = runtime::compiler_for(device);
   if (!compiler.ok()) return compiler.status();
   absl::StatusOr<passes::Compiled> planned;
@@ -154,6 +155,7 @@ absl::StatusOr<ir::Program> plan_graph(runtime::Device* device, const ir::Graph&
   if (!compiler.ok()) return compiler.status();
   passes::Options opts = passes::Options::from(support::options());
   opts.dump_dir.clear();  // probes are not the user's graphs
+  opts.split = false;     // as the marked sizes are planned
   auto planned = passes::compile_graph(graph, (*compiler)->target(), opts);
   if (!planned.ok()) return planned.status();
   return std::move(planned->program);

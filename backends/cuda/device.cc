@@ -171,13 +171,25 @@ absl::StatusOr<std::unique_ptr<Executable>> CudaDevice::load(const CompiledProgr
     if (jit_ptx && support::debug_level() >= 1)
       std::fprintf(stderr, "kiln: cuda: no cubin for %s in a program compiled for %s: the driver JIT-compiles its PTX (%zu bytes)\n",
                    mine.c_str(), c.target_key.c_str(), c.portable_module.size());
-    auto m = Module::load(jit_ptx ? c.portable_module : c.module);
+    auto m = module_for(jit_ptx ? c.portable_module : c.module);
     if (!m.ok()) return m.status();
     module = *std::move(m);
   }
   auto e = CudaExecutable::create(this, ctx_, c, std::move(module));
   if (!e.ok()) return e.status();
   return std::unique_ptr<Executable>(*std::move(e));
+}
+
+absl::StatusOr<std::shared_ptr<Module>> CudaDevice::module_for(const std::string& image) {
+  std::lock_guard<std::mutex> lock(modules_mu_);
+  std::erase_if(modules_, [](const auto& m) { return m.second.expired(); });
+  for (const auto& [bytes, weak] : modules_)
+    if (bytes == image)
+      if (std::shared_ptr<Module> m = weak.lock()) return m;
+  auto m = Module::load(image);
+  if (!m.ok()) return m.status();
+  modules_.push_back({image, *m});
+  return m;
 }
 
 absl::Status CudaDevice::synchronize() {

@@ -5,10 +5,14 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "backends/cuda/context.h"
+#include "backends/cuda/executable.h"
 #include "runtime/device.h"
 
 namespace kiln::runtime::cuda {
@@ -39,9 +43,16 @@ class CudaDevice : public Device {
   CudaDevice(Context* ctx, std::string description, ir::TargetInfo target)
       : ctx_(ctx), description_(std::move(description)), target_(std::move(target)) {}
 
+  // The module of `image` (a cubin or PTX): one already loaded from the same bytes and still held
+  // by an executable, or loaded now. The sizes of a symbolic dimension load one program's module
+  // many times over; they share one CUmodule.
+  absl::StatusOr<std::shared_ptr<Module>> module_for(const std::string& image);
+
   Context* ctx_;  // never freed (context.h)
   std::string description_;
   ir::TargetInfo target_;
+  std::mutex modules_mu_;
+  std::vector<std::pair<std::string, std::weak_ptr<Module>>> modules_;  // image bytes, loaded module
 };
 
 // The Context of `d` when it is a CUDA device, else nullptr (tests and the GPU timer reach the

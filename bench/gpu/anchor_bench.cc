@@ -497,7 +497,9 @@ int first_call(const std::string& id, const std::string& var, const Device& dev,
 // b1) @ W2 + b2) called at batch sizes 1, 7, 64 and 1000 in sequence in this fresh process: for
 // each new size the time to its first result (recording, compiles, run, device sync), the kernels
 // it compiled, then the steady time of one more call (median of 20). Frameworks: w11_anchor.py.
-int w11(const Device& dev, Output* out) {
+// With `symbolic` (--w11-dim, fw "kiln-dim"): the block is a kiln::Jit whose batch is a
+// kiln::Dim, so the sizes after the first share its code.
+int w11(const Device& dev, Output* out, bool symbolic) {
   const int64_t D = 2048, Hd = 4 * D;
   auto bf = [](std::vector<float> v) {
     for (float& f : v) f = bf16_round(f);
@@ -509,9 +511,12 @@ int w11(const Device& dev, Output* out) {
   const Tensor b2 = upload(bf(uniform(size_t(D), 63, -0.05f, 0.05f)), {D}, dev, bfloat16);
   const Tensor g = upload(std::vector<float>(size_t(D), 1.0f), {D}, dev, bfloat16);
   const Tensor beta = upload(std::vector<float>(size_t(D), 0.0f), {D}, dev, bfloat16);
-  auto block = [&](const Tensor& x) {
+  auto block_of = [&](const Tensor& x) {
     return x + matmul(gelu(matmul(layer_norm(x, g, beta, 1e-5), W1) + b1, true), W2) + b2;
   };
+  Jit jit([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{block_of(in[0])}; }, {{Dim("batch"), D}});
+  auto block = [&](const Tensor& x) { return symbolic ? jit({x})[0] : block_of(x); };
+  const char* fw = symbolic ? "kiln-dim" : "kiln";
   dev.synchronize();
   for (int64_t size : {1, 7, 64, 1000}) {
     const std::vector<float> xv = bf(uniform(size_t(size * D), 64 + uint64_t(size), -1, 1));
@@ -531,10 +536,10 @@ int w11(const Device& dev, Output* out) {
       steady.push_back(since_ms(t0));
     }
     out->emit(absl::StrFormat(
-        R"({"sec": "W11", "wl": "W11", "fw": "kiln", "batch": %d, "first_ms": %s, "steady_ms": %s, )"
+        R"({"sec": "W11", "wl": "W11", "fw": "%s", "batch": %d, "first_ms": %s, "steady_ms": %s, )"
         R"("kernels_compiled": %d, "device": "%s"})",
-        size, num(first), num(median(steady)), compiled, dev.description()));
-    std::printf("W11 kiln batch %lld: first result %.1f ms (%lld kernels compiled), then %.3f ms per call\n",
+        fw, size, num(first), num(median(steady)), compiled, dev.description()));
+    std::printf("W11 %s batch %lld: first result %.1f ms (%lld kernels compiled), then %.3f ms per call\n", fw,
                 (long long)size, first, (long long)compiled, median(steady));
   }
   return 0;
@@ -654,13 +659,14 @@ int main_impl(int argc, char** argv) {
     else if (a == "--first-call") first = value();
     else if (a == "--var") var = value();
     else if (a == "--w11") first = "W11";
+    else if (a == "--w11-dim") first = "W11-dim";
     else if (a == "--w10") first = "W10";
     else if (a == "--scale") scale = std::atof(value().c_str());
     else if (a == "--segments") dist = value();
     else if (a == "--width") width = std::atol(value().c_str());
     else {
       std::fprintf(stderr, "usage: anchor_bench [--device cuda] [--results f.jsonl] [--only W1,...] "
-                           "[--first-call W1|W3 --var cold|warm] [--w11] [--w10 [--scale S]] "
+                           "[--first-call W1|W3 --var cold|warm] [--w11|--w11-dim] [--w10 [--scale S]] "
                            "[--segments short|skewed|long [--width R]]\n");
       return 2;
     }
@@ -676,7 +682,7 @@ int main_impl(int argc, char** argv) {
     return 2;
   }
   std::printf("anchor_bench on %s\n", dev->description().c_str());
-  if (first == "W11") return w11(*dev, &out);
+  if (first == "W11" || first == "W11-dim") return w11(*dev, &out, first == "W11-dim");
   if (first == "W10") return w10(*dev, scale, &out);
   if (!dist.empty()) return segments(*dev, dist, std::max<int64_t>(width, 1), &out);
   if (!first.empty()) return first_call(first, var, *dev, &out);

@@ -181,9 +181,13 @@ bool heavy_epilogue(const ir::Kernel& k) {
   return false;
 }
 
+// A symbolic m extent (ir::SymExtent) is planned as this many rows: the choices must hold at
+// every size, and the sizes worth sharing code are the large ones.
+constexpr int64_t kSymbolicRows = int64_t(1) << 20;
+
 TileConfig tile_config(const ir::Kernel& k, int parallelism) {
   const ir::Contraction& c = k.contraction;
-  const int64_t M = k.shape[c.m_axis], K = k.shape[c.k_axis];
+  const int64_t M = k.symbolic(c.m_axis) ? kSymbolicRows : k.shape[c.m_axis], K = k.shape[c.k_axis];
   int64_t batch = 1;
   batch_axes_of(k, &batch);
   TileConfig t;
@@ -449,14 +453,15 @@ int Renderer::contraction_sm90(KernelSource* out) {
   // (rounded up to 8), since the copy engine is slow to fill rows past the end with zeros (M = 16
   // ran at 2/3 of M = 128's speed). The stage's other rows keep stale values: their results are
   // never stored, and each output row depends only on its own lhs row.
-  const int a_rows = !A.mn_major && M < kBM ? int(ceil_div(M, 8) * 8) : kBM;
+  const bool sym_m = k_.symbolic(c.m_axis);
+  const int a_rows = !A.mn_major && !sym_m && M < kBM ? int(ceil_div(M, 8) * 8) : kBM;
   if (a_rows != kBM) {
     A = Operand{};
     analyze(p_, k_, operand(c.lhs), c.m_axis, c.k_axis, c.n_axis, batch_axes, a_rows, &A, &unused);
   }
   // ... and with at most 64 rows, the second consumer warpgroup's rows are all past the end: it
   // issues no wgmma (it still frees its stages).
-  const bool idle_wg1 = !pp && M <= 64;
+  const bool idle_wg1 = !pp && !sym_m && M <= 64;
   analyze(p_, k_, operand(c.rhs), c.n_axis, c.k_axis, c.m_axis, batch_axes, BN / C, &B, &unused);
   sm90_ = true;
   sm90_cluster_ = C;
@@ -464,6 +469,16 @@ int Renderer::contraction_sm90(KernelSource* out) {
   out->tensor_maps = {A.map, B.map};
   // Tiles are walked per cluster: a cluster tile is C m-tiles of one n-tile (C = 1: one tile).
   const int64_t mt = ceil_div(ceil_div(M, kBM), C), nt = ceil_div(N, BN), per_batch = mt * nt, tiles = batch * per_batch;
+  // The tile counts as text: symbolic extents (m, batch) read their params, so the code holds for
+  // every size (the grid and the tensor maps come from each size's own plan).
+  const bool sym = k_.any_symbolic();
+  const std::string mtx = sym_m ? absl::StrCat("((((long long)", w_.extent(c.m_axis), " + ", kBM - 1, "LL) / ", kBM, "LL + ",
+                                                C - 1, "LL) / ", C, "LL)")
+                                : absl::StrCat(mt, "LL");
+  const std::string per_batch_x = sym_m ? absl::StrCat("(", mtx, " * ", nt, "LL)") : absl::StrCat(per_batch, "LL");
+  const std::string tiles_x = sym ? absl::StrCat("((long long)", w_.extent_product(batch_axes), " * ", per_batch_x, ")")
+                                  : absl::StrCat(tiles, "LL");
+  const std::string Mx = w_.extent(c.m_axis);
   const int group = std::max(1, kGroupM / C);
   const int64_t KB = ceil_div(K, kBK);
   const int a_bytes = kBM * RB, b_bytes = BN * RB, stage_bytes = a_bytes + b_bytes;
@@ -499,9 +514,9 @@ int Renderer::contraction_sm90(KernelSource* out) {
   // The tile order, shared by producer and consumers: batch-major, then groups of kGroupM
   // m-tiles walked n-tile by n-tile.
   auto decode = [&]() {
-    w_.line(absl::StrCat("const long long bt = tile / ", per_batch, "LL, r = tile % ", per_batch, "LL;"));
+    w_.line(absl::StrCat("const long long bt = tile / ", per_batch_x, ", r = tile % ", per_batch_x, ";"));
     w_.line(absl::StrCat("const long long group = r / ", group * nt, "LL, first_m = group * ", group, "LL;"));
-    w_.line(absl::StrCat("const long long gsize = ", mt, "LL - first_m < ", group, "LL ? ", mt, "LL - first_m : ", group,
+    w_.line(absl::StrCat("const long long gsize = ", mtx, " - first_m < ", group, "LL ? ", mtx, " - first_m : ", group,
                          "LL;"));
     w_.line(absl::StrCat("const long long in_group = r % ", group * nt, "LL;"));
     w_.line(absl::StrCat("const int mtile = (int)(first_m + in_group % gsize) * ", C,
@@ -511,7 +526,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
     w_.unravel("btx", batch_axes);
   };
   const std::string tile_loop =
-      absl::StrCat("for (long long tile = cid; tile < ", tiles, "LL; tile += nclusters)");
+      absl::StrCat("for (long long tile = cid; tile < ", tiles_x, "; tile += nclusters)");
 
   // ---- producer warpgroup
   w_.open("if (tid < 128)");
@@ -567,8 +582,8 @@ int Renderer::contraction_sm90(KernelSource* out) {
     w_.open(tile_loop);
   } else {
     // Tiles j = wg, wg + 2, ... of this CTA's sequence; tile j's stages start at j * KB.
-    w_.open(absl::StrCat("for (long long tile = cid + wg * nclusters, j = wg; tile < ", tiles,
-                         "LL; tile += 2 * nclusters, j += 2)"));
+    w_.open(absl::StrCat("for (long long tile = cid + wg * nclusters, j = wg; tile < ", tiles_x,
+                         "; tile += 2 * nclusters, j += 2)"));
     w_.line(absl::StrCat("s = (int)(j * ", KB, "LL % ", S, "), ph = (unsigned)((j * ", KB, "LL / ", S, ") & 1);"));
   }
   decode();
@@ -651,7 +666,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
     auto element = [&](const std::string& j) {  // opens the bounds check of element (j, v)
       w_.line(absl::StrCat(it, " om = ", idx_cast(absl::StrCat("rbase", h, " + 8 * (v >> 1)")), ";"));
       w_.line(absl::StrCat(it, " on = ", idx_cast(absl::StrCat("cbase", h, " + 8 * (", j, ") + (v & 1)")), ";"));
-      w_.open(absl::StrCat("if (om < ", w_.ilit(M), " && on < ", w_.ilit(N), ")"));
+      w_.open(absl::StrCat("if (om < ", Mx, " && on < ", w_.ilit(N), ")"));
       w_.set_axis(c.m_axis, "om");
       w_.set_axis(c.n_axis, "on");
       w_.bind(c.reduce, absl::StrCat("acc[", acc0, " + (", j, ") * 4 + v]"));
@@ -697,7 +712,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
       w_.line(absl::StrCat(it, " om = ", idx_cast(row0 + " + row"), ";"));
       w_.line(absl::StrCat(it, " on = ", idx_cast(absl::StrCat("n0 + ch * ", cols, " + c16 * ", vec)), ";"));
       w_.line(absl::StrCat("const unsigned char* src = ebuf_p + row * ", kChunkPitch, " + c16 * 16;"));
-      w_.open(absl::StrCat("if (om < ", w_.ilit(M), ")"));
+      w_.open(absl::StrCat("if (om < ", Mx, ")"));
       w_.set_axis(c.m_axis, "om");
       w_.set_axis(c.n_axis, "on");
       const std::string at = w_.element_index(st.map);

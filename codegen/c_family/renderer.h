@@ -74,10 +74,10 @@ class Renderer {
       if (support::debug_level() >= 2) std::fprintf(stderr, "kiln: %s: %s\n", name.c_str(), out.strategy.c_str());
     } else if (k_.contraction.reduce >= 0) {
       std::string why;
-      // A symbolic extent takes the shared-memory tiled kernel, whose text holds for every size
-      // (the tensor-core kernels bake their tile counts and bounds).
-      if (k_.any_symbolic()) block = contraction(&out);
-      else if (sm90_applies(&why)) block = contraction_sm90(&out);
+      // A symbolic extent takes the Hopper kernel or the shared-memory tiled one, whose texts hold
+      // for every size (the other tensor-core kernels bake their tile counts and bounds).
+      if (sm90_applies(&why)) block = contraction_sm90(&out);
+      else if (k_.any_symbolic()) block = contraction(&out);
       else if (sm80_applies()) block = contraction_sm80(&out);
       else if (coop_applies()) block = contraction_coop(&out);
       else block = half_mma_applies() || tf32_mma_applies() ? contraction_mma(&out) : contraction(&out);

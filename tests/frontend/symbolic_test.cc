@@ -80,6 +80,17 @@ TEST(Symbolic, InputsThatDoNotFitTheDeclaredDimsAreRefused) {
   EXPECT_EQ(message({zeros({7}), zeros({7, 8})}), "jit: input 0 has shape [7]; declared [batch,8]");
   EXPECT_EQ(message({zeros({7, 8})}), "jit: dims declared for 2 inputs; the call passes 1");
   EXPECT_THROW(Jit([](const std::vector<Tensor>& in) { return in; }, {{Dim(-3)}}), Error);
+  // Two symbols combined where they must be equal: the call at equal sizes traces, but the
+  // function does not hold for the declared dims.
+  Jit mixed([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + in[1]}; }, {{Dim("a")}, {Dim("b")}});
+  try {
+    mixed({random_tensor({6}, float32, 1), random_tensor({6}, float32, 2)});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "jit: the function does not hold for its declared symbolic dims: at 'a' = 264, 'b' = 258: "
+              "add: shapes [264] and [258] cannot be broadcast together");
+  }
   // A good call still works after the refused ones.
   Tensor a = random_tensor({7, 8}, float32, 1), b = random_tensor({7, 8}, float32, 2);
   EXPECT_TRUE(testing::MatchesInterpreter({a + b}, f({a, b})));

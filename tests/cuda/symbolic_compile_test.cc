@@ -1,0 +1,95 @@
+// Without a GPU: the code of a graph marked for a symbolic dimension (passes/symbolic.h) is the
+// same text at every size (the CUDA module and each GLSL shader), takes the portable tiled
+// contraction, and compiles with NVRTC (and the toolkit's ptxas) for sm_90.
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/nvrtc.h"
+#include "backends/cuda/target.h"
+#include "codegen/c_family/gpu_program.h"
+#include "cuda/ptxas.h"
+#include "frontend/capture.h"
+#include "kiln/kiln.h"
+#include "passes/pipeline.h"
+#include "passes/symbolic.h"
+#include "testing/reference.h"
+
+namespace kiln {
+namespace {
+
+using testing::random_tensor;
+
+// The MLP of W11 at batch n (d 256 here), in `dt`, with a row softmax and a layer norm after it.
+ir::Graph mlp(int64_t n, DType dt) {
+  Tensor x = random_tensor({n, 256}, dt, 1), w1 = random_tensor({256, 512}, dt, 2), b1 = random_tensor({512}, dt, 3);
+  Tensor w2 = random_tensor({512, 256}, dt, 4), b2 = random_tensor({256}, dt, 5);
+  Tensor y = matmul(gelu(matmul(x, w1) + b1, true), w2) + b2 + x;
+  Tensor g = random_tensor({256}, dt, 6), b = random_tensor({256}, dt, 7);
+  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+  return detail::capture({layer_norm(y, g, b, 1e-5), softmax(y.cast(float32), -1)}, &bufs);
+}
+
+ir::Program plan(int64_t n, DType dt, const ir::TargetInfo& t) {
+  passes::Options opts;
+  opts.split = false;  // as symbolic compiles plan
+  auto c = passes::compile_graph(mlp(n, dt), t, opts);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? std::move(c->program) : ir::Program{};
+}
+
+void check_dialect(codegen::gpu::Dialect d, const ir::TargetInfo& target, DType dt) {
+  const auto tmpl = passes::derive_template(plan(300, dt, target), {300}, {plan(301, dt, target)}, {301});
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status();
+  EXPECT_GT(tmpl->marked(), 0);
+  std::vector<std::string> texts;
+  for (int64_t n : {2, 7, 300, 1000, 4097}) {
+    ir::Program p = plan(n, dt, target);
+    passes::apply_template(*tmpl, {n}, &p);
+    bool marked = false;
+    for (const ir::Kernel& k : p.kernels) marked = marked || k.any_symbolic();
+    EXPECT_TRUE(marked) << n;
+    auto r = codegen::gpu::render(p, d, target);
+    ASSERT_TRUE(r.ok()) << r.status();
+    std::string text;
+    for (const auto& k : r->kernels) {
+      // bf16 on an H100 takes the Hopper kernel, f32 (and GLSL) the shared-memory tiled one.
+      if (k.strategy.find("contraction") != std::string::npos) {
+        EXPECT_NE(k.strategy.find(dt == bfloat16 ? "wgmma" : "shared-memory k slices"), std::string::npos) << k.strategy;
+      }
+      absl::StrAppend(&text, k.source, "\n");
+    }
+    if (d == codegen::gpu::Dialect::kCuda) text = r->module_source;
+    texts.push_back(text);
+    if (n == 300 && d == codegen::gpu::Dialect::kCuda) {
+      auto bin = runtime::cuda::nvrtc_compile(r->module_source, 90, /*keep_ptx=*/true, r->arch_specific);
+      ASSERT_TRUE(bin.ok()) << bin.status() << "\n" << r->module_source;
+      std::string log;
+      if (testing_ptxas::available()) {
+        EXPECT_TRUE(testing_ptxas::assemble(bin->ptx, r->arch_specific ? "sm_90a" : "sm_90", &log)) << log;
+      }
+    }
+  }
+  for (size_t i = 1; i < texts.size(); ++i) EXPECT_EQ(texts[i], texts[0]) << "size #" << i << " renders other code";
+}
+
+TEST(SymbolicKernels, CudaModuleIsOneTextForEverySizeAndCompiles) {
+  for (DType dt : {float32, bfloat16}) check_dialect(codegen::gpu::Dialect::kCuda, runtime::cuda::cuda_target_info(132, 232448), dt);
+}
+
+TEST(SymbolicKernels, GlslShadersAreOneTextForEverySize) {
+  ir::TargetInfo t;  // a Vulkan GPU written by hand
+  t.name = "vulkan";
+  t.is_gpu = true;
+  t.parallelism = 64;
+  t.subgroup_size = 32;
+  t.max_workgroup = 1024;
+  t.shared_memory = 48 * 1024;
+  t.vector_width = 4;
+  t.max_fused_row = 8192;
+  t.spirv_1_6 = true;
+  t.scalar_layout = true;
+  check_dialect(codegen::gpu::Dialect::kGlsl, t, float32);
+}
+
+}  // namespace
+}  // namespace kiln
