@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <future>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -46,6 +47,10 @@ struct Family {
   std::mutex mu;  // one trace of the family at a time (the first derives the template)
   bool tried = false;
   std::shared_ptr<const replay::SymbolicCode> code;  // null when it could not be derived
+  // The base probe size's graph and sizes: its code is what the sizes after the first share,
+  // compiled beside the first call's own.
+  ir::Graph base;
+  std::vector<int64_t> base_values;
   std::vector<std::pair<std::vector<int64_t>, std::shared_ptr<Trace>>> sizes;  // most recent first
 };
 
@@ -237,6 +242,8 @@ void Jit::Impl::derive(Family& f, runtime::Device* dev, const std::vector<int64_
   auto code = replay::derive_symbolic(dev, *g0, base, probes, up);
   if (!code.ok()) return fail(code.status());
   f.code = *std::move(code);
+  f.base = *std::move(g0);
+  f.base_values = base;
 }
 
 std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) const {
@@ -297,9 +304,24 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) const {
         std::rotate(family->sizes.begin(), family->sizes.begin() + long(i), family->sizes.begin() + long(i) + 1);
       }
     if (!trace) {
-      if (!family->tried) impl_->derive(*family, dev, *values);
+      // The first size derives the template and compiles the base probe size's code beside its
+      // own (one compile when they are the same text: the compile cache waits for the other).
+      std::future<absl::Status> base_code;
+      if (!family->tried) {
+        impl_->derive(*family, dev, *values);
+        if (family->code)
+          base_code = std::async(std::launch::async, [&family, dev] {
+            return replay::precompile(dev, family->base, *family->code, family->base_values);
+          });
+      }
       const int64_t compiled0 = runtime::counters().kernels_compiled.load();
       auto t = impl_->record(dev, inputs, bufs, sig, family->code.get(), *values);
+      if (base_code.valid()) {
+        if (absl::Status s = base_code.get(); !s.ok() && support::debug_level() >= 1)
+          std::fprintf(stderr, "kiln: jit: the shared code of the symbolic dims did not compile: %s\n",
+                       std::string(s.message()).c_str());
+        family->base = ir::Graph();
+      }
       if (!t.ok()) throw Error(t.status());
       trace = *t;
       const int64_t compiled = runtime::counters().kernels_compiled.load() - compiled0;

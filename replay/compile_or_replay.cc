@@ -185,11 +185,13 @@ absl::StatusOr<std::shared_ptr<const SymbolicCode>> derive_symbolic(runtime::Dev
     for (size_t a = 0; a < code->tmpl.axes[k].size(); ++a)
       if (code->tmpl.axes[k][a].first >= 0)
         absl::StrAppend(&code->variant, " ", k, ".", a, "=", code->tmpl.axes[k][a].second, "*s", code->tmpl.axes[k][a].first);
-  // The base size's code, for the sizes that plan like it (compiled, not loaded).
-  const SymbolicBinding b{&code->tmpl, base_values, code->variant};
-  auto warm = compile_graph_as(device, base, &b, false);
-  if (!warm.ok()) return warm.status();
   return std::shared_ptr<const SymbolicCode>(std::move(code));
+}
+
+absl::Status precompile(runtime::Device* device, const ir::Graph& graph, const SymbolicCode& code,
+                        const std::vector<int64_t>& values) {
+  const SymbolicBinding b{&code.tmpl, values, code.variant};
+  return compile_graph_as(device, graph, &b, false).status();
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_compiled(

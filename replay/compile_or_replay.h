@@ -20,9 +20,8 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Devi
 
 // Symbolic dimensions (passes/symbolic.h). The code of a graph family: how its kernels scale
 // with its symbols, derived from the graph planned at probe sizes: `base` with symbol s at
-// base_values[s], probes[s] with symbol s at probe_values[s] and the others as in base. The base
-// size's code is compiled too (the sizes that plan like it will share it). FailedPrecondition
-// (saying why) when no code can be shared.
+// base_values[s], probes[s] with symbol s at probe_values[s] and the others as in base.
+// FailedPrecondition (saying why) when no code can be shared.
 struct SymbolicCode;
 absl::StatusOr<std::shared_ptr<const SymbolicCode>> derive_symbolic(runtime::Device* device, const ir::Graph& base,
                                                                     const std::vector<int64_t>& base_values,
@@ -33,6 +32,10 @@ absl::StatusOr<std::shared_ptr<const SymbolicCode>> derive_symbolic(runtime::Dev
 // size), and is cached apart from the same graph compiled without marks.
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Device* device, const ir::Graph& graph,
                                                                    const SymbolicCode& code, const std::vector<int64_t>& values);
+// The same compiled but not loaded: makes a size's code ready (in memory) for the sizes that will
+// share it (the base probe size's, while the first call's own size compiles beside it).
+absl::Status precompile(runtime::Device* device, const ir::Graph& graph, const SymbolicCode& code,
+                        const std::vector<int64_t>& values);
 
 // Runs a compiled graph with `inputs` bound to its input positions and `params` as the values of
 // its param slots (ir/params.h; the graph the caller recorded holds them: ir::param_values),

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <unordered_map>
 
@@ -15,6 +16,9 @@ constexpr size_t kRememberedBytes = size_t(256) << 20;
 struct Remembered {
   std::mutex mu;
   std::atomic<int> scopes{0};
+  // Keys being compiled now (while remembering): a second thread asking for one waits for the
+  // first's result instead of compiling it again.
+  std::unordered_map<std::string, std::shared_future<absl::StatusOr<std::string>>> inflight;
   std::unordered_map<std::string, std::string> blobs;  // key -> binary
   std::deque<std::string> order;                       // keys, oldest first
   size_t bytes = 0;
@@ -71,6 +75,36 @@ absl::StatusOr<std::string> CompileCache::get_or_compile(
     counters().kernels_reused += kernels;
     return *std::move(blob);
   }
+  Remembered& r = remembered();
+  if (r.scopes.load() > 0) {
+    std::promise<absl::StatusOr<std::string>> mine;
+    std::shared_future<absl::StatusOr<std::string>> theirs;
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      if (auto done = r.blobs.find(std::string(key)); done != r.blobs.end()) {  // finished meanwhile
+        counters().kernels_reused += kernels;
+        return done->second;
+      }
+      if (auto it = r.inflight.find(std::string(key)); it != r.inflight.end()) theirs = it->second;
+      else r.inflight.emplace(std::string(key), mine.get_future().share());
+    }
+    if (theirs.valid()) {
+      absl::StatusOr<std::string> got = theirs.get();
+      if (got.ok()) counters().kernels_reused += kernels;
+      return got;
+    }
+    absl::StatusOr<std::string> got = lookup_or_compile(key, kernels, compile, valid);
+    mine.set_value(got);
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.inflight.erase(std::string(key));
+    return got;
+  }
+  return lookup_or_compile(key, kernels, compile, valid);
+}
+
+absl::StatusOr<std::string> CompileCache::lookup_or_compile(
+    std::string_view key, int kernels, const std::function<absl::StatusOr<std::string>()>& compile,
+    const std::function<bool(std::string_view)>& valid) const {
   // DiskCache checks the checksum and the whole key; a corrupt file reads as absent (with one
   // warning) and is rewritten below.
   if (std::optional<std::string> blob = disk_.get(key); blob && valid(*blob)) {

@@ -48,6 +48,11 @@ class CompileCache {
   const DiskCache& disk() const { return disk_; }
 
  private:
+  // The disk, then the compiler (get_or_compile's part after memory).
+  absl::StatusOr<std::string> lookup_or_compile(std::string_view key, int kernels,
+                                                const std::function<absl::StatusOr<std::string>()>& compile,
+                                                const std::function<bool(std::string_view)>& valid) const;
+
   DiskCache disk_;
 };
 
