@@ -149,13 +149,29 @@ int Renderer::contraction(KernelSource* out) {
 
 namespace kiln::codegen::gpu::render_detail {
 
+std::string Renderer::m_tiles_text(int64_t mt, int BM) const {
+  if (!k_.symbolic(k_.contraction.m_axis)) return w_.ilit(mt);
+  return absl::StrCat("((", w_.extent(k_.contraction.m_axis), " + ", w_.ilit(BM - 1), ") / ", w_.ilit(BM), ")");
+}
+
+std::string Renderer::tiles_text(int64_t mt, int64_t nt, int BM, const std::vector<int>& batch_axes) const {
+  if (!k_.any_symbolic()) {
+    int64_t batch = 1;
+    for (int a : batch_axes) batch *= k_.shape[size_t(a)];
+    return w_.ilit(batch * mt * nt);
+  }
+  return absl::StrCat("(", w_.extent_product(batch_axes), " * ", m_tiles_text(mt, BM), " * ", w_.ilit(nt), ")");
+}
+
 void Renderer::grouped_tile(const std::string& tile, int64_t mt, int64_t nt, int BM, int BN, int group_m,
                             const std::vector<int>& batch_axes) {
   const std::string it = w_.idx_t();
-  const int64_t per_batch = mt * nt;
-  w_.line(absl::StrCat(it, " bt = ", tile, " / ", w_.ilit(per_batch), ", rest = ", tile, " % ", w_.ilit(per_batch), ";"));
+  const std::string mtx = m_tiles_text(mt, BM);
+  const std::string per_batch = k_.symbolic(k_.contraction.m_axis) ? absl::StrCat("(", mtx, " * ", w_.ilit(nt), ")")
+                                                                    : w_.ilit(mt * nt);
+  w_.line(absl::StrCat(it, " bt = ", tile, " / ", per_batch, ", rest = ", tile, " % ", per_batch, ";"));
   w_.line(absl::StrCat(it, " first_m = (rest / ", w_.ilit(group_m * nt), ") * ", w_.ilit(group_m), ";"));
-  w_.line(absl::StrCat(it, " gsize = ", w_.ilit(mt), " - first_m < ", w_.ilit(group_m), " ? ", w_.ilit(mt), " - first_m : ",
+  w_.line(absl::StrCat(it, " gsize = ", mtx, " - first_m < ", w_.ilit(group_m), " ? ", mtx, " - first_m : ",
                        w_.ilit(group_m), ";"));
   w_.line(absl::StrCat(it, " in_group = rest % ", w_.ilit(group_m * nt), ";"));
   w_.line(absl::StrCat(it, " m0 = (first_m + in_group % gsize) * ", w_.ilit(BM), ", n0 = (in_group / gsize) * ", w_.ilit(BN),
@@ -169,7 +185,7 @@ void Renderer::half_epilogue(int BN, int threads, const std::string& value) {
   w_.open(absl::StrCat("for (int e = lid; e < ", 64 * BN, "; e += ", threads, ")"));
   w_.line(absl::StrCat(w_.idx_t(), " om = m0 + h * 64 + ", idx_cast("e / " + n), ";"));
   w_.line(absl::StrCat(w_.idx_t(), " on = n0 + ", idx_cast("e % " + n), ";"));
-  w_.open(absl::StrCat("if (om < ", w_.ilit(k_.shape[c.m_axis]), " && on < ", w_.ilit(k_.shape[c.n_axis]), ")"));
+  w_.open(absl::StrCat("if (om < ", w_.extent(c.m_axis), " && on < ", w_.extent(c.n_axis), ")"));
   w_.set_axis(c.m_axis, "om");
   w_.set_axis(c.n_axis, "on");
   w_.bind(c.reduce, value);

@@ -57,7 +57,6 @@ struct CoopTile {
   bool k_contiguous = false;
   int row_axis = 0, col_axis = 0, other_axis = 0;
   int rows = 0, cols = 0, pitch = 0;
-  int64_t row_bound = 0, col_bound = 0;
   int pieces() const { return rows * pitch; }
 };
 
@@ -86,7 +85,7 @@ int Renderer::contraction_coop(KernelSource* out) {
   coop_ = true;
   const CoopShape cs = coop_shape();
   const int threads = cs.threads, warps_n = cs.warps_n, BK = cs.bk;
-  const int BN = batch * ceil_div(M, kBM) * ceil_div(N, 128) < t_.parallelism ? 64 : 128;
+  const int BN = batch * ceil_div(planned_rows(M), kBM) * ceil_div(N, 128) < t_.parallelism ? 64 : 128;
   const int WN = BN / warps_n, CN = t_.coop_n, NJ = WN / CN;  // a subgroup's columns, its matrices across them
   const int CP = (BN + 4) / 4;                                // pieces per row of the epilogue buffer
   auto staging = [&](KNodeId x, int mn_axis, int other_axis, int tile_mn) {
@@ -99,8 +98,6 @@ int Renderer::contraction_coop(KernelSource* out) {
     s.rows = s.k_contiguous ? tile_mn : BK;
     s.cols = s.k_contiguous ? BK : tile_mn;
     s.pitch = s.cols / kPer + 1;
-    s.row_bound = k_.shape[s.row_axis];
-    s.col_bound = k_.shape[s.col_axis];
     return s;
   };
   const CoopTile A = staging(c.lhs, c.m_axis, c.n_axis, kBM), B = staging(c.rhs, c.n_axis, c.m_axis, BN);
@@ -127,7 +124,7 @@ int Renderer::contraction_coop(KernelSource* out) {
   w_.line(acc_t + " acc[" + S_(kMI * NJ) + "];");
   w_.line("uvec4 ra[" + S_(A.rows * (A.cols / kPer) / threads) + "], rb[" +
           S_(B.rows * (B.cols / kPer) / threads) + "];");
-  grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+  grid_loop("tile", tiles_text(mt, nt, kBM, batch_axes), idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
   grouped_tile("tile", mt, nt, kBM, BN, kGroupM, batch_axes);
   w_.line("[[unroll]]");
   w_.line("for (int q = 0; q < " + S_(kMI * NJ) + "; ++q) acc[q] = " + acc_t + "(0.0);");
@@ -147,7 +144,7 @@ int Renderer::contraction_coop(KernelSource* out) {
               ") * " + S_(kPer) + ";");
       w_.line(absl::StrCat(it, " gr = ", row0, " + row, gc = ", col0, " + col;"));
       w_.line(absl::StrCat(is_a ? "ra" : "rb", "[q] = uvec4(0u);"));
-      w_.open(absl::StrCat("if (gr < ", w_.ilit(s->row_bound), " && gc < ", w_.ilit(s->col_bound), ")"));
+      w_.open(absl::StrCat("if (gr < ", w_.extent(s->row_axis), " && gc < ", w_.extent(s->col_axis), ")"));
       w_.set_axis(s->row_axis, "gr");
       w_.set_axis(s->col_axis, "gc");
       w_.clear_axis(s->other_axis);

@@ -41,7 +41,6 @@ struct Staging {
   int eb = 2;
   int row_axis = 0, col_axis = 0, other_axis = 0;
   int rows = 0, cols = 0, pitch = 0;
-  int64_t row_bound = 0, col_bound = 0;
   int bytes() const { return rows * pitch * eb; }
 };
 
@@ -101,13 +100,11 @@ int Renderer::contraction_sm80(KernelSource* out) {
     // TF32 m/n-contiguous tile is read by 32-bit loads instead (ldmatrix cannot transpose 32-bit
     // values): 8 words of padding put the lanes' rows k = tg, tg + 4 in distinct banks.
     s.pitch = s.cols + (tf && !s.k_contiguous ? 8 : 16 / eb);
-    s.row_bound = k_.shape[s.row_axis];
-    s.col_bound = k_.shape[s.col_axis];
     return s;
   };
   // 128 columns per tile, or 64 where 128-wide tiles would leave multiprocessors idle (decode-like
   // products: twice the blocks streaming the rhs).
-  const int BN = batch * ceil_div(M, kBM) * ceil_div(N, 128) < t_.parallelism ? 64 : 128;
+  const int BN = batch * ceil_div(planned_rows(M), kBM) * ceil_div(N, 128) < t_.parallelism ? 64 : 128;
   const int WN = BN / kWarpsN, NJ = WN / 8;  // a warp's columns, its n8 mma tiles
   const int CPitch = BN + 4;                 // floats per row of the epilogue buffer
   const Staging A = staging(c.lhs, c.m_axis, c.n_axis, kBM), B = staging(c.rhs, c.n_axis, c.m_axis, BN);
@@ -152,7 +149,7 @@ int Renderer::contraction_sm80(KernelSource* out) {
   else
     w_.line("const unsigned b_lane = (tg * " + S_(B.pitch) + " + wn * " + S_(WN) + " + g) * 4;");
   w_.line("float acc[" + S_(kMI * NJ * 4) + "];");
-  grid_loop("tile", tiles, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+  grid_loop("tile", tiles_text(mt, nt, kBM, batch_axes), idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
   grouped_tile("tile", mt, nt, kBM, BN, kGroupM, batch_axes);
   w_.line("#pragma unroll");
   w_.line("for (int q = 0; q < " + S_(kMI * NJ * 4) + "; ++q) acc[q] = 0.0f;");
@@ -173,7 +170,7 @@ int Renderer::contraction_sm80(KernelSource* out) {
       w_.line("const int e = lid + q * " + S_(kThreads) + ", row = e / " + S_(per_row) + ", col = (e % " + S_(per_row) +
               ") * " + S_(per) + ";");
       w_.line(absl::StrCat(it, " gr = ", row0, " + row, gc = ", col0, " + col;"));
-      w_.line(absl::StrCat("const bool inside = gr < ", w_.ilit(s->row_bound), " && gc < ", w_.ilit(s->col_bound), ";"));
+      w_.line(absl::StrCat("const bool inside = gr < ", w_.extent(s->row_axis), " && gc < ", w_.extent(s->col_axis), ";"));
       w_.set_axis(s->row_axis, "gr");
       w_.set_axis(s->col_axis, "gc");
       w_.clear_axis(s->other_axis);

@@ -77,9 +77,9 @@ class Renderer {
       // A symbolic extent takes the Hopper kernel or the shared-memory tiled one, whose texts hold
       // for every size (the other tensor-core kernels bake their tile counts and bounds).
       if (sm90_applies(&why)) block = contraction_sm90(&out);
-      else if (k_.any_symbolic()) block = contraction(&out);
       else if (sm80_applies()) block = contraction_sm80(&out);
       else if (coop_applies()) block = contraction_coop(&out);
+      else if (k_.any_symbolic()) block = contraction(&out);
       else block = half_mma_applies() || tf32_mma_applies() ? contraction_mma(&out) : contraction(&out);
       if (support::debug_level() >= 2)
         std::fprintf(stderr, "kiln: %s: %s%s%s\n", name.c_str(), out.strategy.c_str(), why.empty() ? "" : "; not sm_90a: ",
@@ -558,6 +558,12 @@ class Renderer {
   // Declares bt (the batch index, unravelled over batch_axes), m0 and n0 for the flat tile index
   // `tile` of mt x nt tiles of BM x BN per batch: batch-major, then groups of group_m m-tiles
   // walked n-tile by n-tile, so that a wave of workgroups shares its operand panels in L2.
+  // A tiled contraction's m-tile count and tile count as text: literals, or expressions of the
+  // symbolic extents (m, batch) that read their params.
+  std::string m_tiles_text(int64_t mt, int BM) const;
+  std::string tiles_text(int64_t mt, int64_t nt, int BM, const std::vector<int>& batch_axes) const;
+  // Planned as many rows as this when m is symbolic: choices must hold at every size.
+  int64_t planned_rows(int64_t M) const { return k_.symbolic(k_.contraction.m_axis) ? int64_t(1) << 20 : M; }
   void grouped_tile(const std::string& tile, int64_t mt, int64_t nt, int BM, int BN, int group_m,
                     const std::vector<int>& batch_axes);
   // The epilogue of the 64-row half h of a BM x BN tile at (m0, n0) whose accumulators are staged:

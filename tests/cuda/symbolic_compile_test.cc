@@ -1,6 +1,7 @@
 // Without a GPU: the code of a graph marked for a symbolic dimension (passes/symbolic.h) is the
-// same text at every size (the CUDA module and each GLSL shader), takes the portable tiled
-// contraction, and compiles with NVRTC (and the toolkit's ptxas) for sm_90.
+// same text at every size (the CUDA module and each GLSL shader), takes the tensor-core kernels
+// that read a symbolic m (sm_90a, sm_80, Vulkan cooperative matrices) or the portable tiled one,
+// and compiles with NVRTC (and the toolkit's ptxas).
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "passes/pipeline.h"
 #include "passes/symbolic.h"
 #include "testing/reference.h"
+#include "testing/vulkan_target.h"
 
 namespace kiln {
 namespace {
@@ -37,7 +39,8 @@ ir::Program plan(int64_t n, DType dt, const ir::TargetInfo& t) {
   return c.ok() ? std::move(c->program) : ir::Program{};
 }
 
-void check_dialect(codegen::gpu::Dialect d, const ir::TargetInfo& target, DType dt) {
+// `strategy`: what the contraction kernels' strategies say.
+void check_dialect(codegen::gpu::Dialect d, const ir::TargetInfo& target, DType dt, const std::string& strategy) {
   const auto tmpl = passes::derive_template(plan(300, dt, target), {300}, {plan(301, dt, target)}, {301});
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
   EXPECT_GT(tmpl->marked(), 0);
@@ -52,20 +55,20 @@ void check_dialect(codegen::gpu::Dialect d, const ir::TargetInfo& target, DType 
     ASSERT_TRUE(r.ok()) << r.status();
     std::string text;
     for (const auto& k : r->kernels) {
-      // bf16 on an H100 takes the Hopper kernel, f32 (and GLSL) the shared-memory tiled one.
       if (k.strategy.find("contraction") != std::string::npos) {
-        EXPECT_NE(k.strategy.find(dt == bfloat16 ? "wgmma" : "shared-memory k slices"), std::string::npos) << k.strategy;
+        EXPECT_NE(k.strategy.find(strategy), std::string::npos) << k.strategy;
       }
       absl::StrAppend(&text, k.source, "\n");
     }
     if (d == codegen::gpu::Dialect::kCuda) text = r->module_source;
     texts.push_back(text);
     if (n == 300 && d == codegen::gpu::Dialect::kCuda) {
-      auto bin = runtime::cuda::nvrtc_compile(r->module_source, 90, /*keep_ptx=*/true, r->arch_specific);
+      const int cc = target.compute_capability;
+      auto bin = runtime::cuda::nvrtc_compile(r->module_source, cc, /*keep_ptx=*/true, r->arch_specific);
       ASSERT_TRUE(bin.ok()) << bin.status() << "\n" << r->module_source;
       std::string log;
       if (testing_ptxas::available()) {
-        EXPECT_TRUE(testing_ptxas::assemble(bin->ptx, r->arch_specific ? "sm_90a" : "sm_90", &log)) << log;
+        EXPECT_TRUE(testing_ptxas::assemble(bin->ptx, absl::StrCat("sm_", cc, r->arch_specific ? "a" : ""), &log)) << log;
       }
     }
   }
@@ -73,22 +76,17 @@ void check_dialect(codegen::gpu::Dialect d, const ir::TargetInfo& target, DType 
 }
 
 TEST(SymbolicKernels, CudaModuleIsOneTextForEverySizeAndCompiles) {
-  for (DType dt : {float32, bfloat16}) check_dialect(codegen::gpu::Dialect::kCuda, runtime::cuda::cuda_target_info(132, 232448), dt);
+  const ir::TargetInfo h100 = runtime::cuda::cuda_target_info(132, 232448), a100 = runtime::cuda::cuda_target_info(108, 166912, 80);
+  check_dialect(codegen::gpu::Dialect::kCuda, h100, float32, "shared-memory k slices");
+  check_dialect(codegen::gpu::Dialect::kCuda, h100, bfloat16, "wgmma");  // the Hopper GEMM
+  check_dialect(codegen::gpu::Dialect::kCuda, a100, bfloat16, "mma.sync m16n8k16");  // cp.async + mma.sync
 }
 
 TEST(SymbolicKernels, GlslShadersAreOneTextForEverySize) {
-  ir::TargetInfo t;  // a Vulkan GPU written by hand
-  t.name = "vulkan";
-  t.is_gpu = true;
-  t.parallelism = 64;
-  t.subgroup_size = 32;
-  t.max_workgroup = 1024;
-  t.shared_memory = 48 * 1024;
-  t.vector_width = 4;
-  t.max_fused_row = 8192;
-  t.spirv_1_6 = true;
-  t.scalar_layout = true;
-  check_dialect(codegen::gpu::Dialect::kGlsl, t, float32);
+  const ir::TargetInfo t = testing::handwritten_vulkan_target();
+  check_dialect(codegen::gpu::Dialect::kGlsl, t, float32, "shared-memory k slices");
+  // f16 on a GPU with cooperative matrices: the tensor-core kernel.
+  check_dialect(codegen::gpu::Dialect::kGlsl, testing::handwritten_vulkan_target(16), float16, "cooperative");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "ir/interpreter.h"
 #include "passes/pipeline.h"
 #include "runtime/compiled_program.h"
+#include "testing/vulkan_target.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace kiln::vktest {
@@ -38,22 +39,7 @@ ir::Program plan(const ir::TargetInfo& t) {
   return planned.ok() ? planned->program : ir::Program{};
 }
 
-// A Vulkan 1.3 GPU as a profile written by hand: nothing here was read from a device.
-ir::TargetInfo handwritten_target() {
-  ir::TargetInfo t;
-  t.name = "vulkan";
-  t.is_gpu = true;
-  t.parallelism = 64;
-  t.subgroup_size = 32;
-  t.max_workgroup = 1024;
-  t.shared_memory = 48 * 1024;
-  t.vector_width = 4;
-  t.max_fused_row = 8192;
-  t.spirv_1_6 = true;
-  t.scalar_layout = true;
-  t.preserve_inf_nan32 = true;
-  return t;
-}
+ir::TargetInfo handwritten_target() { return testing::handwritten_vulkan_target(); }
 
 TEST(VulkanCompiler, CompilesFromATargetInfoAloneAndSerializes) {
   ::setenv("KILN_CACHE_DIR", fresh_dir("nodevice").c_str(), 1);
