@@ -32,6 +32,9 @@ struct Signature {
 struct Trace {
   Signature sig;
   std::shared_ptr<const replay::CompiledGraph> compiled;
+  // A family's size holds its executable weakly: the bounded executable cache owns it, and a size
+  // it evicted is planned and loaded again (its code stays in memory) on its next call.
+  std::weak_ptr<const replay::CompiledGraph> weak;
   // Source of each graph input: an argument index, or (when < 0) a captured buffer.
   std::vector<int> from_arg;
   std::vector<std::shared_ptr<runtime::Buffer>> captured;  // parallel to from_arg
@@ -40,8 +43,8 @@ struct Trace {
   std::vector<Scalar> params;  // the values a run passes: the symbols' sizes (families only)
 };
 
-// The traces of one signature up to the sizes of its symbolic dims.
-constexpr size_t kFamilySizes = 8;
+// The traces of one signature up to the sizes of its symbolic dims (the most recent ones).
+constexpr size_t kFamilySizes = 16;
 struct Family {
   Signature sig;
   std::mutex mu;  // one trace of the family at a time (the first derives the template)
@@ -267,6 +270,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) const {
     sig.alias.push_back(first);
   }
   std::shared_ptr<Trace> trace;
+  std::shared_ptr<const replay::CompiledGraph> exe;  // what this call runs
   if (impl_->symbols.empty()) {
     if (!impl_->dims.empty()) throw_if_error(impl_->bind(sig.shapes).status());
     {
@@ -282,6 +286,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) const {
       impl_->traces.push_back(trace);
       impl_->traced++;
     }
+    exe = trace->compiled;
   } else {
     auto values = impl_->bind(sig.shapes);
     if (!values.ok()) throw Error(values.status());
@@ -300,6 +305,11 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) const {
     std::lock_guard<std::mutex> lock(family->mu);
     for (size_t i = 0; i < family->sizes.size() && !trace; ++i)
       if (family->sizes[i].first == *values) {
+        exe = family->sizes[i].second->weak.lock();
+        if (!exe) {  // evicted from the executable cache: planned and loaded again below
+          family->sizes.erase(family->sizes.begin() + long(i));
+          break;
+        }
         trace = family->sizes[i].second;
         std::rotate(family->sizes.begin(), family->sizes.begin() + long(i), family->sizes.begin() + long(i) + 1);
       }
@@ -328,6 +338,8 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) const {
       if (family->code && !family->sizes.empty() && compiled > 0 && support::debug_level() >= 1)
         std::fprintf(stderr, "kiln: jit: a new size compiled %lld kernel(s) of its own (it plans other code than the probe sizes)\n",
                      (long long)compiled);
+      exe = std::move(trace->compiled);
+      trace->weak = exe;
       family->sizes.insert(family->sizes.begin(), {*values, trace});
       if (family->sizes.size() > kFamilySizes) family->sizes.pop_back();
       std::lock_guard<std::mutex> l(impl_->mu);
@@ -336,7 +348,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) const {
   }
   std::vector<std::shared_ptr<runtime::Buffer>> in(trace->from_arg.size());
   for (size_t k = 0; k < in.size(); ++k) in[k] = trace->from_arg[k] >= 0 ? bufs[trace->from_arg[k]] : trace->captured[k];
-  auto outs = replay::run_compiled(*trace->compiled, in, trace->params);
+  auto outs = replay::run_compiled(*exe, in, trace->params);
   if (!outs.ok()) throw Error(outs.status());
   std::vector<Tensor> result;
   result.reserve(outs->size());

@@ -46,9 +46,11 @@ using InputDims = std::vector<std::vector<Dim>>;
 // whose code an earlier size made). Every call checks its inputs against `dims`: a wrong rank, a
 // fixed dim of another size, or one symbol bound to two sizes in one call throws kiln::Error
 // (InvalidArgument) naming the input and dim. Where a size plans other kernels than the probes
-// (very small sizes may), or a kernel reduces over a symbolic dim or steps through memory by it,
-// that size compiles what differs (KILN_DEBUG=1 says so); results are always exact. A family
-// keeps the executables of its 8 most recently used sizes.
+// (size 1 does), or a kernel reduces over a symbolic dim or steps through memory by it, that size
+// compiles what differs (KILN_DEBUG=1 says so); results are always exact. Each size's executable
+// (its launch shapes and memory plan) lives in the bounded executable cache
+// (set_executable_cache_budget): a size it evicted is planned and loaded again on its next call,
+// compiling nothing.
 class Jit {
  public:
   using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;

@@ -1,6 +1,8 @@
 // Symbolic dimensions (kiln::Dim, passes/symbolic.h): one compile serves every size.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "kiln/kiln.h"
 #include "testing/reference.h"
 
@@ -115,6 +117,38 @@ TEST(Symbolic, InputsThatDoNotFitTheDeclaredDimsAreRefused) {
   // A good call still works after the refused ones.
   Tensor a = random_tensor({7, 8}, float32, 1), b = random_tensor({7, 8}, float32, 2);
   EXPECT_TRUE(testing::MatchesInterpreter({a + b}, f({a, b})));
+}
+
+TEST(Symbolic, ThreadsCallingWithDifferentSizesGetTheirOwnValues) {
+  Mlp mlp;
+  Jit f([&](const std::vector<Tensor>& in) { return mlp(in); }, {{Dim("batch"), 24}});
+  std::vector<Tensor> xs;
+  for (int64_t n : {2, 9, 33, 70}) xs.push_back(random_tensor({n, 24}, float32, uint32_t(300 + n)));
+  std::vector<std::vector<Tensor>> got(xs.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < xs.size(); ++i)
+    threads.emplace_back([&, i] {
+      for (int r = 0; r < 3; ++r) got[i] = f({xs[i]});
+    });
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_TRUE(testing::MatchesInterpreter(mlp({xs[i]}), got[i])) << i;
+}
+
+TEST(Symbolic, SizesStayWithinTheExecutableCacheBudget) {
+  // Each size's executable counts against the cache's budget: a budget of two entries evicts the
+  // older sizes' executables (their arenas freed) while the code stays shared and the values right.
+  const int64_t budget = executable_cache_budget();
+  Mlp mlp;
+  Jit f([&](const std::vector<Tensor>& in) { return mlp(in); }, {{Dim("batch"), 24}});
+  set_executable_cache_budget(2 * (64 << 10));
+  reset_stats();
+  for (int64_t n = 2; n < 14; ++n) {
+    Tensor x = random_tensor({n, 24}, float32, uint32_t(400 + n));
+    EXPECT_TRUE(testing::MatchesInterpreter(mlp({x}), f({x}))) << n;
+  }
+  EXPECT_GT(stats().executables_evicted, 0);
+  EXPECT_LE(stats().executable_cache_bytes, 2 * (64 << 10));
+  set_executable_cache_budget(budget);
 }
 
 TEST(Symbolic, AFunctionThatPlansPerSizeStillComputesEverySize) {
