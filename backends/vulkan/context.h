@@ -83,6 +83,8 @@ struct Stamp {
   }
 };
 
+class SharedPipeline;  // pipeline.h
+
 class Context {
  public:
   // Unavailable with the reason when there is no loader, no driver or no suitable device.
@@ -110,6 +112,9 @@ class Context {
   ValidationLog log;
   std::string cache_dir;
   std::mutex pipeline_cache_mu;  // saving the pipeline cache
+  // Pipelines executables share (pipeline.h: SharedPipeline), by workgroup size and SPIR-V.
+  std::mutex shared_pipelines_mu;
+  std::vector<std::pair<std::string, std::weak_ptr<SharedPipeline>>> shared_pipelines;
   std::once_flag peaks_once;     // profiles' peaks, measured once (peaks.h)
   support::Peaks peaks;
   size_t pipeline_cache_saved_bytes = 0;

@@ -110,14 +110,13 @@ absl::Status VulkanExecutable::build_pipelines(const CompiledProgram& c) {
                                                        " invocations, the shader of its twin '", c.kernels[size_t(k.twin)].name,
                                                        "' ", c.kernels[size_t(k.twin)].block[0]));
       pipelines_.push_back(pipelines_[size_t(k.twin)]);
-      own_pipeline_.push_back(false);
     } else {
       auto spirv = spirv_words(k.binary);
       if (!spirv.ok()) return absl::InvalidArgumentError(absl::StrCat("vulkan: kernel '", k.name, "': ", spirv.status().message()));
-      auto pipeline = create_compute_pipeline(*ctx_, k.name, *spirv, k.block[0]);
+      auto pipeline = shared_compute_pipeline(*ctx_, k.name, *spirv, k.block[0]);
       if (!pipeline.ok()) return pipeline.status();
-      pipelines_.push_back(*pipeline);
-      own_pipeline_.push_back(true);
+      pipelines_.push_back((*pipeline)->get());
+      pipeline_refs_.push_back(*std::move(pipeline));
     }
     grids_.push_back(k.grid);
     support::KernelRun info;
@@ -146,8 +145,7 @@ VulkanExecutable::~VulkanExecutable() {
   if (tables_.buffer) ctx_->release(tables_, 0);
   ctx_->release(arena_, last_value_);
   if (pool_) vkDestroyCommandPool(dev, pool_, nullptr);
-  for (size_t i = 0; i < pipelines_.size(); ++i)
-    if (own_pipeline_[i]) vkDestroyPipeline(dev, pipelines_[i], nullptr);
+  pipeline_refs_.clear();  // the last holder of a pipeline destroys it
 }
 
 absl::StatusOr<VulkanExecutable::Slot*> VulkanExecutable::acquire_slot() {

@@ -102,7 +102,8 @@ class VulkanExecutable : public Executable {
   int num_inputs_ = 0, num_outputs_ = 0;
   size_t num_params_ = 0;  // their values follow the buffer addresses in each table
   std::vector<VkPipeline> pipelines_;  // per kernel (a twin's is its family's first kernel's)
-  std::vector<bool> own_pipeline_;     // per kernel: whether pipelines_[k] is its own
+  // The pipelines this executable holds (shared with other executables of the same shaders).
+  std::vector<std::shared_ptr<SharedPipeline>> pipeline_refs_;
   // Per kernel: the push constants of its dispatch (codegen/c_family/gpu_program.h): the table's
   // address is filled in when recording, then the table index of each binding.
   std::vector<std::vector<uint32_t>> pushed_ids_;

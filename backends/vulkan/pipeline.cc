@@ -35,4 +35,25 @@ absl::StatusOr<VkPipeline> create_compute_pipeline(Context& c, const std::string
   return pipeline;
 }
 
+SharedPipeline::~SharedPipeline() {
+  if (!process_exiting()) vkDestroyPipeline(device_, pipeline_, nullptr);
+}
+
+absl::StatusOr<std::shared_ptr<SharedPipeline>> shared_compute_pipeline(Context& c, const std::string& name,
+                                                                        const std::vector<uint32_t>& spirv,
+                                                                        uint32_t local_size_x) {
+  std::string key(reinterpret_cast<const char*>(&local_size_x), sizeof(local_size_x));
+  key.append(reinterpret_cast<const char*>(spirv.data()), spirv.size() * sizeof(uint32_t));
+  std::lock_guard<std::mutex> lock(c.shared_pipelines_mu);
+  std::erase_if(c.shared_pipelines, [](const auto& p) { return p.second.expired(); });
+  for (const auto& [k, weak] : c.shared_pipelines)
+    if (k == key)
+      if (std::shared_ptr<SharedPipeline> p = weak.lock()) return p;
+  auto made = create_compute_pipeline(c, name, spirv, local_size_x);
+  if (!made.ok()) return made.status();
+  auto p = std::make_shared<SharedPipeline>(c.device, *made);
+  c.shared_pipelines.push_back({std::move(key), p});
+  return p;
+}
+
 }  // namespace kiln::runtime::vk
