@@ -210,11 +210,12 @@ absl::StatusOr<ir::Graph> Jit::Impl::probe(runtime::Device* dev, const Signature
 void Jit::Impl::derive(Family& f, runtime::Device* dev, const std::vector<int64_t>& values) const {
   f.tried = true;
   // Probe sizes: multiples of the call's own (a function that needs, say, an even batch gets
-  // one), at least 256 so that they plan the kernels large sizes get.
+  // one), at least 256 so that they plan the kernels large sizes get: the call's own size when it
+  // is that large (its inputs' memory is the probe's), and one more multiple.
   std::vector<int64_t> base(values.size()), up(values.size());
   for (size_t s = 0; s < values.size(); ++s) {
     const int64_t v = std::max<int64_t>(values[s], 1);
-    base[s] = v * std::max<int64_t>(2, (256 + v - 1) / v);
+    base[s] = v * ((256 + v - 1) / v);
     up[s] = base[s] + v;
   }
   auto fail = [&](const absl::Status& why) {
