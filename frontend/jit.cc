@@ -116,7 +116,7 @@ absl::StatusOr<std::vector<int64_t>> Jit::Impl::bind(const std::vector<Shape>& s
   if (dims.size() > shapes.size())
     return absl::InvalidArgumentError(absl::StrCat("jit: dims declared for ", dims.size(), " inputs; the call passes ", shapes.size()));
   std::vector<int64_t> values(symbols.size(), -1);
-  std::vector<std::string> where(symbols.size());
+  std::vector<std::pair<size_t, size_t>> where(symbols.size());  // the (input, dim) that bound each
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i].empty()) continue;
     if (dims[i].size() != shapes[i].size())
@@ -132,11 +132,11 @@ absl::StatusOr<std::vector<int64_t>> Jit::Impl::bind(const std::vector<Shape>& s
         continue;
       }
       const size_t s = size_t(std::find(symbols.begin(), symbols.end(), dim.name()) - symbols.begin());
-      const std::string here = absl::StrCat("input ", i, " dim ", d);
       if (values[s] >= 0 && values[s] != n)
-        return absl::InvalidArgumentError(absl::StrCat("jit: symbolic dimension '", dim.name(), "' is ", values[s], " at ", where[s],
-                                                       " and ", n, " at ", here));
-      if (values[s] < 0) values[s] = n, where[s] = here;
+        return absl::InvalidArgumentError(absl::StrCat("jit: symbolic dimension '", dim.name(), "' is ", values[s], " at input ",
+                                                       where[s].first, " dim ", where[s].second, " and ", n, " at input ", i,
+                                                       " dim ", d));
+      if (values[s] < 0) values[s] = n, where[s] = {i, d};
     }
   }
   return values;

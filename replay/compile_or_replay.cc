@@ -65,14 +65,11 @@ struct SymbolicCode {
 
 namespace {
 
-struct SymbolicBinding {
-  const passes::SymbolicTemplate* tmpl = nullptr;
-  std::vector<int64_t> values;
-  std::string variant;
-};
-
+// `sym` (with the symbols' `values`) marks the Program for symbolic dimensions; without `load`
+// the code is compiled (into the compile caches) and nothing is loaded.
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph_as(runtime::Device* device, const ir::Graph& graph,
-                                                                      const SymbolicBinding* sym, bool load) {
+                                                                      const SymbolicCode* sym,
+                                                                      const std::vector<int64_t>& values, bool load) {
   if (!device) return absl::FailedPreconditionError("no device");
   auto t0 = std::chrono::steady_clock::now();
   const std::string variant = sym ? sym->variant : "";
@@ -98,7 +95,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph_as(runtime::D
     planned = passes::compile_graph(graph, (*compiler)->target(), opts);
   }
   if (!planned.ok()) return planned.status();
-  if (sym) passes::apply_template(*sym->tmpl, sym->values, &planned->program);
+  if (sym) passes::apply_template(sym->tmpl, values, &planned->program);
   if (env.autotune) {
     support::TraceSpan span("autotune", "compile");
     autotune(&planned->program, **compiler, device);
@@ -138,13 +135,12 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph_as(runtime::D
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Device* device, const ir::Graph& graph) {
-  return compile_graph_as(device, graph, nullptr, true);
+  return compile_graph_as(device, graph, nullptr, {}, true);
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph(runtime::Device* device, const ir::Graph& graph,
                                                                    const SymbolicCode& code, const std::vector<int64_t>& values) {
-  const SymbolicBinding b{&code.tmpl, values, code.variant};
-  return compile_graph_as(device, graph, &b, true);
+  return compile_graph_as(device, graph, &code, values, true);
 }
 
 namespace {
@@ -190,8 +186,7 @@ absl::StatusOr<std::shared_ptr<const SymbolicCode>> derive_symbolic(runtime::Dev
 
 absl::Status precompile(runtime::Device* device, const ir::Graph& graph, const SymbolicCode& code,
                         const std::vector<int64_t>& values) {
-  const SymbolicBinding b{&code.tmpl, values, code.variant};
-  return compile_graph_as(device, graph, &b, false).status();
+  return compile_graph_as(device, graph, &code, values, false).status();
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<runtime::Buffer>>> run_compiled(

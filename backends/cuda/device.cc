@@ -180,18 +180,6 @@ absl::StatusOr<std::unique_ptr<Executable>> CudaDevice::load(const CompiledProgr
   return std::unique_ptr<Executable>(*std::move(e));
 }
 
-absl::StatusOr<std::shared_ptr<Module>> CudaDevice::module_for(const std::string& image) {
-  std::lock_guard<std::mutex> lock(modules_mu_);
-  std::erase_if(modules_, [](const auto& m) { return m.second.expired(); });
-  for (const auto& [bytes, weak] : modules_)
-    if (bytes == image)
-      if (std::shared_ptr<Module> m = weak.lock()) return m;
-  auto m = Module::load(image);
-  if (!m.ok()) return m.status();
-  modules_.push_back({image, *m});
-  return m;
-}
-
 absl::Status CudaDevice::synchronize() {
   if (absl::Status s = ctx_->make_current(); !s.ok()) return s;
   if (absl::Status s = cu_check(api().cuStreamSynchronize(ctx_->copy_stream), "cuStreamSynchronize (copies)"); !s.ok())

@@ -5,15 +5,13 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
-#include <utility>
-#include <vector>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/executable.h"
 #include "runtime/device.h"
+#include "support/shared_by_key.h"
 
 namespace kiln::runtime::cuda {
 
@@ -46,13 +44,14 @@ class CudaDevice : public Device {
   // The module of `image` (a cubin or PTX): one already loaded from the same bytes and still held
   // by an executable, or loaded now. The sizes of a symbolic dimension load one program's module
   // many times over; they share one CUmodule.
-  absl::StatusOr<std::shared_ptr<Module>> module_for(const std::string& image);
+  absl::StatusOr<std::shared_ptr<Module>> module_for(const std::string& image) {
+    return modules_.get(image, [&] { return Module::load(image); });
+  }
 
   Context* ctx_;  // never freed (context.h)
   std::string description_;
   ir::TargetInfo target_;
-  std::mutex modules_mu_;
-  std::vector<std::pair<std::string, std::weak_ptr<Module>>> modules_;  // image bytes, loaded module
+  support::SharedByKey<Module> modules_;  // by image bytes
 };
 
 // The Context of `d` when it is a CUDA device, else nullptr (tests and the GPU timer reach the

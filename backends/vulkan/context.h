@@ -19,6 +19,7 @@
 #include "backends/vulkan/memory.h"
 #include "backends/vulkan/memory_blocks.h"
 #include "backends/vulkan/vk_api.h"
+#include "support/shared_by_key.h"
 #include "support/trace.h"
 
 namespace kiln::runtime::vk {
@@ -113,8 +114,7 @@ class Context {
   std::string cache_dir;
   std::mutex pipeline_cache_mu;  // saving the pipeline cache
   // Pipelines executables share (pipeline.h: SharedPipeline), by workgroup size and SPIR-V.
-  std::mutex shared_pipelines_mu;
-  std::vector<std::pair<std::string, std::weak_ptr<SharedPipeline>>> shared_pipelines;
+  support::SharedByKey<SharedPipeline> shared_pipelines;
   std::once_flag peaks_once;     // profiles' peaks, measured once (peaks.h)
   support::Peaks peaks;
   size_t pipeline_cache_saved_bytes = 0;

@@ -44,16 +44,11 @@ absl::StatusOr<std::shared_ptr<SharedPipeline>> shared_compute_pipeline(Context&
                                                                         uint32_t local_size_x) {
   std::string key(reinterpret_cast<const char*>(&local_size_x), sizeof(local_size_x));
   key.append(reinterpret_cast<const char*>(spirv.data()), spirv.size() * sizeof(uint32_t));
-  std::lock_guard<std::mutex> lock(c.shared_pipelines_mu);
-  std::erase_if(c.shared_pipelines, [](const auto& p) { return p.second.expired(); });
-  for (const auto& [k, weak] : c.shared_pipelines)
-    if (k == key)
-      if (std::shared_ptr<SharedPipeline> p = weak.lock()) return p;
-  auto made = create_compute_pipeline(c, name, spirv, local_size_x);
-  if (!made.ok()) return made.status();
-  auto p = std::make_shared<SharedPipeline>(c.device, *made);
-  c.shared_pipelines.push_back({std::move(key), p});
-  return p;
+  return c.shared_pipelines.get(key, [&]() -> absl::StatusOr<std::shared_ptr<SharedPipeline>> {
+    auto made = create_compute_pipeline(c, name, spirv, local_size_x);
+    if (!made.ok()) return made.status();
+    return std::make_shared<SharedPipeline>(c.device, *made);
+  });
 }
 
 }  // namespace kiln::runtime::vk

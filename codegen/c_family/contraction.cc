@@ -31,9 +31,8 @@ int Renderer::contraction(KernelSource* out) {
   DType at = w_.acc_type(c.reduce);
   const bool wide = dtype_size(at) > 4;  // 8-byte accumulators: half the k depth (shared memory)
   // A symbolic m (or batch) extent is taken as large: the choice must not depend on the size.
-  const bool sym = k_.any_symbolic();
   const bool big = !wide && N >= 128 &&
-                   (sym || (M >= 128 && batch * ceil_div(M, 128) * ceil_div(N, 128) >= 2 * int64_t(t_.parallelism)));
+                   (k_.any_symbolic() || (M >= 128 && batch * ceil_div(M, 128) * ceil_div(N, 128) >= 2 * int64_t(t_.parallelism)));
   const int BM = big ? 128 : 64, BN = BM, BK = big || wide ? 8 : 16, TM = BM / 16, TN = BN / 16, block = 256;
   // The lhs slice is staged with k fastest across threads (coalesced for a k-contiguous lhs), so
   // its rows are padded by one element: a warp's stores then fall in distinct banks.
@@ -41,10 +40,7 @@ int Renderer::contraction(KernelSource* out) {
   int64_t mt = ceil_div(M, BM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
   // The bounds as text: symbolic extents read their params (KernelWriter::extent).
   const std::string Mx = w_.extent(c.m_axis), Nx = w_.extent(c.n_axis), Kx = w_.extent(c.k_axis);
-  const std::string mtx = k_.symbolic(c.m_axis) ? absl::StrCat("((", Mx, " + ", w_.ilit(BM - 1), ") / ", w_.ilit(BM), ")")
-                                                : w_.ilit(mt);
-  const std::string tiles_x = sym ? absl::StrCat("(", w_.extent_product(batch_axes), " * ", mtx, " * ", w_.ilit(nt), ")")
-                                  : w_.ilit(tiles);
+  const std::string mtx = m_tiles_text(mt, BM);
   // Two shared buffers: the next k slice is loaded into registers while this one is multiplied,
   // then stored into the other buffer, one barrier per slice.
   std::string as = shared_array(at, 2 * BK * AS), bs = shared_array(at, 2 * BK * BN);
@@ -52,7 +48,7 @@ int Renderer::contraction(KernelSource* out) {
   w_.line(absl::StrCat("int ", lid, " = ", d_.local_id(), ";"));
   w_.line(absl::StrCat("int tx = ", lid, " % 16;"));
   w_.line(absl::StrCat("int ty = ", lid, " / 16;"));
-  grid_loop("tile", tiles_x, idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+  grid_loop("tile", tiles_text(mt, nt, BM, batch_axes), idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
   w_.line(absl::StrCat(w_.idx_t(), " mtile = tile % ", mtx, ";"));
   w_.line(absl::StrCat(w_.idx_t(), " rest = tile / ", mtx, ";"));
   w_.line(absl::StrCat(w_.idx_t(), " ntile = rest % ", w_.ilit(nt), ";"));

@@ -181,10 +181,6 @@ bool heavy_epilogue(const ir::Kernel& k) {
   return false;
 }
 
-// A symbolic m extent (ir::SymExtent) is planned as this many rows: the choices must hold at
-// every size, and the sizes worth sharing code are the large ones.
-constexpr int64_t kSymbolicRows = int64_t(1) << 20;
-
 TileConfig tile_config(const ir::Kernel& k, int parallelism) {
   const ir::Contraction& c = k.contraction;
   const int64_t M = k.symbolic(c.m_axis) ? kSymbolicRows : k.shape[c.m_axis], K = k.shape[c.k_axis];
@@ -472,8 +468,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   // The tile counts as text: symbolic extents (m, batch) read their params, so the code holds for
   // every size (the grid and the tensor maps come from each size's own plan).
   const bool sym = k_.any_symbolic();
-  const std::string mtx = sym_m ? absl::StrCat("((((long long)", w_.extent(c.m_axis), " + ", kBM - 1, "LL) / ", kBM, "LL + ",
-                                                C - 1, "LL) / ", C, "LL)")
+  const std::string mtx = sym_m ? absl::StrCat("(((long long)", m_tiles_text(0, kBM), " + ", C - 1, "LL) / ", C, "LL)")
                                 : absl::StrCat(mt, "LL");
   const std::string per_batch_x = sym_m ? absl::StrCat("(", mtx, " * ", nt, "LL)") : absl::StrCat(per_batch, "LL");
   const std::string tiles_x = sym ? absl::StrCat("((long long)", w_.extent_product(batch_axes), " * ", per_batch_x, ")")

@@ -45,6 +45,10 @@ inline std::string config_value(const std::string& config, const std::string& ke
   }
   return "";
 }
+// A symbolic m extent (ir::SymExtent) is planned as this many rows: the choices must hold at
+// every size, and the sizes worth sharing code are the large ones.
+constexpr int64_t kSymbolicRows = int64_t(1) << 20;
+
 inline int64_t pow2_at_least(int64_t v) {
   int64_t p = 1;
   while (p < v) p *= 2;
@@ -74,8 +78,9 @@ class Renderer {
       if (support::debug_level() >= 2) std::fprintf(stderr, "kiln: %s: %s\n", name.c_str(), out.strategy.c_str());
     } else if (k_.contraction.reduce >= 0) {
       std::string why;
-      // A symbolic extent takes the Hopper kernel or the shared-memory tiled one, whose texts hold
-      // for every size (the other tensor-core kernels bake their tile counts and bounds).
+      // A symbolic extent takes the tensor-core kernels that read it (sm_90a, sm_80, cooperative
+      // matrices) or else the shared-memory tiled one: the register-staged mma kernel bakes its
+      // tile counts and bounds.
       if (sm90_applies(&why)) block = contraction_sm90(&out);
       else if (sm80_applies()) block = contraction_sm80(&out);
       else if (coop_applies()) block = contraction_coop(&out);
@@ -555,15 +560,15 @@ class Renderer {
   // One k step of a warp's MI x NJ mma.sync tiles: acc[(i * NJ + j) * 4 ..] += a[i] x b[j], with
   // A fragments a[MI][4] and B fragments b[NJ][2] in registers.
   void mma_tiles(const std::string& instr, int MI, int NJ);
-  // Declares bt (the batch index, unravelled over batch_axes), m0 and n0 for the flat tile index
-  // `tile` of mt x nt tiles of BM x BN per batch: batch-major, then groups of group_m m-tiles
-  // walked n-tile by n-tile, so that a wave of workgroups shares its operand panels in L2.
   // A tiled contraction's m-tile count and tile count as text: literals, or expressions of the
   // symbolic extents (m, batch) that read their params.
   std::string m_tiles_text(int64_t mt, int BM) const;
   std::string tiles_text(int64_t mt, int64_t nt, int BM, const std::vector<int>& batch_axes) const;
-  // Planned as many rows as this when m is symbolic: choices must hold at every size.
-  int64_t planned_rows(int64_t M) const { return k_.symbolic(k_.contraction.m_axis) ? int64_t(1) << 20 : M; }
+  // The rows a contraction's choices are planned for: kSymbolicRows when m is symbolic.
+  int64_t planned_rows(int64_t M) const { return k_.symbolic(k_.contraction.m_axis) ? kSymbolicRows : M; }
+  // Declares bt (the batch index, unravelled over batch_axes), m0 and n0 for the flat tile index
+  // `tile` of mt x nt tiles of BM x BN per batch: batch-major, then groups of group_m m-tiles
+  // walked n-tile by n-tile, so that a wave of workgroups shares its operand panels in L2.
   void grouped_tile(const std::string& tile, int64_t mt, int64_t nt, int BM, int BN, int group_m,
                     const std::vector<int>& batch_axes);
   // The epilogue of the 64-row half h of a BM x BN tile at (m0, n0) whose accumulators are staged:

@@ -772,13 +772,15 @@ class Emitter {
 
     Value* begin = fn_->getArg(2);
     Value* end = fn_->getArg(3);
+    // The last axis and its blocks (read from the param once, before the tiles, when symbolic).
+    Value* jext = jax >= 0 ? extent(jax) : nullptr;
+    Value* nbv = jax >= 0 && k_.symbolic(jax) ? b_.CreateUDiv(b_.CreateAdd(jext, b_.getInt64(B - 1)), b_.getInt64(B))
+                                              : b_.getInt64(nb);
     loop(begin, end, [&](Value* t) {
       Value* row = t;
       Value* jb = b_.getInt64(0);
       Value* je = b_.getInt64(1);
       if (jax >= 0) {
-        Value* jext = extent(jax);
-        Value* nbv = k_.symbolic(jax) ? b_.CreateUDiv(b_.CreateAdd(jext, b_.getInt64(B - 1)), b_.getInt64(B)) : b_.getInt64(nb);
         row = b_.CreateUDiv(t, nbv);
         jb = b_.CreateMul(b_.CreateURem(t, nbv), b_.getInt64(B));
         Value* lim = b_.CreateAdd(jb, b_.getInt64(B));
@@ -875,12 +877,13 @@ class Emitter {
     auto clamp = [&](Value* v, Value* hi) {
       return b_.CreateSelect(b_.CreateICmpSLT(v, hi), v, b_.CreateSub(hi, b_.getInt64(1)));
     };
+    // m, its blocks and their groups (read from the param once, before the tiles, when symbolic).
+    Value* Mv = extent(ma);
+    Value* mbv = k_.symbolic(ma) ? b_.CreateUDiv(b_.CreateAdd(Mv, b_.getInt64(kContractMB - 1)), b_.getInt64(kContractMB))
+                                 : b_.getInt64(mb);
+    Value* mgv = k_.symbolic(ma) ? b_.CreateUDiv(b_.CreateAdd(mbv, b_.getInt64(group - 1)), b_.getInt64(group))
+                                 : b_.getInt64(mgroups);
     loop(fn_->getArg(2), fn_->getArg(3), [&](Value* t) {
-      Value* Mv = extent(ma);
-      Value* mbv = k_.symbolic(ma) ? b_.CreateUDiv(b_.CreateAdd(Mv, b_.getInt64(kContractMB - 1)), b_.getInt64(kContractMB))
-                                   : b_.getInt64(mb);
-      Value* mgv = k_.symbolic(ma) ? b_.CreateUDiv(b_.CreateAdd(mbv, b_.getInt64(group - 1)), b_.getInt64(group))
-                                   : b_.getInt64(mgroups);
       // Tile order: batch, n block, m group (consecutive tiles share the rhs panel's inputs).
       Value* mg = b_.CreateURem(t, mgv);
       Value* rest = b_.CreateUDiv(t, mgv);
