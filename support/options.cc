@@ -164,6 +164,9 @@ Options options() {
   read_switch("KILN_VULKAN_QUEUE_ORDER", &o.vulkan_queue_order);
   read_switch("KILN_VULKAN_SKIP_DONE_WAITS", &o.vulkan_skip_done_waits);
   read_int(o, "KILN_VULKAN_DROP_BARRIER", &o.vulkan_drop_barrier);
+  read_int(o, "KILN_VULKAN_BATCH", &o.vulkan_batch);
+  if (o.vulkan_batch < 1) o.vulkan_batch = 1;
+  read_switch("KILN_VULKAN_BATCH_HOLD", &o.vulkan_batch_hold);
   if (const char* l = env("KILN_VULKAN_LOADER")) o.vulkan_loader = l;
   return o;
 }

@@ -103,6 +103,10 @@ struct Options {
   bool vulkan_queue_order = true;  // KILN_VULKAN_QUEUE_ORDER=0: order runs by semaphore waits
   bool vulkan_skip_done_waits = true;  // KILN_VULKAN_SKIP_DONE_WAITS=0: submissions keep waits already satisfied (comparisons)
   int vulkan_drop_barrier = -1;    // KILN_VULKAN_DROP_BARRIER (test hook): omit this step's barrier
+  // KILN_VULKAN_BATCH: runs issued while the GPU is busy wait to be handed to the driver together,
+  // up to this many per vkQueueSubmit (1: each run is submitted at once).
+  int vulkan_batch = 16;
+  bool vulkan_batch_hold = false;  // KILN_VULKAN_BATCH_HOLD=1 (test hook): runs wait for a full batch or a host wait
   std::string vulkan_loader;       // KILN_VULKAN_LOADER: the libvulkan to dlopen
 
   // Variables whose value could not be parsed: name -> the value seen.

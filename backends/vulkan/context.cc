@@ -76,7 +76,11 @@ absl::StatusOr<std::shared_ptr<Context>> Context::create(const ContextOptions& o
   if (absl::Status s = c->create_device(o); !s.ok()) return s;
   c->spin_us_ = o.spin_us >= 0 ? o.spin_us : c->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0 : 50;
   c->skip_done_waits_ = o.skip_done_waits;
-  track_device(c->device, &c->queue_mu_, c->dedicated_copy_queue() ? &c->copy_mu_ : nullptr);
+  c->batch_max_ = std::max(o.batch, 1);
+  c->batch_hold_ = o.batch_hold;
+  c->batch_in_flight_ = std::max(o.batch_in_flight, 1);
+  Context* raw = c.get();
+  track_device(c->device, &c->queue_mu_, c->dedicated_copy_queue() ? &c->copy_mu_ : nullptr, [raw] { raw->stop_flusher(); });
   watch_process_exit();
   return c;
 }
@@ -242,8 +246,13 @@ absl::Status Context::make_timeline(VkSemaphore* s, const char* what) {
 }
 
 Context::~Context() {
-  if (process_exiting()) return;  // the OS reclaims it all (see vk_api.h)
+  if (process_exiting()) return;  // the OS reclaims it all (see vk_api.h); the exit hook stopped the flusher
+  stop_flusher();
   if (device) untrack_device(device);
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    flush_locked().IgnoreError();  // runs nobody waited for still run (their buffers may be shared)
+  }
   if (device) vkDeviceWaitIdle(device);
   {
     std::lock_guard<std::mutex> lock(memory_mu_);
@@ -262,44 +271,152 @@ Context::~Context() {
   if (instance) vkDestroyInstance(instance, nullptr);
 }
 
-absl::StatusOr<uint64_t> Context::submit(Queue q, VkCommandBuffer cb, Stamp wait, VkPipelineStageFlags wait_stage) {
+absl::StatusOr<uint64_t> Context::submit(Queue q, VkCommandBuffer cb, Stamp wait, VkPipelineStageFlags wait_stage,
+                                         Submit how) {
   const bool copy = q == Queue::kCopy && copy_timeline;
-  // A VkQueue is externally synchronized: the copy queue has its own lock unless it is the
-  // compute queue (the test mode).
-  std::lock_guard<std::mutex> lock(copy && dedicated_copy_queue() ? copy_mu_ : queue_mu_);
-  uint64_t& next = copy ? next_copy_value_ : next_value_;
-  uint64_t value = next + 1;
-  VkSemaphore waits[3];
-  uint64_t values[3];
-  VkPipelineStageFlags stages[3];
-  uint32_t n = 0;
+  // A copy that waits for compute values still in the batch needs them handed over first (its
+  // queue never waits for a value nothing was submitted to signal); on the compute queue itself
+  // (the test mode) everything in the batch goes first, keeping the queue's order.
+  if (copy && dedicated_copy_queue() && wait.compute > 0)
+    if (absl::Status s = flush_for(wait.compute); !s.ok()) return s;
+  std::unique_lock<std::mutex> lock(copy && dedicated_copy_queue() ? copy_mu_ : queue_mu_);
+  if (copy && !dedicated_copy_queue())
+    if (absl::Status s = flush_locked(); !s.ok()) return s;
+  // A compute wait on a value in the batch would wait for its own submission's signal: hand the
+  // batch over first, so the wait is on an earlier submission.
+  if (!copy && wait.compute > handed_over_)
+    if (absl::Status s = flush_locked(); !s.ok()) return s;
+  Group g;
   auto add = [&](VkSemaphore s, uint64_t v) {
-    waits[n] = s;
-    values[n] = v;
-    stages[n++] = wait_stage;
+    g.waits.push_back(s);
+    g.values.push_back(v);
+    g.stages.push_back(wait_stage);
   };
   if (wait.compute > 0 && !reached(0, wait.compute)) add(timeline, wait.compute);
   if (wait.copy > 0 && copy_timeline && !reached(1, wait.copy)) add(copy_timeline, wait.copy);
   if (copy && gated_) add(gate_, gate_value_);
-  VkSemaphore signal = copy ? copy_timeline : timeline;
-  VkTimelineSemaphoreSubmitInfo ts = vk_struct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
-  ts.signalSemaphoreValueCount = 1;
-  ts.pSignalSemaphoreValues = &value;
-  ts.waitSemaphoreValueCount = n;
-  ts.pWaitSemaphoreValues = values;
-  VkSubmitInfo si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
-  si.pNext = &ts;
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &cb;
-  si.signalSemaphoreCount = 1;
-  si.pSignalSemaphores = &signal;
-  si.waitSemaphoreCount = n;
-  si.pWaitSemaphores = waits;
-  si.pWaitDstStageMask = stages;
-  KILN_VK_RETURN_IF_ERROR(vkQueueSubmit(copy ? copy_queue : queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
-  next = value;
   last_waits_[copy ? 1 : 0] = wait;
+  if (copy) {
+    const uint64_t value = next_copy_value_ + 1;
+    VkTimelineSemaphoreSubmitInfo ts = vk_struct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
+    ts.signalSemaphoreValueCount = 1;
+    ts.pSignalSemaphoreValues = &value;
+    ts.waitSemaphoreValueCount = uint32_t(g.values.size());
+    ts.pWaitSemaphoreValues = g.values.data();
+    VkSubmitInfo si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    si.pNext = &ts;
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cb;
+    si.signalSemaphoreCount = 1;
+    si.pSignalSemaphores = &copy_timeline;
+    si.waitSemaphoreCount = uint32_t(g.waits.size());
+    si.pWaitSemaphores = g.waits.data();
+    si.pWaitDstStageMask = g.stages.data();
+    KILN_VK_RETURN_IF_ERROR(vkQueueSubmit(copy_queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+    next_copy_value_ = value;
+    return value;
+  }
+  // Runs without waits join the batch's last group; one with waits starts a group (its waits
+  // hold back only the command buffers after them).
+  if (batch_.empty() || !g.waits.empty()) batch_.push_back(std::move(g));
+  batch_.back().cbs.push_back(cb);
+  const uint64_t value = ++next_value_;
+  ++batch_runs_;
+  const bool now = how == Submit::kNow || batch_runs_ >= batch_max_ || (!batch_hold_ && gpu_has_room_locked());
+  if (now) {
+    if (absl::Status s = flush_locked(); !s.ok()) {
+      // Nothing of this submission reached the driver: take it back, as if never made.
+      batch_.back().cbs.pop_back();
+      if (batch_.back().cbs.empty()) batch_.pop_back();
+      --batch_runs_;
+      --next_value_;
+      return s;
+    }
+    return value;
+  }
+  if (!batch_hold_) {
+    if (!flusher_.joinable()) flusher_ = std::thread([this] { flusher_loop(); });
+    flusher_cv_.notify_one();
+  }
   return value;
+}
+
+absl::Status Context::flush_locked() {
+  if (batch_.empty()) return absl::OkStatus();
+  std::vector<VkTimelineSemaphoreSubmitInfo> ts(batch_.size());
+  std::vector<VkSubmitInfo> si(batch_.size());
+  for (size_t i = 0; i < batch_.size(); ++i) {
+    const Group& g = batch_[i];
+    const bool last = i + 1 == batch_.size();
+    ts[i] = vk_struct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
+    ts[i].waitSemaphoreValueCount = uint32_t(g.values.size());
+    ts[i].pWaitSemaphoreValues = g.values.data();
+    ts[i].signalSemaphoreValueCount = last ? 1 : 0;
+    ts[i].pSignalSemaphoreValues = last ? &next_value_ : nullptr;
+    si[i] = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    si[i].pNext = &ts[i];
+    si[i].commandBufferCount = uint32_t(g.cbs.size());
+    si[i].pCommandBuffers = g.cbs.data();
+    si[i].waitSemaphoreCount = uint32_t(g.waits.size());
+    si[i].pWaitSemaphores = g.waits.data();
+    si[i].pWaitDstStageMask = g.stages.data();
+    si[i].signalSemaphoreCount = last ? 1 : 0;
+    si[i].pSignalSemaphores = last ? &timeline : nullptr;
+  }
+  KILN_VK_RETURN_IF_ERROR(vkQueueSubmit(queue, uint32_t(si.size()), si.data(), VK_NULL_HANDLE), "vkQueueSubmit");
+  handed_over_ = next_value_;
+  gpu_has_room_locked();  // keeps the list to what the GPU may still be executing
+  executing_.push_back(next_value_);
+  ++queue_submits_;
+  batch_.clear();
+  batch_runs_ = 0;
+  return absl::OkStatus();
+}
+
+absl::Status Context::flush_for(uint64_t value) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return value > handed_over_ ? flush_locked() : absl::OkStatus();
+}
+
+bool Context::gpu_has_room_locked() {
+  if (executing_.size() < size_t(batch_in_flight_)) return true;
+  uint64_t done = 0;
+  if (vkGetSemaphoreCounterValue(device, timeline, &done) != VK_SUCCESS) return true;  // the submit reports it
+  while (!executing_.empty() && executing_.front() <= done) executing_.pop_front();
+  return executing_.size() < size_t(batch_in_flight_);
+}
+
+void Context::flusher_loop() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  while (!flusher_stop_) {
+    if (batch_.empty()) {
+      flusher_cv_.wait(lock);
+      continue;
+    }
+    if (gpu_has_room_locked()) {
+      // A failure stays with the batch: the next submit or wait that hands it over reports it.
+      if (!flush_locked().ok()) flusher_cv_.wait_for(lock, std::chrono::milliseconds(1));
+      continue;
+    }
+    // Block (briefly, to notice a stop) until the oldest executing submission completes.
+    uint64_t oldest = executing_.front();
+    lock.unlock();
+    VkSemaphoreWaitInfo wi = vk_struct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
+    wi.semaphoreCount = 1;
+    wi.pSemaphores = &timeline;
+    wi.pValues = &oldest;
+    vkWaitSemaphores(device, &wi, 2'000'000);
+    lock.lock();
+  }
+}
+
+void Context::stop_flusher() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    flusher_stop_ = true;
+  }
+  flusher_cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
 }
 
 bool Context::reached(int t, uint64_t value) {
@@ -333,10 +450,13 @@ absl::Status Context::wait_one(VkSemaphore s, uint64_t value) {
   return check(vkWaitSemaphores(device, &wi, UINT64_MAX), "vkWaitSemaphores");
 }
 
-absl::Status Context::wait(uint64_t value) { return wait_one(timeline, value); }
+absl::Status Context::wait(uint64_t value) {
+  if (absl::Status st = flush_for(value); !st.ok()) return st;
+  return wait_one(timeline, value);
+}
 
 absl::Status Context::wait(Stamp s) {
-  if (absl::Status st = wait_one(timeline, s.compute); !st.ok()) return st;
+  if (absl::Status st = wait(s.compute); !st.ok()) return st;
   return copy_timeline ? wait_one(copy_timeline, s.copy) : absl::OkStatus();
 }
 
@@ -355,6 +475,16 @@ uint64_t Context::copy_completed() {
 uint64_t Context::last_submitted() {
   std::lock_guard<std::mutex> lock(queue_mu_);
   return next_value_;
+}
+
+uint64_t Context::compute_queue_submits() {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return queue_submits_;
+}
+
+int Context::batched_runs() {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return batch_runs_;
 }
 
 uint64_t Context::copy_last_submitted() {

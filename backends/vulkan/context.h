@@ -2,15 +2,28 @@
 // semaphore every compute submission signals, the copy queue for uploads and its own timeline
 // (where the device has copy engines), memory allocation, and the validation message log.
 // Buffers and executables hold a shared_ptr to it, so it outlives every object made from it.
+//
+// Batched submission: each vkQueueSubmit costs the GPU several microseconds of its own (the
+// signal at its end and the driver's bookkeeping), more than a small kernel. So a run issued
+// while two earlier submissions are still executing is not handed to the driver at once: it waits
+// in a batch, and the batch goes as ONE vkQueueSubmit (one signal, of its last value) when the
+// GPU is down to one submission, when it holds ContextOptions::batch runs, when anything else is
+// submitted to the queue, or when the host waits for any value in it. A thread of the Context
+// (started at the first batched run) hands the batch over when the GPU drains while the host is
+// away, so no work waits on the host. Each run keeps its own timeline value; values in a batch
+// are reached together.
 #pragma once
 
-#include <atomic>
-#include <cstdint>
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -70,6 +83,15 @@ struct ContextOptions {
   int spin_us = -1;         // KILN_VULKAN_SPIN_US (-1: by device type)
   int transfer_queue = 1;   // KILN_VULKAN_TRANSFER_QUEUE (support/options.h)
   bool skip_done_waits = true;  // KILN_VULKAN_SKIP_DONE_WAITS (support/options.h)
+  int batch = 16;               // KILN_VULKAN_BATCH: runs per vkQueueSubmit at most (1: no batching)
+  bool batch_hold = false;      // KILN_VULKAN_BATCH_HOLD (test hook): batches go only when full or waited for
+  int batch_in_flight = 2;      // submissions executing before runs wait in a batch
+};
+
+// How a compute submission may be handed to the driver (Context::submit).
+enum class Submit {
+  kNow,       // at once, with any runs waiting in the batch before it
+  kMayBatch,  // a run: may wait in the batch while the GPU is busy (see above)
 };
 
 // The queues kiln submits to: compute (kernels, downloads) and copy (uploads).
@@ -125,7 +147,9 @@ class Context {
   // covers all earlier submissions to that queue, so waiting for value v waits for everything
   // submitted there up to v, and for nothing on the other queue. Without a copy timeline kCopy
   // is kCompute. The semaphore wait makes the other queue's writes visible: no barrier is needed.
-  absl::StatusOr<uint64_t> submit(Queue q, VkCommandBuffer cb, Stamp wait, VkPipelineStageFlags wait_stage);
+  // `how` applies to the compute queue (copies are submitted at once).
+  absl::StatusOr<uint64_t> submit(Queue q, VkCommandBuffer cb, Stamp wait, VkPipelineStageFlags wait_stage,
+                                  Submit how = Submit::kNow);
   absl::StatusOr<uint64_t> submit(VkCommandBuffer cb, uint64_t wait_value, VkPipelineStageFlags wait_stage) {
     return submit(Queue::kCompute, cb, Stamp{wait_value, 0}, wait_stage);
   }
@@ -134,8 +158,11 @@ class Context {
   absl::Status wait(Stamp s);
   uint64_t completed();
   uint64_t copy_completed();  // 0 without a copy timeline
-  uint64_t last_submitted();
+  uint64_t last_submitted();  // the last compute value given out (it may wait in the batch)
   uint64_t copy_last_submitted();
+  // vkQueueSubmit calls on the compute queue so far, and runs now waiting in the batch (tests).
+  uint64_t compute_queue_submits();
+  int batched_runs();
   Stamp last_submitted_all() { return Stamp{last_submitted(), copy_last_submitted()}; }
   // The waits of the last submission to `q` (tests: which uploads a run waited for).
   Stamp last_waits(Queue q);
@@ -167,6 +194,34 @@ class Context {
   absl::Status wait_one(VkSemaphore s, uint64_t value);
   std::mutex queue_mu_;
   uint64_t next_value_ = 0;  // last value handed to a compute submission (queue_mu_)
+  // The batch (queue_mu_): groups of command buffers, each behind its own semaphore waits; the
+  // last signals next_value_ when handed over.
+  struct Group {
+    std::vector<VkCommandBuffer> cbs;
+    std::vector<VkSemaphore> waits;
+    std::vector<uint64_t> values;
+    std::vector<VkPipelineStageFlags> stages;
+  };
+  std::vector<Group> batch_;
+  int batch_runs_ = 0;
+  uint64_t handed_over_ = 0;             // highest compute value given to vkQueueSubmit
+  std::deque<uint64_t> executing_;       // signal values of submissions not yet seen complete (rising)
+  uint64_t queue_submits_ = 0;
+  int batch_max_ = 16, batch_in_flight_ = 2;
+  bool batch_hold_ = false;
+  // Hands the batch to the driver (queue_mu_ held); on failure the batch stays for a retry.
+  absl::Status flush_locked();
+  // Hands it over when value > handed_over_ (a host or copy-queue wait needs it).
+  absl::Status flush_for(uint64_t value);
+  // Drops executing_ entries the timeline has reached (queried only when batch_in_flight_ or more
+  // are listed); whether fewer than batch_in_flight_ remain.
+  bool gpu_has_room_locked();
+  // The thread that hands the batch over when the GPU drains (started at the first batched run).
+  std::thread flusher_;
+  std::condition_variable flusher_cv_;
+  bool flusher_stop_ = false;
+  void flusher_loop();
+  void stop_flusher();
   std::mutex copy_mu_;       // the copy queue, when dedicated
   uint64_t next_copy_value_ = 0;
   Stamp last_waits_[2];

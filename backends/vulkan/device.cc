@@ -36,6 +36,8 @@ absl::StatusOr<std::unique_ptr<VulkanDevice>> VulkanDevice::create() {
   o.spin_us = env.vulkan_spin_us;
   o.skip_done_waits = env.vulkan_skip_done_waits;
   o.transfer_queue = env.vulkan_transfer_queue;
+  o.batch = env.vulkan_batch;
+  o.batch_hold = env.vulkan_batch_hold;
   o.cache_dir = DiskCache::for_backend("vulkan").dir();  // "" when disabled
   auto ctx = Context::create(o);
   if (!ctx.ok()) return ctx.status();

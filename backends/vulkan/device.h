@@ -43,8 +43,13 @@ class VulkanDevice : public Device {
   // Validation-layer warnings and errors recorded so far (none without KILN_VULKAN_VALIDATION=1).
   std::vector<std::string> validation_messages() const { return ctx_->log.snapshot(); }
   void clear_validation_messages() { ctx_->log.clear(); }
-  // Submissions to the compute queue so far (the timeline's last value), for tests.
+  // Submissions to the compute queue so far (the timeline's last value: one per run, download or
+  // upload there), for tests.
   uint64_t submissions() const { return ctx_->last_submitted(); }
+  // vkQueueSubmit calls on the compute queue (runs issued while the GPU is busy share one), and
+  // the runs now waiting in the batch (context.h: batched submission).
+  uint64_t compute_queue_submits() const { return ctx_->compute_queue_submits(); }
+  int batched_runs() const { return ctx_->batched_runs(); }
   // Uploads: whether they have a queue of the copy engines (or, KILN_VULKAN_TRANSFER_QUEUE=2, a
   // timeline) of their own, submissions to it so far, and tests' views of the copy timeline.
   bool has_copy_queue() const { return ctx_->dedicated_copy_queue(); }
@@ -56,7 +61,10 @@ class VulkanDevice : public Device {
   absl::StatusOr<uint64_t> upload_value(Buffer* b);
   // The waits of the last compute submission (a run's: which uploads it waited for).
   Stamp last_compute_waits() const { return ctx_->last_waits(Queue::kCompute); }
-  // Later uploads wait until open_copies(): shows that runs and downloads need only their own.
+  // The waits of the last copy-queue submission (an upload's or a download's).
+  Stamp last_copy_waits() const { return ctx_->last_waits(Queue::kCopy); }
+  // Later copies (uploads and downloads) wait until open_copies(): shows that runs wait only for
+  // the copies of their own buffers, and the copies only for the runs using theirs.
   absl::Status hold_copies() { return ctx_->hold_copies(); }
   absl::Status open_copies() { return ctx_->open_copies(); }
 

@@ -437,7 +437,8 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
     }
     table[i] = vb->address();
     after = std::max(after, b.kind == ir::BufferKind::kInput ? vb->last_write() : vb->last_use());
-    copy_after = std::max(copy_after, vb->last_copy());
+    // Inputs wait for their uploads; outputs also for downloads still reading them.
+    copy_after = std::max(copy_after, b.kind == ir::BufferKind::kInput ? vb->last_copy() : vb->last_copy_use());
   }
   for (size_t i = 0; i < params.size(); ++i) table[buffers_.size() + i] = params[i];
   if (shadow_) {
@@ -465,8 +466,9 @@ absl::Status VulkanExecutable::run(const std::vector<Buffer*>& inputs, const std
       return st;
     }
   } else {
+    // A profiled run waits for its timestamps right after: no point in batching it.
     auto v = ctx_->submit(Queue::kCompute, s->cb, Stamp{opts_.queue_order ? 0 : after, copy_after},
-                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, s->queries ? Submit::kNow : Submit::kMayBatch);
     if (!v.ok()) return v.status();
     s->value = last_value_ = value = *v;
   }

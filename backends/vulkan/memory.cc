@@ -58,9 +58,10 @@ VulkanBuffer::VulkanBuffer(Device* d, std::shared_ptr<Context> ctx, Allocation a
       a_(a),
       last_write_(a.ready_after),
       last_use_(a.ready_after),
-      last_copy_(a.ready_after_copy) {}
+      last_copy_(a.ready_after_copy),
+      last_copy_use_(a.ready_after_copy) {}
 
-VulkanBuffer::~VulkanBuffer() { ctx_->release(a_, Stamp{last_use_.load(), last_copy_.load()}); }
+VulkanBuffer::~VulkanBuffer() { ctx_->release(a_, Stamp{last_use_.load(), last_copy_use_.load()}); }
 
 absl::StatusOr<Allocation> Context::allocate(VkDeviceSize bytes, MemoryUse use) {
   collect();

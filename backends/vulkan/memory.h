@@ -5,9 +5,9 @@
 // Kernels reach memory through buffer device addresses, so every device allocation is one
 // VkBuffer with an address. A VulkanBuffer also keeps the compute timeline values of the last
 // submission that wrote it (downloads wait for that one) and of the last that used it (its memory
-// is freed, or recycled, after that one), and the copy timeline value of its last upload when
-// uploads have a queue of their own (whoever reads or reuses it waits for that one too): buffers
-// are released in stream order, never by a device-wide wait.
+// is freed, or recycled, after that one), and the copy timeline values of its last upload and
+// last download when transfers have a queue of their own (readers wait for the upload, writers
+// and reuse for both): buffers are released in stream order, never by a device-wide wait.
 #pragma once
 
 #include <atomic>
@@ -49,9 +49,17 @@ class VulkanBuffer : public Buffer {
   VkDeviceAddress address() const { return a_.address; }
   uint64_t last_write() const { return last_write_.load(); }
   uint64_t last_use() const { return last_use_.load(); }
-  // Copy timeline value of the last upload into it (0: none on a copy queue of its own).
+  // Copy timeline value of the last upload into it (0: none on a copy queue of its own): readers
+  // wait for it.
   uint64_t last_copy() const { return last_copy_.load(); }
-  void note_copy(uint64_t v) { raise(last_copy_, v); }
+  // ... and of its last use there, upload or download: writers wait for it, and its memory is
+  // released after it.
+  uint64_t last_copy_use() const { return last_copy_use_.load(); }
+  void note_copy(uint64_t v) {
+    raise(last_copy_, v);
+    raise(last_copy_use_, v);
+  }
+  void note_copy_read(uint64_t v) { raise(last_copy_use_, v); }
   void note_read(uint64_t v) { raise(last_use_, v); }
   void note_write(uint64_t v) {
     raise(last_write_, v);
@@ -66,7 +74,7 @@ class VulkanBuffer : public Buffer {
   }
   std::shared_ptr<Context> ctx_;
   Allocation a_;
-  std::atomic<uint64_t> last_write_, last_use_, last_copy_;
+  std::atomic<uint64_t> last_write_, last_use_, last_copy_, last_copy_use_;
 };
 
 }  // namespace kiln::runtime::vk

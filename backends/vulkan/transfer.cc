@@ -131,7 +131,7 @@ absl::Status Transfers::upload(VulkanBuffer* dst, const void* src, int64_t bytes
     // Waiting for the buffer's (and the staging buffer's) last uses, on either queue, orders this
     // copy after earlier accesses to either. A fresh buffer has none: the copy starts at once,
     // beside whatever the compute queue runs.
-    const Stamp after{std::max(dst->last_use(), staging->ready_after), std::max(dst->last_copy(), staging->ready_after_copy)};
+    const Stamp after{std::max(dst->last_use(), staging->ready_after), std::max(dst->last_copy_use(), staging->ready_after_copy)};
     absl::StatusOr<uint64_t> v = s.ok() ? ctx_->submit(q, *cb, after, VK_PIPELINE_STAGE_TRANSFER_BIT) : s;
     if (!v.ok()) {
       free_cbs_[q == Queue::kCopy ? 1 : 0].push_back(*cb);
@@ -165,6 +165,9 @@ absl::Status Transfers::download_many(const std::vector<Download>& all) {
   for (const Download& d : all)
     for (VkDeviceSize off = 0; off < VkDeviceSize(d.bytes); off += kChunk)
       pieces.push_back({d.src, static_cast<char*>(d.dst) + off, off, std::min<VkDeviceSize>(kChunk, VkDeviceSize(d.bytes) - off), {}});
+  // On the copy queue where uploads have one: a download then overlaps kernels submitted after it
+  // (they wait for it only where they write its buffer), as uploads do.
+  const Queue q = ctx_->copy_timeline_on() ? Queue::kCopy : Queue::kCompute;
   for (size_t first = 0; first < pieces.size();) {
     size_t end = first;
     VkDeviceSize batch_bytes = 0;
@@ -186,10 +189,11 @@ absl::Status Transfers::download_many(const std::vector<Download>& all) {
         }
         pieces[i].staging = *st;
         // Deferred synchronization: the GPU waits for the last writers of the sources (a kernel,
-        // or an upload on the copy queue).
-        after.raise(Stamp{std::max(pieces[i].src->last_write(), st->ready_after), pieces[i].src->last_copy()});
+        // or an upload on the copy queue) and for the staging buffers' last uses.
+        after.raise(Stamp{std::max(pieces[i].src->last_write(), st->ready_after),
+                          std::max(pieces[i].src->last_copy(), st->ready_after_copy)});
       }
-      auto cb = take_command_buffer(Queue::kCompute);
+      auto cb = take_command_buffer(q);
       if (!cb.ok()) {
         give_back();
         return cb.status();
@@ -204,22 +208,25 @@ absl::Status Transfers::download_many(const std::vector<Download>& all) {
       to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
       vkCmdPipelineBarrier(*cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr, 0, nullptr);
       absl::Status s = check(vkEndCommandBuffer(*cb), "vkEndCommandBuffer (download)");
-      absl::StatusOr<uint64_t> v = s.ok() ? ctx_->submit(Queue::kCompute, *cb, after, VK_PIPELINE_STAGE_TRANSFER_BIT) : s;
+      absl::StatusOr<uint64_t> v = s.ok() ? ctx_->submit(q, *cb, after, VK_PIPELINE_STAGE_TRANSFER_BIT) : s;
       if (!v.ok()) {
-        free_cbs_[0].push_back(*cb);
+        free_cbs_[q == Queue::kCopy ? 1 : 0].push_back(*cb);
         give_back();
         return v.status();
       }
       value = *v;
-      for (size_t i = first; i < end; ++i) pieces[i].src->note_read(value);
-      in_flight_.push_back({*cb, Allocation{}, value, Queue::kCompute});  // the staging buffers stay with us
+      for (size_t i = first; i < end; ++i) {
+        if (q == Queue::kCopy) pieces[i].src->note_copy_read(value);
+        else pieces[i].src->note_read(value);
+      }
+      in_flight_.push_back({*cb, Allocation{}, value, q});  // the staging buffers stay with us
     }
-    absl::Status w = ctx_->wait(value);
+    absl::Status w = ctx_->wait(stamp_of(q, value));
     if (w.ok())
       for (size_t i = first; i < end; ++i) std::memcpy(pieces[i].dst, pieces[i].staging.mapped, size_t(pieces[i].bytes));
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = first; i < end; ++i) {
-      pieces[i].staging.ready_after = value;
+      (q == Queue::kCopy ? pieces[i].staging.ready_after_copy : pieces[i].staging.ready_after) = value;
       give_staging(std::exchange(pieces[i].staging, Allocation{}));
     }
     if (!w.ok()) return w;

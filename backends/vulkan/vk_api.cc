@@ -61,6 +61,7 @@ struct Tracked {
   struct Entry {
     VkDevice device;
     std::mutex *queue_mu, *copy_mu;
+    std::function<void()> before;
   };
   std::vector<Entry> devices;
 };
@@ -75,6 +76,7 @@ void drain_devices_at_exit() {
   Tracked& t = tracked();
   std::lock_guard<std::mutex> lock(t.mu);
   for (Tracked::Entry& e : t.devices) {
+    if (e.before) e.before();
     std::lock_guard<std::mutex> q(*e.queue_mu);
     std::unique_lock<std::mutex> c = e.copy_mu ? std::unique_lock<std::mutex>(*e.copy_mu) : std::unique_lock<std::mutex>();
     vkDeviceWaitIdle(e.device);
@@ -82,10 +84,10 @@ void drain_devices_at_exit() {
 }
 }  // namespace
 
-void track_device(VkDevice device, std::mutex* queue_mu, std::mutex* copy_mu) {
+void track_device(VkDevice device, std::mutex* queue_mu, std::mutex* copy_mu, std::function<void()> before) {
   Tracked& t = tracked();
   std::lock_guard<std::mutex> lock(t.mu);
-  t.devices.push_back({device, queue_mu, copy_mu});
+  t.devices.push_back({device, queue_mu, copy_mu, std::move(before)});
 }
 
 void untrack_device(VkDevice device) {

@@ -3,6 +3,7 @@
 // start. Every function is a pointer in namespace kiln::runtime::vk with its Vulkan name.
 #pragma once
 
+#include <functional>
 #include <mutex>
 
 #ifndef VK_NO_PROTOTYPES
@@ -124,8 +125,9 @@ void watch_process_exit();
 // drain the device after those statics were destroyed (hangs and crashes at exit).
 void rearm_exit_hook();
 // Devices the exit hook drains; `queue_mu` (and `copy_mu`, a second queue's, when not null) guard
-// the device's queues and are held while waiting.
-void track_device(VkDevice device, std::mutex* queue_mu, std::mutex* copy_mu = nullptr);
+// the device's queues and are held while waiting. `before` (when set) runs first, with no lock
+// held: it stops the device's own threads.
+void track_device(VkDevice device, std::mutex* queue_mu, std::mutex* copy_mu = nullptr, std::function<void()> before = {});
 void untrack_device(VkDevice device);
 
 }  // namespace kiln::runtime::vk

@@ -6,9 +6,11 @@
 // them a timeline of their own there too, so the bookkeeping is checked on every machine.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "testing/scoped_env.h"
@@ -72,8 +74,9 @@ TEST(TransferQueue, UploadsGoToTheirQueue) {
 }
 
 // A run waits on the copy timeline for the upload of its own input, not for a later upload into
-// another buffer; a download of a buffer no upload wrote waits for no copy; a recycled buffer
-// carries its last upload's value to its next user.
+// another buffer; a download (on the copy queue as well) waits for the run that wrote its buffer
+// and for no copy when no upload wrote it, and a run overwriting a buffer waits for the download
+// reading it; a recycled buffer carries its last upload's value to its next user.
 TEST(TransferQueue, RunWaitsForItsOwnUploadOnly) {
   std::string why;
   auto d = device_with("2", /*validation=*/true, &why);
@@ -92,11 +95,20 @@ TEST(TransferQueue, RunWaitsForItsOwnUploadOnly) {
   EXPECT_GT(ta, 0u);
   EXPECT_GT(tb, ta);
   ASSERT_TRUE((*exe)->run({a.get()}, {out->get()}, {}).ok());
+  const uint64_t run_a = d->submissions();
   EXPECT_EQ(d->last_compute_waits().copy, ta);
   expect_twice(d.get(), out->get(), xa);
-  EXPECT_EQ(d->last_compute_waits().copy, 0u);  // the download: `out` was never uploaded
+  // The download, on the copy queue too: it waits for the run that wrote `out`, and for no copy
+  // (`out` was never uploaded).
+  const runtime::vk::Stamp down = d->last_copy_waits();
+  EXPECT_EQ(down.compute, run_a);
+  EXPECT_EQ(down.copy, 0u);
+  const uint64_t download_value = d->copy_submissions();
   ASSERT_TRUE((*exe)->run({b.get()}, {out->get()}, {}).ok());
-  EXPECT_EQ(d->last_compute_waits().copy, tb);
+  // b's upload came before the download: the run waits for the download, which still reads the
+  // `out` it is about to overwrite (and so for b's upload as well).
+  EXPECT_GT(download_value, tb);
+  EXPECT_EQ(d->last_compute_waits().copy, download_value);
   expect_twice(d.get(), out->get(), xb);
   // a's memory goes back to the pool and comes out again as the next buffer of its size class.
   a.reset();
@@ -107,39 +119,95 @@ TEST(TransferQueue, RunWaitsForItsOwnUploadOnly) {
   EXPECT_TRUE(d->validation_messages().empty());
 }
 
-// With copy engines: an upload held back on the copy queue does not hold up a run and a download
-// of other buffers (the copy timeline has not reached it when their results are read); a run
-// whose input it is cannot finish before it, and sees its data once it is let go.
-TEST(TransferQueue, AHeldUploadHoldsUpOnlyItsReaders) {
-  std::string why;
-  auto d = device_with("", /*validation=*/true, &why);
-  if (!d) GTEST_SKIP() << "no Vulkan device: " << why;
-  if (!d->has_copy_queue()) GTEST_SKIP() << "the device has no copy-engine queue";
+// Polls `done` for up to ten seconds (the GPU finishing work the host does not wait for).
+template <typename F>
+bool eventually(F done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Devices with copy engines, the validation layer on, and out = x * 2 loaded; copies held back by
+// a test are let go however it ends.
+class HeldCopies : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    d = device_with("", /*validation=*/true, &why);
+    if (!d) GTEST_SKIP() << "no Vulkan device: " << why;
+    if (!d->has_copy_queue()) GTEST_SKIP() << "the device has no copy-engine queue";
+    Twice t(n);
+    auto e = compile_and_load(d.get(), t.b.program(), t.b.rendered());
+    ASSERT_TRUE(e.ok()) << e.status();
+    exe = *std::move(e);
+  }
+  void TearDown() override {
+    if (d) (void)d->open_copies();
+  }
   const int64_t n = 4096;
-  Twice t(n);
-  auto exe = compile_and_load(d.get(), t.b.program(), t.b.rendered());
-  ASSERT_TRUE(exe.ok()) << exe.status();
+  std::unique_ptr<runtime::vk::VulkanDevice> d;
+  std::unique_ptr<runtime::Executable> exe;
+};
+
+// With copy engines: an upload held back on the copy queue does not hold up a run of other
+// buffers (it finishes while the copy timeline has not reached the upload); a run whose input it
+// is cannot finish before it, and sees its data once it is let go.
+TEST_F(HeldCopies, AnUploadHoldsUpOnlyItsReaders) {
   auto out_a = d->alloc(n * 4), out_c = d->alloc(n * 4);
   ASSERT_TRUE(out_a.ok() && out_c.ok());
   const std::vector<float> xa = iota_floats(n, 1), xc = iota_floats(n, 3);
   auto a = upload(d.get(), xa);
-  struct Open {  // lets the copies go however the test ends
-    runtime::vk::VulkanDevice* d;
-    ~Open() { (void)d->open_copies(); }
-  } open{d.get()};
   ASSERT_TRUE(d->hold_copies().ok());
   auto c = upload(d.get(), xc);
   const uint64_t tc = *d->upload_value(c.get());
-  ASSERT_TRUE((*exe)->run({a.get()}, {out_a->get()}, {}).ok());
-  expect_twice(d.get(), out_a->get(), xa);
+  ASSERT_TRUE(exe->run({a.get()}, {out_a->get()}, {}).ok());
+  const uint64_t run_a = d->submissions();
+  EXPECT_TRUE(eventually([&] { return d->compute_completed() >= run_a; }));
   EXPECT_LT(d->copies_completed(), tc);  // the held upload is still pending
-  ASSERT_TRUE((*exe)->run({c.get()}, {out_c->get()}, {}).ok());
+  ASSERT_TRUE(exe->run({c.get()}, {out_c->get()}, {}).ok());
   const uint64_t run_c = d->submissions();
   EXPECT_EQ(d->last_compute_waits().copy, tc);
   EXPECT_LT(d->compute_completed(), run_c);  // it waits for the held copy
   ASSERT_TRUE(d->open_copies().ok());
+  expect_twice(d.get(), out_a->get(), xa);
   expect_twice(d.get(), out_c->get(), xc);
   EXPECT_GE(d->copies_completed(), tc);
+  EXPECT_TRUE(d->validation_messages().empty());
+}
+
+// With copy engines: a download held back on the copy queue (the host thread reading it waits)
+// does not hold up later kernels that leave its buffer alone: they finish first. A kernel that
+// overwrites the buffer waits for the download, which reads the values from before it.
+TEST_F(HeldCopies, ADownloadOverlapsLaterKernels) {
+  const std::vector<float> xa = iota_floats(n, 1), xb = iota_floats(n, 9);
+  auto a = upload(d.get(), xa);
+  auto b = upload(d.get(), xb);
+  auto out = d->alloc(n * 4), other = d->alloc(n * 4);
+  ASSERT_TRUE(out.ok() && other.ok());
+  ASSERT_TRUE(exe->run({a.get()}, {out->get()}, {}).ok());
+  ASSERT_TRUE(d->synchronize().ok());
+  ASSERT_TRUE(d->hold_copies().ok());
+  const uint64_t copies0 = d->copy_submissions();
+  std::vector<float> read(size_t(n), 0.0f);
+  std::thread reader([&] { ASSERT_TRUE(d->download(out->get(), read.data(), n * 4).ok()); });
+  ASSERT_TRUE(eventually([&] { return d->copy_submissions() > copies0; }));  // the download is queued
+  const uint64_t download_value = d->copy_submissions();
+  ASSERT_TRUE(exe->run({b.get()}, {other->get()}, {}).ok());  // leaves `out` alone
+  const uint64_t run_other = d->submissions();
+  EXPECT_TRUE(eventually([&] { return d->compute_completed() >= run_other; }));
+  EXPECT_LT(d->copies_completed(), download_value);  // finished while the download is held
+  ASSERT_TRUE(exe->run({b.get()}, {out->get()}, {}).ok());  // overwrites `out`
+  const uint64_t run_out = d->submissions();
+  EXPECT_EQ(d->last_compute_waits().copy, download_value);
+  EXPECT_LT(d->compute_completed(), run_out);
+  ASSERT_TRUE(d->open_copies().ok());
+  reader.join();
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(read[size_t(i)], 2 * xa[size_t(i)]) << "at " << i;
+  expect_twice(d.get(), out->get(), xb);
+  expect_twice(d.get(), other->get(), xb);
   EXPECT_TRUE(d->validation_messages().empty());
 }
 
