@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Device calls of this folder's README: `bash calls.sh N` from the bundle folder (bundle-att/,
+# carried to the GPU machine); each writes $OUT/call<N>.log.
+cd "$(dirname "$0")"
+export OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+bash run_on_gpu.sh env > /dev/null 2>&1
+export LD_LIBRARY_PATH=$PWD/lib:$(python3 -c 'import glob, site; print(":".join(p for s in site.getsitepackages() for p in glob.glob(s + "/nvidia/*/lib")))'):$LD_LIBRARY_PATH
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+VK_LAYER_DIR=$(mktemp -d /tmp/kiln-vklayer.XXXXXX)
+cp vklayer/*.json "$VK_LAYER_DIR/"
+for z in vklayer/*.so.gz; do gunzip -c "$z" > "$VK_LAYER_DIR/$(basename "${z%.gz}")"; done
+export VK_ADD_LAYER_PATH=$VK_LAYER_DIR
+
+call1() {
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "--- W4a/W4b/W6/H on vulkan: KILN_VULKAN_BATCH 1 (each run its own vkQueueSubmit) / 16 (default), alternated"
+for rep in 1 2; do
+  for b in 1 16; do
+    KILN_VULKAN_BATCH=$b timeout 120 bin/anchor_bench --device vulkan --only W4a,W4b,W6,H --results $OUT/results.jsonl 2>&1 \
+      | grep -E "^(W4|W6|H )" | grep -v realize | sed "s/^/[batch $b] /"
+  done
+done
+echo "--- the same on cuda"
+timeout 120 bin/anchor_bench --device cuda --only W4a,W4b,W6,H --results $OUT/results.jsonl 2>&1 | grep -E "^(W4|W6|H )"
+echo "--- host_bench W6 on vulkan"
+for b in 1 16; do KILN_DEVICE=vulkan KILN_VULKAN_BATCH=$b timeout 60 bin/host_bench --benchmark_filter='W6' 2>&1 | grep -E "^BM" | sed "s/^/[batch $b] /"; done
+echo "--- tests"
+echo "vulkan_test (validation layer)"; KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 200 bin/vulkan_test 2>&1 | grep -E "FAILED|Failure|PASSED|SKIPPED \]|submissions" | head
+echo "ops_test on vulkan"; KILN_DEVICE=vulkan timeout 250 bin/ops_test 2>&1 | grep -E "FAILED|Failure|PASSED" | head
+}
+
+call2() {
+echo "--- per-dispatch GPU times (timestamps, KILN_DEBUG=1) of W4a / W4b on vulkan: median us per step, and first-start-to-last-end"
+for w in W4a W4b; do
+  KILN_DEBUG=1 timeout 120 bin/anchor_bench --device vulkan --only $w 2>&1 | grep -E "kiln: vulkan: (step|[0-9]+ dispatches)" > /tmp/prof_$w.txt
+  echo "$w: $(wc -l < /tmp/prof_$w.txt) lines"
+  python3 - /tmp/prof_$w.txt <<'PY'
+import re, sys, statistics, collections
+d = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    m = re.search(r"step (\d+) kernel '([^']+)' ([0-9.]+) us", line)
+    if m: d[m.group(1) + " " + m.group(2)].append(float(m.group(3)))
+    m = re.search(r"([0-9.]+) us summed, ([0-9.]+) us first start", line)
+    if m: d["span"].append(float(m.group(2)))
+for k, v in sorted(d.items()): print(f"  {k}: median {statistics.median(v):.2f} us  min {min(v):.2f}  n={len(v)}")
+PY
+done
+}
+
+call3() {
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "--- tests (batched submission on, downloads on the copy queue)"
+echo "vulkan_test (validation layer)"; KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 200 bin/vulkan_test 2>&1 | grep -E "FAILED|Failure|PASSED|SKIPPED \]|submissions" | head
+echo "ops_test on vulkan"; KILN_DEVICE=vulkan timeout 250 bin/ops_test 2>&1 | grep -E "FAILED|Failure|PASSED" | head
+echo "control_test on vulkan (validation layer)"; KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 200 bin/control_test 2>&1 | grep -E "FAILED|Failure|PASSED" | head
+echo "onnx_test on vulkan"; KILN_DEVICE=vulkan timeout 200 bin/onnx_test 2>&1 | grep -E "FAILED|Failure|PASSED" | head
+echo "kiln_fuzz on vulkan"; KILN_DEVICE=vulkan timeout 120 bin/kiln_fuzz --count 150 --device vulkan 2>&1 | tail -2
+}
+
+call4() {
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "--- W1-W6 and H, vulkan then cuda (jit path)"
+for dev in vulkan cuda; do
+  timeout 200 bin/anchor_bench --device $dev --results $OUT/results.jsonl 2>&1 | grep -E "^(W[1-6]|H )" | grep -v realize
+done
+echo "--- upload-compute-download pipeline (64 MiB in, W1, 64 MiB out)"
+for q in 1 0; do echo "[vulkan, KILN_VULKAN_TRANSFER_QUEUE=$q]"; KILN_VULKAN_TRANSFER_QUEUE=$q KILN_DEVICE=vulkan timeout 90 bin/transfer_bench 2>&1 | tail -1; done
+echo "[cuda]"; KILN_DEVICE=cuda timeout 60 bin/transfer_bench 2>&1 | tail -1
+echo "[torch]"; timeout 120 python3 transfer_torch.py 2>&1 | tail -3
+}
+
+call5() {
+echo "--- W2/W3 on vulkan: batch 1 / 16, SPIR-V optimizer off, and per-dispatch GPU time"
+for v in "KILN_VULKAN_BATCH=1" "KILN_VULKAN_BATCH=16" "KILN_VULKAN_SPIRV_OPT=0"; do
+  env $v timeout 120 bin/anchor_bench --device vulkan --only W1,W2,W3 2>&1 | grep -E "^W[123]" | grep -v realize | sed "s/^/[$v] /"
+done
+for w in W2 W3; do
+  KILN_DEBUG=1 timeout 120 bin/anchor_bench --device vulkan --only $w 2>&1 | grep -E "kiln: vulkan: step" | head -400 | tail -3
+done
+}
+
+call6() {
+echo "--- W2/W3 on vulkan under runs in flight / batch settings (pipelined wall per call)"
+for v in "X=1" "X=2" "KILN_VULKAN_IN_FLIGHT=4" "KILN_VULKAN_IN_FLIGHT=16" "KILN_VULKAN_BATCH=1 KILN_VULKAN_IN_FLIGHT=4" "KILN_VULKAN_BATCH=1"; do
+  env $v timeout 120 bin/anchor_bench --device vulkan --only W2,W3 2>&1 | grep -E "^W[23]" | sed "s/^/[$v] /" | cut -c1-120
+done
+}
+
+call7() {
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "vulkan_test (validation layer)"; KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 200 bin/vulkan_test 2>&1 | grep -E "FAILED|Failure|PASSED|SKIPPED \]|submissions" | head
+echo "vulkan_test Batch.*:HeldCopies.*:TransferQueue.*:VulkanTransfers.* x5 (validation layer)"
+KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 200 bin/vulkan_test --gtest_repeat=5 --gtest_filter='Batch.*:HeldCopies.*:TransferQueue.*:VulkanTransfers.*' 2>&1 | grep -E "FAILED|Failure|PASSED" | sort | uniq -c
+echo "ops_test on vulkan, KILN_VULKAN_BATCH_HOLD=1 (every run waits for a full batch or a host wait)"; KILN_VULKAN_BATCH_HOLD=1 KILN_DEVICE=vulkan timeout 250 bin/ops_test 2>&1 | grep -E "FAILED|Failure|PASSED" | head
+}
+
+call"$1" 2>&1 | tee $OUT/call"$1".log
