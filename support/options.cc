@@ -39,6 +39,25 @@ void read_int(Options& o, const char* name, int* out, bool strict = false) {
   }
 }
 
+// A byte count with an optional K, M or G suffix; a malformed value keeps the default.
+void read_bytes(Options& o, const char* name, int64_t* out) {
+  const char* v = env(name);
+  if (!v) return;
+  std::string s = v;
+  int shift = 0;
+  if (!s.empty() && (s.back() == 'K' || s.back() == 'M' || s.back() == 'G')) {
+    shift = s.back() == 'K' ? 10 : s.back() == 'M' ? 20 : 30;
+    s.pop_back();
+  }
+  int64_t n = 0;
+  if (absl::SimpleAtoi(s, &n) && n >= 0 && n <= (INT64_MAX >> shift)) {
+    *out = n << shift;
+  } else {
+    o.invalid.emplace(name, v);
+    warn_invalid(name, v, int(*out >> 30));
+  }
+}
+
 // "0" turns a switch off, anything else (set) turns it on; unset keeps the default.
 void read_switch(const char* name, bool* out) {
   if (const char* v = env(name)) *out = std::string_view(v) != "0";
@@ -79,21 +98,7 @@ Options options() {
   read_int(o, "KILN_PEAK_GBPS", &o.peak_gbps);
   read_int(o, "KILN_PEAK_GFLOPS", &o.peak_gflops);
   read_int(o, "KILN_PEAK_MATRIX_GFLOPS", &o.peak_matrix_gflops);
-  if (const char* v = env("KILN_CACHE_BYTES")) {
-    std::string s = v;
-    int shift = 0;
-    if (!s.empty() && (s.back() == 'K' || s.back() == 'M' || s.back() == 'G')) {
-      shift = s.back() == 'K' ? 10 : s.back() == 'M' ? 20 : 30;
-      s.pop_back();
-    }
-    int64_t n = 0;
-    if (absl::SimpleAtoi(s, &n) && n >= 0 && n <= (INT64_MAX >> shift)) {
-      o.cache_bytes = n << shift;
-    } else {
-      o.invalid.emplace("KILN_CACHE_BYTES", v);
-      warn_invalid("KILN_CACHE_BYTES", v, int(o.cache_bytes >> 30));
-    }
-  }
+  read_bytes(o, "KILN_CACHE_BYTES", &o.cache_bytes);
   if (const char* d = env("KILN_DUMP_DIR")) o.dump_dir = d;
   read_switch("KILN_DUMP_SVG", &o.dump_svg);
   read_switch("KILN_FUSION", &o.fusion);
@@ -167,6 +172,7 @@ Options options() {
   read_int(o, "KILN_VULKAN_BATCH", &o.vulkan_batch);
   if (o.vulkan_batch < 1) o.vulkan_batch = 1;
   read_switch("KILN_VULKAN_BATCH_HOLD", &o.vulkan_batch_hold);
+  read_bytes(o, "KILN_VULKAN_REUSE_BYTES", &o.vulkan_reuse_bytes);
   if (const char* l = env("KILN_VULKAN_LOADER")) o.vulkan_loader = l;
   return o;
 }

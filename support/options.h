@@ -106,6 +106,9 @@ struct Options {
   // KILN_VULKAN_BATCH: runs issued while the GPU is busy wait to be handed to the driver together,
   // up to this many per vkQueueSubmit (1: each run is submitted at once).
   int vulkan_batch = 16;
+  // KILN_VULKAN_REUSE_BYTES: bytes of freed device buffers Vulkan keeps for reuse in stream order
+  // (default 2 GiB; 0: every buffer is freed once the GPU is done with it).
+  int64_t vulkan_reuse_bytes = int64_t(2) << 30;
   bool vulkan_batch_hold = false;  // KILN_VULKAN_BATCH_HOLD=1 (test hook): runs wait for a full batch or a host wait
   std::string vulkan_loader;       // KILN_VULKAN_LOADER: the libvulkan to dlopen
 

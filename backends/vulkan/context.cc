@@ -79,6 +79,7 @@ absl::StatusOr<std::shared_ptr<Context>> Context::create(const ContextOptions& o
   c->batch_max_ = std::max(o.batch, 1);
   c->batch_hold_ = o.batch_hold;
   c->batch_in_flight_ = std::max(o.batch_in_flight, 1);
+  c->reuse_limit_ = VkDeviceSize(std::max<int64_t>(o.reuse_bytes, 0));
   Context* raw = c.get();
   track_device(c->device, &c->queue_mu_, c->dedicated_copy_queue() ? &c->copy_mu_ : nullptr, [raw] { raw->stop_flusher(); });
   watch_process_exit();

@@ -86,6 +86,7 @@ struct ContextOptions {
   int batch = 16;               // KILN_VULKAN_BATCH: runs per vkQueueSubmit at most (1: no batching)
   bool batch_hold = false;      // KILN_VULKAN_BATCH_HOLD (test hook): batches go only when full or waited for
   int batch_in_flight = 2;      // submissions executing before runs wait in a batch
+  int64_t reuse_bytes = int64_t(2) << 30;  // KILN_VULKAN_REUSE_BYTES: freed device buffers kept for reuse
 };
 
 // How a compute submission may be handed to the driver (Context::submit).
@@ -238,6 +239,7 @@ class Context {
   std::vector<Allocation> retired_;  // waiting for the GPU (ready_after, ready_after_copy)
   std::multimap<VkDeviceSize, Allocation> reuse_;               // device buffers ready for reuse
   VkDeviceSize reuse_bytes_ = 0;
+  VkDeviceSize reuse_limit_ = VkDeviceSize(2) << 30;
   MemoryBlocks blocks_;  // every allocation's VkDeviceMemory
 
  public:

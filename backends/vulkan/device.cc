@@ -38,6 +38,7 @@ absl::StatusOr<std::unique_ptr<VulkanDevice>> VulkanDevice::create() {
   o.transfer_queue = env.vulkan_transfer_queue;
   o.batch = env.vulkan_batch;
   o.batch_hold = env.vulkan_batch_hold;
+  o.reuse_bytes = env.vulkan_reuse_bytes;
   o.cache_dir = DiskCache::for_backend("vulkan").dir();  // "" when disabled
   auto ctx = Context::create(o);
   if (!ctx.ok()) return ctx.status();

@@ -13,7 +13,6 @@
 namespace kiln::runtime::vk {
 namespace {
 
-constexpr VkDeviceSize kReuseLimit = VkDeviceSize(2) << 30;  // bytes kept for reuse
 
 // Rounds up to 1/8 of the enclosing power of two (at most 12.5% waste), so buffers recycle.
 VkDeviceSize size_class(VkDeviceSize n) {
@@ -183,7 +182,7 @@ void Context::collect() {
     // A device buffer is reusable at once, GPU still busy or not: it carries ready_after (and
     // ready_after_copy), and whoever uses it next waits on the GPU for those first (stream-ordered
     // reuse). Only freeing it has to wait for the GPU.
-    if (a.use == MemoryUse::kDevice && reuse_bytes_ + a.size <= kReuseLimit) {
+    if (a.use == MemoryUse::kDevice && reuse_bytes_ + a.size <= reuse_limit_) {
       reuse_bytes_ += a.size;
       reuse_.emplace(a.size, a);
       continue;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kiln/stats.h"
+#include "testing/scoped_env.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace kiln {
@@ -43,6 +44,30 @@ TEST(VulkanMemory, ManyBuffersShareFewBlocksAndAllAreReturned) {
   EXPECT_EQ(end.memory_blocks, before.memory_blocks) << end.to_string();
   EXPECT_EQ(end.memory_block_bytes, before.memory_block_bytes);
   EXPECT_EQ(end.memory_block_used_bytes, before.memory_block_used_bytes);
+}
+
+// A freed device buffer goes back to the device's pool and comes out again for the next buffer of
+// its size class (stream-ordered reuse: no device allocation in a replay loop), unless
+// KILN_VULKAN_REUSE_BYTES is smaller than it.
+TEST(VulkanMemory, FreedBuffersAreReusedWithinTheReuseBudget) {
+  for (const char* budget : {"", "1M"}) {
+    SCOPED_TRACE(::testing::Message() << "KILN_VULKAN_REUSE_BYTES=" << budget);
+    std::string why;
+    std::unique_ptr<runtime::vk::VulkanDevice> d;
+    {
+      testing::ScopedEnv env({{"KILN_VULKAN_REUSE_BYTES", budget}});
+      d = vktest::make_device(vktest::fresh_dir("reuse"), &why);
+    }
+    if (!d) GTEST_SKIP() << why;
+    const int64_t bytes = int64_t(4) << 20;  // over the 1M budget
+    auto a = d->alloc(bytes);
+    ASSERT_TRUE(a.ok());
+    a->reset();
+    const int64_t allocated = stats().bytes_allocated;
+    auto b = d->alloc(bytes);
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(stats().bytes_allocated - allocated, *budget == 0 ? 0 : bytes) << "4 MiB allocated again or not";
+  }
 }
 
 // Several downloads go in one command buffer and one submission: the host waits once, and the
