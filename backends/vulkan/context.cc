@@ -323,7 +323,8 @@ absl::StatusOr<uint64_t> Context::submit(Queue q, VkCommandBuffer cb, Stamp wait
   batch_.back().cbs.push_back(cb);
   const uint64_t value = ++next_value_;
   ++batch_runs_;
-  const bool now = how == Submit::kNow || batch_runs_ >= batch_max_ || (!batch_hold_ && gpu_has_room_locked());
+  // Once the flusher has been stopped (the device is going away) nothing may wait for it.
+  const bool now = how == Submit::kNow || batch_runs_ >= batch_max_ || (!batch_hold_ && (flusher_stop_ || gpu_has_room_locked()));
   if (now) {
     if (absl::Status s = flush_locked(); !s.ok()) {
       // Nothing of this submission reached the driver: take it back, as if never made.

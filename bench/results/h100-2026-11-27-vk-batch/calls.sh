@@ -94,4 +94,62 @@ KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 200 bin/vulkan_test --gtest_
 echo "ops_test on vulkan, KILN_VULKAN_BATCH_HOLD=1 (every run waits for a full batch or a host wait)"; KILN_VULKAN_BATCH_HOLD=1 KILN_DEVICE=vulkan timeout 250 bin/ops_test 2>&1 | grep -E "FAILED|Failure|PASSED" | head
 }
 
+call8() {
+echo "--- W2/W3 on vulkan, one process each: default x3, host waits without polling (KILN_VULKAN_SPIN_US=0), one run in flight"
+for v in "X=1" "X=2" "X=3" "KILN_VULKAN_SPIN_US=0" "KILN_VULKAN_SPIN_US=0 X=2" "KILN_VULKAN_IN_FLIGHT=1" "KILN_VULKAN_IN_FLIGHT=2"; do
+  env $v timeout 120 bin/anchor_bench --device vulkan --only W2,W3 2>&1 | grep -E "^W[23]" | sed "s/^/[$v] /" | cut -c1-110
+done
+}
+
+call9() {
+echo "--- W3 on vulkan: default, queue order by semaphores, and per-dispatch GPU times (KILN_DEBUG=1) of the jit and realize executables"
+for v in "X=1" "KILN_VULKAN_QUEUE_ORDER=0"; do
+  env $v timeout 120 bin/anchor_bench --device vulkan --only W3 2>&1 | grep -E "^W3" | sed "s/^/[$v] /" | cut -c1-110
+done
+KILN_DEBUG=1 timeout 200 bin/anchor_bench --device vulkan --only W3 2>&1 | grep -E "kiln: vulkan: step|^W3" > /tmp/p3.txt
+python3 - <<'PY'
+import re, statistics
+groups, cur = [], []
+for line in open("/tmp/p3.txt"):
+    if line.startswith("W3"):
+        groups.append((line[:30], cur)); cur = []
+        continue
+    m = re.search(r"' ([0-9.]+) us GPU", line)
+    if m: cur.append(float(m.group(1)))
+for name, v in groups:
+    if v: print(f"{name}: {len(v)} runs, median {statistics.median(v):.1f} us, min {min(v):.1f}, max {max(v):.1f}")
+PY
+}
+
+call10() {
+echo "--- W2,W3 (W3 after W2 in one process) on vulkan: default / freed buffers not kept for reuse (KILN_VULKAN_REUSE_BYTES=0), alternated"
+for v in "X=1" "KILN_VULKAN_REUSE_BYTES=0" "X=2" "KILN_VULKAN_REUSE_BYTES=0 X=2"; do
+  env $v timeout 120 bin/anchor_bench --device vulkan --only W2,W3 2>&1 | grep -E "^W[23]" | sed "s/^/[$v] /" | cut -c1-110
+done
+echo "--- W1-W4b in one process, KILN_VULKAN_REUSE_BYTES=0"
+KILN_VULKAN_REUSE_BYTES=0 timeout 200 bin/anchor_bench --device vulkan --only W1,W2,W3,W4a,W4b 2>&1 | grep -E "^W" | grep -v realize | cut -c1-110
+}
+
+call11() {
+echo "--- per-dispatch GPU times (KILN_DEBUG=1) of W2 then W3 in one process, by path"
+for v in "X=1" "KILN_VULKAN_REUSE_BYTES=300M"; do
+KILN_DEBUG=1 env $v timeout 200 bin/anchor_bench --device vulkan --only W2,W3 2>&1 | grep -E "kiln: vulkan: step|^W[23]" > /tmp/p3.txt
+echo "[$v]"
+python3 - <<'PY'
+import re, statistics
+groups, cur = [], []
+for line in open("/tmp/p3.txt"):
+    if line.startswith("W"):
+        groups.append((line[:30], cur)); cur = []
+        continue
+    m = re.search(r"' ([0-9.]+) us GPU", line)
+    if m: cur.append(float(m.group(1)))
+for name, v in groups:
+    if v: print(f"{name}: {len(v)} runs, median {statistics.median(v):.1f} us, min {min(v):.1f}, max {max(v):.1f}")
+PY
+done
+echo "--- pipelined, KILN_VULKAN_REUSE_BYTES=300M (one 256 MiB buffer kept)"
+KILN_VULKAN_REUSE_BYTES=300M timeout 120 bin/anchor_bench --device vulkan --only W2,W3 2>&1 | grep -E "^W[23]" | cut -c1-110
+}
+
 call"$1" 2>&1 | tee $OUT/call"$1".log
