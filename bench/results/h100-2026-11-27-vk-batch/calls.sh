@@ -152,4 +152,24 @@ echo "--- pipelined, KILN_VULKAN_REUSE_BYTES=300M (one 256 MiB buffer kept)"
 KILN_VULKAN_REUSE_BYTES=300M timeout 120 bin/anchor_bench --device vulkan --only W2,W3 2>&1 | grep -E "^W[23]" | cut -c1-110
 }
 
+call12() {
+echo "--- per-dispatch GPU times (KILN_DEBUG=1) of W3 after other workloads in one process, by path"
+for only in W1,W3 W4a,W3 W3,W2; do
+KILN_DEBUG=1 timeout 200 bin/anchor_bench --device vulkan --only $only 2>&1 | grep -E "kiln: vulkan: step|^W[0-9]" > /tmp/p3.txt
+echo "[--only $only]"
+python3 - <<'PY'
+import re, statistics
+groups, cur = [], []
+for line in open("/tmp/p3.txt"):
+    if line.startswith("W"):
+        groups.append((line[:30], cur)); cur = []
+        continue
+    m = re.search(r"' ([0-9.]+) us GPU", line)
+    if m: cur.append(float(m.group(1)))
+for name, v in groups:
+    if v: print(f"{name}: {len(v)} dispatches, median {statistics.median(v):.1f} us, min {min(v):.1f}, max {max(v):.1f}")
+PY
+done
+}
+
 call"$1" 2>&1 | tee $OUT/call"$1".log
