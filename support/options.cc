@@ -106,6 +106,7 @@ Options options() {
   o.cache_dir = cache_location();
   read_switch("KILN_GPU_SHUFFLE", &o.gpu_shuffle);
   read_switch("KILN_GPU_ROW_CACHE", &o.gpu_row_cache);
+  read_switch("KILN_GPU_SUBGROUP_ROWS", &o.gpu_subgroup_rows);
   read_int(o, "KILN_GPU_SEGMENTS_GRID", &o.gpu_segments_grid);
   read_int(o, "KILN_SPLIT_K_CHUNK", &o.split_k_chunk);
   if (const char* v = env("KILN_GPU_SEGMENTS")) {

@@ -40,6 +40,7 @@ struct Options {
   // --- GPU renderer knobs (codegen/c_family)
   bool gpu_shuffle = true;       // KILN_GPU_SHUFFLE=0: reductions through shared memory only
   bool gpu_row_cache = true;     // KILN_GPU_ROW_CACHE=0: row reductions re-read the row per pass
+  bool gpu_subgroup_rows = true; // KILN_GPU_SUBGROUP_ROWS=0: short rows take a workgroup each, not a subgroup
   // KILN_GPU_SEGMENTS=thread|block|queue: how a segment_reduce kernel maps segments to threads
   // (codegen/c_family/segment.cc; "" = by row width), for comparisons.
   std::string gpu_segments;

@@ -369,6 +369,33 @@ class Renderer {
     return r.empty() ? w_.ilit(0) : r;
   }
 
+  // Combines the accumulators of reduction `ph` across each subgroup of `ws` lanes with xor
+  // shuffles, in place: every lane ends with its subgroup's combined value in `acc`.
+  void subgroup_reduce(KNodeId ph, const KernelWriter::Acc& acc, int ws) {
+    DType at = w_.acc_type(ph);
+    bool arg = ir::is_arg_reduce(k_.nodes[ph].op);
+    for (int m = ws / 2; m > 0; m /= 2) {
+      std::string ov = w_.fresh("sh"), oi = arg ? w_.fresh("shi") : "";
+      w_.line(absl::StrCat(d_.type(at), " ", ov, " = ", d_.shuffle_xor(at, acc.value, m), ";"));
+      if (arg) w_.line(absl::StrCat(d_.type(DType::kInt64), " ", oi, " = ", d_.shuffle_xor(DType::kInt64, acc.index, m), ";"));
+      w_.combine_into(ph, acc.value, acc.index, ov, oi);
+    }
+  }
+
+  // The subgroup width with which a row reduction gives each row one subgroup (several rows per
+  // workgroup): rows of at most 8 elements per lane, every reduction shuffleable. Its sums need
+  // shuffles only (no shared memory, no workgroup barrier). 0: a workgroup per row instead.
+  int subgroup_rows() const {
+    int ws = d_.warp_size(t_);
+    if (ws <= 0 || !support::options().gpu_shuffle || !support::options().gpu_subgroup_rows) return 0;
+    if (k_.reduce_count() > 8 * int64_t(ws)) return 0;
+    for (KNodeId ph : phases_) {
+      if (!d_.can_shuffle(w_.acc_type(ph))) return 0;
+      if (ir::is_arg_reduce(k_.nodes[ph].op) && !d_.can_shuffle(DType::kInt64)) return 0;
+    }
+    return ws;
+  }
+
   // Combines every thread's accumulator of reduction `ph` and returns a variable holding the
   // result in every thread: warp shuffles then one shared slot per warp when the dialect can,
   // else a shared-memory tree.
@@ -385,15 +412,7 @@ class Renderer {
       int nw = block / ws;
       std::string sv = scratch(at, nw);
       std::string si = arg ? scratch(DType::kInt64, nw, 1) : "";
-      auto warp_pass = [&](int width) {
-        for (int m = width / 2; m > 0; m /= 2) {
-          std::string ov = w_.fresh("sh"), oi = arg ? w_.fresh("shi") : "";
-          w_.line(absl::StrCat(d_.type(at), " ", ov, " = ", d_.shuffle_xor(at, acc.value, m), ";"));
-          if (arg) w_.line(absl::StrCat(d_.type(DType::kInt64), " ", oi, " = ", d_.shuffle_xor(DType::kInt64, acc.index, m), ";"));
-          w_.combine_into(ph, acc.value, acc.index, ov, oi);
-        }
-      };
-      warp_pass(ws);
+      subgroup_reduce(ph, acc, ws);
       std::string lane = d_.lane_of(lid, ws), warp = d_.warp_of(lid, ws);
       w_.open(absl::StrCat("if (", lane, " == 0)"));
       w_.line(absl::StrCat(sv, "[", warp, "] = ", acc.value, ";"));
@@ -409,12 +428,7 @@ class Renderer {
         if (arg) w_.line(absl::StrCat(part.index, " = ", si, "[", lane, "];"));
         w_.close();
         KernelWriter::Acc saved = part;
-        for (int m = ws / 2; m > 0; m /= 2) {
-          std::string ov = w_.fresh("sh"), oi = arg ? w_.fresh("shi") : "";
-          w_.line(absl::StrCat(d_.type(at), " ", ov, " = ", d_.shuffle_xor(at, part.value, m), ";"));
-          if (arg) w_.line(absl::StrCat(d_.type(DType::kInt64), " ", oi, " = ", d_.shuffle_xor(DType::kInt64, part.index, m), ";"));
-          w_.combine_into(ph, part.value, part.index, ov, oi);
-        }
+        subgroup_reduce(ph, part, ws);
         w_.open(absl::StrCat("if (", lane, " == 0)"));
         w_.line(absl::StrCat(sv, "[0] = ", saved.value, ";"));
         if (arg) w_.line(absl::StrCat(si, "[0] = ", saved.index, ";"));
@@ -504,13 +518,25 @@ class Renderer {
 
   int row_reduction(KernelSource* out) {
     int64_t R = k_.reduce_count(), O = k_.outer_count();
+    // A subgroup per row where rows are short (subgroup_rows), else a workgroup per row.
+    const int ws = subgroup_rows();
+    const int rows = ws > 0 ? std::max(1, std::min(t_.max_workgroup, 256) / ws) : 1;  // per workgroup
     int block = int(std::min<int64_t>(std::max<int64_t>(pow2_at_least(ceil_div(R, 8)), 64), std::min(t_.max_workgroup, 1024)));
     if (block < 32) block = 32;
+    if (ws > 0) block = ws * rows;
+    const int width = ws > 0 ? ws : block;  // threads per row
     std::string lid = w_.fresh("lid");
     w_.line(absl::StrCat("int ", lid, " = ", d_.local_id(), ";"));
-    grid_loop("o", w_.extent_product(outer_axes_), idx_cast(d_.group_id()), idx_cast(d_.num_groups()));
+    std::string lane = lid, start = idx_cast(d_.group_id()), step = idx_cast(d_.num_groups());
+    if (ws > 0) {
+      lane = w_.fresh("lane");
+      w_.line(absl::StrCat("int ", lane, " = ", d_.lane_of(lid, ws), ";"));
+      start = absl::StrCat(start, " * ", w_.ilit(rows), " + ", idx_cast(d_.warp_of(lid, ws)));
+      step = absl::StrCat(step, " * ", w_.ilit(rows));
+    }
+    grid_loop("o", w_.extent_product(outer_axes_), start, step);
     w_.unravel("o", outer_axes_);
-    const int64_t K = ceil_div(R, block);
+    const int64_t K = ceil_div(R, width);
     std::vector<KNodeId> loads = row_cached_loads(K);
     std::vector<std::vector<std::string>> regs(loads.size());
     for (size_t i = 0; i < loads.size(); ++i) {
@@ -522,32 +548,40 @@ class Renderer {
         w_.line(absl::StrCat(d_.type(t), " ", regs[i][j], " = ", d_.literal(t, Scalar::from_int(0).cast_to(t)), ";"));
       }
     }
-    if (!loads.empty()) row_positions(lid, R, block, loads, regs, true, [](const std::string&) {});
+    if (!loads.empty()) row_positions(lane, R, width, loads, regs, true, [](const std::string&) {});
     for (KNodeId ph : phases_) {
       const ir::KNode& rn = k_.nodes[ph];
       KernelWriter::Acc acc = w_.declare_acc(ph);
-      row_positions(lid, R, block, loads, regs, false,
+      row_positions(lane, R, width, loads, regs, false,
                     [&](const std::string& rv) { w_.update_acc(ph, acc, w_.eval(rn.inputs[0]), rv); });
-      std::string r = block_reduce(ph, acc, lid, block);
+      std::string r;
+      if (ws > 0) {
+        subgroup_reduce(ph, acc, ws);
+        r = w_.fresh("red");
+        w_.line(absl::StrCat(d_.type(rn.dtype), " ", r, " = ", w_.acc_result(ph, acc), ";"));
+      } else {
+        r = block_reduce(ph, acc, lid, block);
+      }
       w_.bind(ph, r);
     }
     bool any_outer = false, any_inner = false;
     for (const ir::Store& s : k_.stores) (w_.store_is_inner(s) ? any_inner : any_outer) = true;
     if (any_outer) {
-      w_.open(absl::StrCat("if (", lid, " == 0)"));
+      w_.open(absl::StrCat("if (", lane, " == 0)"));
       for (const ir::Store& s : k_.stores)
         if (!w_.store_is_inner(s)) w_.store(s);
       w_.close();
     }
     if (any_inner) {
-      row_positions(lid, R, block, loads, regs, false, [&](const std::string&) {
+      row_positions(lane, R, width, loads, regs, false, [&](const std::string&) {
         for (const ir::Store& s : k_.stores)
           if (w_.store_is_inner(s)) w_.store(s);
       });
     }
     w_.close();
-    out->grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(O, 1), max_groups_));
-    out->strategy = absl::StrCat("row reduction: one workgroup of ", block, " per outer index");
+    out->grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(ceil_div(O, rows), 1), max_groups_));
+    out->strategy = ws > 0 ? absl::StrCat("row reduction: one subgroup of ", ws, " per outer index, ", rows, " per workgroup")
+                           : absl::StrCat("row reduction: one workgroup of ", block, " per outer index");
     return block;
   }
 

@@ -172,4 +172,26 @@ PY
 done
 }
 
+call13() {
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "--- tests after the subgroup-per-row reduction strategy"
+for dev in cuda vulkan; do
+  echo "ops_test on $dev"; KILN_DEVICE=$dev timeout 200 bin/ops_test 2>&1 | grep -E "FAILED|Failure|PASSED" | head
+  echo "passes_test on $dev"; KILN_DEVICE=$dev timeout 150 bin/passes_test 2>&1 | grep -E "FAILED|Failure|PASSED" | head
+done
+echo "cuda_test"; timeout 200 bin/cuda_test --gtest_filter='RowReductions.*:SymbolicKernels.*:CudaGraphTest.*:CudaDeviceTest.*:CudaKernels.*' 2>&1 | grep -E "FAILED|PASSED" | head
+echo "vulkan_test (validation layer)"; KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 150 bin/vulkan_test 2>&1 | grep -E "FAILED|Failure|PASSED" | head
+echo "kiln_fuzz"; KILN_DEVICE=cuda timeout 100 bin/kiln_fuzz --count 200 --device cuda 2>&1 | tail -1; KILN_DEVICE=vulkan timeout 100 bin/kiln_fuzz --count 150 --device vulkan 2>&1 | tail -1
+}
+
+call14() {
+echo "--- W4a/W4b (and W2/W3 first in their process) with subgroup rows on / off (KILN_GPU_SUBGROUP_ROWS=0), alternated"
+for rep in 1 2; do for v in "X=1" "KILN_GPU_SUBGROUP_ROWS=0"; do for dev in vulkan cuda; do
+  env $v timeout 100 bin/anchor_bench --device $dev --only W4a,W4b 2>&1 | grep -E "^W4" | grep -v realize | sed "s/^/[$v] /" | cut -c1-120
+done; done; done
+for v in "X=1" "KILN_GPU_SUBGROUP_ROWS=0"; do
+  KILN_DEBUG=1 env $v timeout 100 bin/anchor_bench --device vulkan --only W4b 2>&1 | grep -E "kiln: vulkan: step 1" | head -300 | tail -2 | sed "s/^/[$v] /"
+done
+}
+
 call"$1" 2>&1 | tee $OUT/call"$1".log
