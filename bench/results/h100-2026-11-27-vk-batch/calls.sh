@@ -11,6 +11,23 @@ cp vklayer/*.json "$VK_LAYER_DIR/"
 for z in vklayer/*.so.gz; do gunzip -c "$z" > "$VK_LAYER_DIR/$(basename "${z%.gz}")"; done
 export VK_ADD_LAYER_PATH=$VK_LAYER_DIR
 
+# Per-dispatch GPU times of a KILN_DEBUG=1 log ($1: its "kiln: vulkan: step" lines and the
+# workload lines after each path), as medians per path.
+per_path_medians() {
+python3 - "$1" <<'PY'
+import re, statistics, sys
+groups, cur = [], []
+for line in open(sys.argv[1]):
+    if line.startswith("W"):
+        groups.append((line[:30], cur)); cur = []
+        continue
+    m = re.search(r"' ([0-9.]+) us GPU", line)
+    if m: cur.append(float(m.group(1)))
+for name, v in groups:
+    if v: print(f"{name}: {len(v)} dispatches, median {statistics.median(v):.1f} us, min {min(v):.1f}, max {max(v):.1f}")
+PY
+}
+
 call1() {
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "--- W4a/W4b/W6/H on vulkan: KILN_VULKAN_BATCH 1 (each run its own vkQueueSubmit) / 16 (default), alternated"
@@ -107,18 +124,7 @@ for v in "X=1" "KILN_VULKAN_QUEUE_ORDER=0"; do
   env $v timeout 120 bin/anchor_bench --device vulkan --only W3 2>&1 | grep -E "^W3" | sed "s/^/[$v] /" | cut -c1-110
 done
 KILN_DEBUG=1 timeout 200 bin/anchor_bench --device vulkan --only W3 2>&1 | grep -E "kiln: vulkan: step|^W3" > /tmp/p3.txt
-python3 - <<'PY'
-import re, statistics
-groups, cur = [], []
-for line in open("/tmp/p3.txt"):
-    if line.startswith("W3"):
-        groups.append((line[:30], cur)); cur = []
-        continue
-    m = re.search(r"' ([0-9.]+) us GPU", line)
-    if m: cur.append(float(m.group(1)))
-for name, v in groups:
-    if v: print(f"{name}: {len(v)} runs, median {statistics.median(v):.1f} us, min {min(v):.1f}, max {max(v):.1f}")
-PY
+per_path_medians /tmp/p3.txt
 }
 
 call10() {
@@ -135,18 +141,7 @@ echo "--- per-dispatch GPU times (KILN_DEBUG=1) of W2 then W3 in one process, by
 for v in "X=1" "KILN_VULKAN_REUSE_BYTES=300M"; do
 KILN_DEBUG=1 env $v timeout 200 bin/anchor_bench --device vulkan --only W2,W3 2>&1 | grep -E "kiln: vulkan: step|^W[23]" > /tmp/p3.txt
 echo "[$v]"
-python3 - <<'PY'
-import re, statistics
-groups, cur = [], []
-for line in open("/tmp/p3.txt"):
-    if line.startswith("W"):
-        groups.append((line[:30], cur)); cur = []
-        continue
-    m = re.search(r"' ([0-9.]+) us GPU", line)
-    if m: cur.append(float(m.group(1)))
-for name, v in groups:
-    if v: print(f"{name}: {len(v)} runs, median {statistics.median(v):.1f} us, min {min(v):.1f}, max {max(v):.1f}")
-PY
+per_path_medians /tmp/p3.txt
 done
 echo "--- pipelined, KILN_VULKAN_REUSE_BYTES=300M (one 256 MiB buffer kept)"
 KILN_VULKAN_REUSE_BYTES=300M timeout 120 bin/anchor_bench --device vulkan --only W2,W3 2>&1 | grep -E "^W[23]" | cut -c1-110
@@ -157,18 +152,7 @@ echo "--- per-dispatch GPU times (KILN_DEBUG=1) of W3 after other workloads in o
 for only in W1,W3 W4a,W3 W3,W2; do
 KILN_DEBUG=1 timeout 200 bin/anchor_bench --device vulkan --only $only 2>&1 | grep -E "kiln: vulkan: step|^W[0-9]" > /tmp/p3.txt
 echo "[--only $only]"
-python3 - <<'PY'
-import re, statistics
-groups, cur = [], []
-for line in open("/tmp/p3.txt"):
-    if line.startswith("W"):
-        groups.append((line[:30], cur)); cur = []
-        continue
-    m = re.search(r"' ([0-9.]+) us GPU", line)
-    if m: cur.append(float(m.group(1)))
-for name, v in groups:
-    if v: print(f"{name}: {len(v)} dispatches, median {statistics.median(v):.1f} us, min {min(v):.1f}, max {max(v):.1f}")
-PY
+per_path_medians /tmp/p3.txt
 done
 }
 
