@@ -178,4 +178,11 @@ for v in "X=1" "KILN_GPU_SUBGROUP_ROWS=0"; do
 done
 }
 
+call15() {
+echo "--- W2 then W3 in one process: uploads on the copy engines' queue (default) / on the compute queue (KILN_VULKAN_TRANSFER_QUEUE=0)"
+for v in "X=1" "KILN_VULKAN_TRANSFER_QUEUE=0"; do
+  env $v timeout 100 bin/anchor_bench --device vulkan --only W2,W3 2>&1 | grep -E "^W[23]" | sed "s/^/[$v] /" | cut -c1-110
+done
+}
+
 call"$1" 2>&1 | tee $OUT/call"$1".log
