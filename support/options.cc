@@ -172,7 +172,7 @@ Options options() {
   read_int(o, "KILN_VULKAN_DROP_BARRIER", &o.vulkan_drop_barrier);
   read_int(o, "KILN_VULKAN_BATCH", &o.vulkan_batch);
   if (o.vulkan_batch < 1) o.vulkan_batch = 1;
-  read_switch("KILN_VULKAN_BATCH_HOLD", &o.vulkan_batch_hold);
+  read_int(o, "KILN_VULKAN_BATCH_HOLD", &o.vulkan_batch_hold);
   read_bytes(o, "KILN_VULKAN_REUSE_BYTES", &o.vulkan_reuse_bytes);
   if (const char* l = env("KILN_VULKAN_LOADER")) o.vulkan_loader = l;
   return o;

@@ -110,7 +110,9 @@ struct Options {
   // KILN_VULKAN_REUSE_BYTES: bytes of freed device buffers Vulkan keeps for reuse in stream order
   // (default 2 GiB; 0: every buffer is freed once the GPU is done with it).
   int64_t vulkan_reuse_bytes = int64_t(2) << 30;
-  bool vulkan_batch_hold = false;  // KILN_VULKAN_BATCH_HOLD=1 (test hook): runs wait for a full batch or a host wait
+  // KILN_VULKAN_BATCH_HOLD (test hook): 1: batched runs wait for a full batch or a host wait; 2:
+  // also for the Context's flusher thread, never handed over by the submitting thread.
+  int vulkan_batch_hold = 0;
   std::string vulkan_loader;       // KILN_VULKAN_LOADER: the libvulkan to dlopen
 
   // Variables whose value could not be parsed: name -> the value seen.

@@ -299,21 +299,8 @@ absl::StatusOr<uint64_t> Context::submit(Queue q, VkCommandBuffer cb, Stamp wait
   last_waits_[copy ? 1 : 0] = wait;
   if (copy) {
     const uint64_t value = next_copy_value_ + 1;
-    VkTimelineSemaphoreSubmitInfo ts = vk_struct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
-    ts.signalSemaphoreValueCount = 1;
-    ts.pSignalSemaphoreValues = &value;
-    ts.waitSemaphoreValueCount = uint32_t(g.values.size());
-    ts.pWaitSemaphoreValues = g.values.data();
-    VkSubmitInfo si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
-    si.pNext = &ts;
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cb;
-    si.signalSemaphoreCount = 1;
-    si.pSignalSemaphores = &copy_timeline;
-    si.waitSemaphoreCount = uint32_t(g.waits.size());
-    si.pWaitSemaphores = g.waits.data();
-    si.pWaitDstStageMask = g.stages.data();
-    KILN_VK_RETURN_IF_ERROR(vkQueueSubmit(copy_queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+    g.cbs.push_back(cb);
+    if (absl::Status s = submit_groups(copy_queue, {std::move(g)}, copy_timeline, value); !s.ok()) return s;
     next_copy_value_ = value;
     return value;
   }
@@ -324,7 +311,7 @@ absl::StatusOr<uint64_t> Context::submit(Queue q, VkCommandBuffer cb, Stamp wait
   const uint64_t value = ++next_value_;
   ++batch_runs_;
   // Once the flusher has been stopped (the device is going away) nothing may wait for it.
-  const bool now = how == Submit::kNow || batch_runs_ >= batch_max_ || (!batch_hold_ && (flusher_stop_ || gpu_has_room_locked()));
+  const bool now = how == Submit::kNow || batch_runs_ >= batch_max_ || (batch_hold_ == 0 && (flusher_stop_ || gpu_has_room_locked()));
   if (now) {
     if (absl::Status s = flush_locked(); !s.ok()) {
       // Nothing of this submission reached the driver: take it back, as if never made.
@@ -336,7 +323,7 @@ absl::StatusOr<uint64_t> Context::submit(Queue q, VkCommandBuffer cb, Stamp wait
     }
     return value;
   }
-  if (!batch_hold_) {
+  if (batch_hold_ != 1) {
     if (!flusher_.joinable()) flusher_ = std::thread([this] { flusher_loop(); });
     flusher_cv_.notify_one();
   }
@@ -345,16 +332,27 @@ absl::StatusOr<uint64_t> Context::submit(Queue q, VkCommandBuffer cb, Stamp wait
 
 absl::Status Context::flush_locked() {
   if (batch_.empty()) return absl::OkStatus();
-  std::vector<VkTimelineSemaphoreSubmitInfo> ts(batch_.size());
-  std::vector<VkSubmitInfo> si(batch_.size());
-  for (size_t i = 0; i < batch_.size(); ++i) {
-    const Group& g = batch_[i];
-    const bool last = i + 1 == batch_.size();
+  if (absl::Status s = submit_groups(queue, batch_, timeline, next_value_); !s.ok()) return s;
+  handed_over_ = next_value_;
+  gpu_has_room_locked();  // keeps the list to what the GPU may still be executing
+  executing_.push_back(next_value_);
+  ++queue_submits_;
+  batch_.clear();
+  batch_runs_ = 0;
+  return absl::OkStatus();
+}
+
+absl::Status Context::submit_groups(VkQueue q, const std::vector<Group>& groups, VkSemaphore signal, uint64_t value) {
+  std::vector<VkTimelineSemaphoreSubmitInfo> ts(groups.size());
+  std::vector<VkSubmitInfo> si(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const Group& g = groups[i];
+    const bool last = i + 1 == groups.size();
     ts[i] = vk_struct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
     ts[i].waitSemaphoreValueCount = uint32_t(g.values.size());
     ts[i].pWaitSemaphoreValues = g.values.data();
     ts[i].signalSemaphoreValueCount = last ? 1 : 0;
-    ts[i].pSignalSemaphoreValues = last ? &next_value_ : nullptr;
+    ts[i].pSignalSemaphoreValues = last ? &value : nullptr;
     si[i] = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
     si[i].pNext = &ts[i];
     si[i].commandBufferCount = uint32_t(g.cbs.size());
@@ -363,16 +361,9 @@ absl::Status Context::flush_locked() {
     si[i].pWaitSemaphores = g.waits.data();
     si[i].pWaitDstStageMask = g.stages.data();
     si[i].signalSemaphoreCount = last ? 1 : 0;
-    si[i].pSignalSemaphores = last ? &timeline : nullptr;
+    si[i].pSignalSemaphores = last ? &signal : nullptr;
   }
-  KILN_VK_RETURN_IF_ERROR(vkQueueSubmit(queue, uint32_t(si.size()), si.data(), VK_NULL_HANDLE), "vkQueueSubmit");
-  handed_over_ = next_value_;
-  gpu_has_room_locked();  // keeps the list to what the GPU may still be executing
-  executing_.push_back(next_value_);
-  ++queue_submits_;
-  batch_.clear();
-  batch_runs_ = 0;
-  return absl::OkStatus();
+  return check(vkQueueSubmit(q, uint32_t(si.size()), si.data(), VK_NULL_HANDLE), "vkQueueSubmit");
 }
 
 absl::Status Context::flush_for(uint64_t value) {

@@ -84,7 +84,9 @@ struct ContextOptions {
   int transfer_queue = 1;   // KILN_VULKAN_TRANSFER_QUEUE (support/options.h)
   bool skip_done_waits = true;  // KILN_VULKAN_SKIP_DONE_WAITS (support/options.h)
   int batch = 16;               // KILN_VULKAN_BATCH: runs per vkQueueSubmit at most (1: no batching)
-  bool batch_hold = false;      // KILN_VULKAN_BATCH_HOLD (test hook): batches go only when full or waited for
+  // KILN_VULKAN_BATCH_HOLD (test hook): 1: batches go only when full or waited for; 2: or by the
+  // flusher thread (the submitting thread never hands one over because the GPU has room).
+  int batch_hold = 0;
   int batch_in_flight = 2;      // submissions executing before runs wait in a batch
   int64_t reuse_bytes = int64_t(2) << 30;  // KILN_VULKAN_REUSE_BYTES: freed device buffers kept for reuse
 };
@@ -209,9 +211,11 @@ class Context {
   std::deque<uint64_t> executing_;       // signal values of submissions not yet seen complete (rising)
   uint64_t queue_submits_ = 0;
   int batch_max_ = 16, batch_in_flight_ = 2;
-  bool batch_hold_ = false;
+  int batch_hold_ = 0;
   // Hands the batch to the driver (queue_mu_ held); on failure the batch stays for a retry.
   absl::Status flush_locked();
+  // One vkQueueSubmit of `groups` to `q`, the last group signalling `signal` at `value`.
+  absl::Status submit_groups(VkQueue q, const std::vector<Group>& groups, VkSemaphore signal, uint64_t value);
   // Hands it over when value > handed_over_ (a host or copy-queue wait needs it).
   absl::Status flush_for(uint64_t value);
   // Drops executing_ entries the timeline has reached (queried only when batch_in_flight_ or more
