@@ -107,8 +107,12 @@ Options options() {
   read_switch("KILN_GPU_SHUFFLE", &o.gpu_shuffle);
   read_switch("KILN_GPU_ROW_CACHE", &o.gpu_row_cache);
   read_switch("KILN_GPU_SUBGROUP_ROWS", &o.gpu_subgroup_rows);
+  read_switch("KILN_GPU_COLUMN_TILES", &o.gpu_column_tiles);
+  read_switch("KILN_GPU_ROW_VEC4", &o.gpu_row_vec4);
   read_int(o, "KILN_GPU_SEGMENTS_GRID", &o.gpu_segments_grid);
   read_int(o, "KILN_SPLIT_K_CHUNK", &o.split_k_chunk);
+  read_int(o, "KILN_GPU_COLUMN_GROUPS", &o.gpu_column_groups);
+  read_int(o, "KILN_COLUMN_SPLIT_OUTPUTS", &o.column_split_outputs);
   if (const char* v = env("KILN_GPU_SEGMENTS")) {
     if (std::string(v) == "thread" || std::string(v) == "block" || std::string(v) == "queue") {
       o.gpu_segments = v;

@@ -41,6 +41,10 @@ struct Options {
   bool gpu_shuffle = true;       // KILN_GPU_SHUFFLE=0: reductions through shared memory only
   bool gpu_row_cache = true;     // KILN_GPU_ROW_CACHE=0: row reductions re-read the row per pass
   bool gpu_subgroup_rows = true; // KILN_GPU_SUBGROUP_ROWS=0: short rows take a workgroup each, not a subgroup
+  bool gpu_column_tiles = true;  // KILN_GPU_COLUMN_TILES=0: column reductions take a thread per output
+  bool gpu_row_vec4 = true;      // KILN_GPU_ROW_VEC4=0: long contiguous rows are read 4 bytes at a time
+  int gpu_column_groups = 0;     // KILN_GPU_COLUMN_GROUPS: groups of 32 threads per column tile (comparisons; 0: 16)
+  int column_split_outputs = 0;  // KILN_COLUMN_SPLIT_OUTPUTS: GPU column reductions split below this many outputs per multiprocessor (comparisons; 0: 64)
   // KILN_GPU_SEGMENTS=thread|block|queue: how a segment_reduce kernel maps segments to threads
   // (codegen/c_family/segment.cc; "" = by row width), for comparisons.
   std::string gpu_segments;

@@ -43,6 +43,8 @@ class VulkanDevice : public Device {
   // Validation-layer warnings and errors recorded so far (none without KILN_VULKAN_VALIDATION=1).
   std::vector<std::string> validation_messages() const { return ctx_->log.snapshot(); }
   void clear_validation_messages() { ctx_->log.clear(); }
+  // The device's context, for tests of its parts (the sub-allocator's placement rules).
+  Context& context_for_tests() const { return *ctx_; }
   // Submissions to the compute queue so far (the timeline's last value: one per run, download or
   // upload there), for tests.
   uint64_t submissions() const { return ctx_->last_submitted(); }

@@ -36,7 +36,9 @@ absl::StatusOr<MemoryBlocks::Range> MemoryBlocks::allocate(VkDevice device, uint
   if (!dedicated) {
     for (size_t i = 0; i < blocks_.size(); ++i) {
       Block& b = blocks_[i];
-      if (!b.memory || b.dedicated || b.type != type || !carve(b, size, alignment, &r.offset)) continue;
+      if (!b.memory || b.dedicated || b.type != type || (device_address && !b.device_address) ||
+          !carve(b, size, alignment, &r.offset))
+        continue;
       r.block = int(i);
       break;
     }
@@ -45,6 +47,7 @@ absl::StatusOr<MemoryBlocks::Range> MemoryBlocks::allocate(VkDevice device, uint
     Block b;
     b.type = type;
     b.dedicated = dedicated;
+    b.device_address = device_address;
     b.size = dedicated ? size : block_bytes;
     VkMemoryAllocateFlagsInfo flags = vk_struct<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
     flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;

@@ -51,6 +51,10 @@ class MemoryBlocks {
     VkDeviceSize size = 0, used = 0;
     uint32_t type = 0;
     bool dedicated = false;  // holds one buffer: never shared
+    // Allocated with VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT: only such a block may hold a buffer
+    // whose address shaders take (one memory type can serve both kinds, e.g. on lavapipe and
+    // integrated GPUs, where device memory is host-visible).
+    bool device_address = false;
     void* mapped = nullptr;
     std::map<VkDeviceSize, VkDeviceSize> free;  // offset -> size
   };

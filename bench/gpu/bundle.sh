@@ -131,6 +131,7 @@ for a in "$ROOT/../shared/bench-anchors" "$ROOT/shared/bench-anchors"; do
 done
 rm -rf "$B/anchors/out"
 cp bench/gpu/run_on_gpu.sh "$B/run_on_gpu.sh"
+cp bench/gpu/dispatch_medians.py "$B/dispatch_medians.py"
 
 {
   echo "kiln GPU bundle"

@@ -2,6 +2,7 @@
 # Runs kiln's GPU bundle (made by bench/gpu/bundle.sh) on the GPU machine, from the repo root:
 #
 #   bash bundle/run_on_gpu.sh [env] [tests] [vulkan] [bench] [anchors]
+#   . bundle/run_on_gpu.sh --env     (from a script: libraries, Vulkan loader, ICD and layer only)
 #
 # Default: env tests bench anchors (about 5-8 minutes on an H100/H200; a device call allows 10,
 # so split it when in doubt: `... env tests` then `... bench anchors`). Sections:
@@ -28,7 +29,7 @@
 # Results land in $OUT (default bundle/out), at most 8 files: env.txt tests.log bench.log
 # results.jsonl summary.txt anchors_logs.tar.gz.
 set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BIN=$HERE/bin
 OUT=${OUT:-$HERE/out}
 mkdir -p "$OUT"
@@ -98,6 +99,8 @@ export LD_LIBRARY_PATH
 # Each run starts with an empty kernel cache (W7 makes its own).
 export KILN_CACHE_DIR=$(mktemp -d /tmp/kiln-cache.XXXXXX)
 export PYTHONUNBUFFERED=1
+# Sourced as `. run_on_gpu.sh --env` (a device call's own script): the environment above, no section.
+if [ "${1:-}" = "--env" ]; then return 0 2>/dev/null || exit 0; fi
 
 # Vulkan's host path (host_bench; waits spinning, the default, and blocking) and the reductions
 # and replay workloads on vulkan beside cuda (issue 18).

@@ -79,5 +79,41 @@ TEST(Reduce, LargeReductionsSplitAndStayAccurate) {
   EXPECT_MATCHES_REFERENCE({y.mean({0}), y.sum({1})}, {1e-4, 1e-5});
 }
 
+// Column reductions (the reduced rows strided in memory, the outputs contiguous) take a workgroup
+// per 32 outputs on GPUs, the rows split among its groups (codegen/c_family/columns.cc): output
+// counts that leave a partial last tile, several phases (a softmax over axis 0 writes at every
+// position), argmax ties and NaNs, non-float dtypes, and reduce axes on both sides of a kept one.
+TEST(Reduce, ColumnReductionsInOnePass) {
+  Tensor x = random_tensor({3000, 1000}, float32, 11, -1, 1);
+  EXPECT_MATCHES_REFERENCE({x.sum({0}), x.mean({0}), x.max({0}), x.min({0}, true)}, {1e-4, 1e-5});
+  EXPECT_MATCHES_REFERENCE({softmax(x, 0)}, {1e-4, 1e-6});
+  // Ties: rounded values repeat down a column, so the first row of the maximum must win.
+  Tensor t = (random_tensor({700, 333}, float32, 12, 0, 4) * 0.5f).floor();
+  EXPECT_MATCHES_REFERENCE({t.argmax(0), t.argmin(0)});
+  std::vector<float> nan_col(600 * 70, 1.0f);
+  nan_col[size_t(421) * 70 + 5] = NAN;
+  nan_col[size_t(599) * 70 + 69] = 2.0f;
+  Tensor n = from_vector<float>(nan_col, {600, 70});
+  EXPECT_MATCHES_REFERENCE({n.max({0}), n.argmax(0), n.sum({0})});
+  EXPECT_MATCHES_REFERENCE({random_tensor({2048, 96}, int32, 13, -50, 50).sum({0}),
+                            random_tensor({1024, 130}, float64, 14).mean({0}),
+                            random_tensor({512, 100}, int64, 15, -9, 9).max({0})});
+  Tensor y = random_tensor({40, 50, 60}, float32, 16);
+  EXPECT_MATCHES_REFERENCE({y.sum({0, 2}), y.sum({0}), (y * y).sum({0, 1})}, {1e-4, 1e-5});
+}
+
+// Long contiguous rows (more than 16 elements per thread of a 1024-wide workgroup) read 16 bytes
+// at a time on GPUs (renderer.h: row_vec4_loads), the other loads of the row an element at a
+// time: a sum, a softmax (two passes and a store at every position) and a product with a
+// transposed operand.
+TEST(Reduce, LongRowsWithVectorLoads) {
+  // 288 rows: enough outputs that a GPU does not split them (2 per multiprocessor on an H100).
+  Tensor x = random_tensor({288, 20480}, float32, 21, -1, 1);
+  EXPECT_MATCHES_REFERENCE({x.sum({1}), x.max({1}), x.argmax(1)}, {1e-4, 1e-5});
+  EXPECT_MATCHES_REFERENCE({softmax(x.slice(0, 0, 8), -1)}, {1e-4, 1e-7});
+  Tensor w = random_tensor({20480, 288}, float32, 22, -1, 1);
+  EXPECT_MATCHES_REFERENCE({(x * w.transpose(0, 1)).sum({1})}, {1e-4, 1e-5});
+}
+
 }  // namespace
 }  // namespace kiln

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Device calls of this folder's README: `bash calls.sh N` from the bundle folder (bundle-att/,
+# carried to the GPU machine; bundle.sh puts run_on_gpu.sh and dispatch_medians.py there, and
+# probe/reduce_probe is bench/gpu/reduce_probe.cu built with nvcc -O3 -arch=sm_90); each call
+# writes $OUT/call<N>.log. Calls 1-3 ran builds before the committed defaults (README).
+cd "$(dirname "$0")"
+export OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+. ./run_on_gpu.sh --env
+set +u
+
+# W4a/W4b jit pipelined, the new kernels and the old ones (KILN_GPU_COLUMN_TILES=0
+# KILN_GPU_ROW_VEC4=0) alternated twice on cuda and vulkan.
+w4_alternated() {
+  for rep in 1 2; do
+    for dev in cuda vulkan; do
+      for v in "X=new" "KILN_GPU_COLUMN_TILES=0 KILN_GPU_ROW_VEC4=0"; do
+        env $v timeout 120 bin/anchor_bench --device $dev --only W4a,W4b --results $OUT/results.jsonl 2>&1 \
+          | grep -E "^W4" | grep -v realize | sed "s/^/[$dev, $v] /" | cut -c1-150
+      done
+    done
+  done
+}
+
+# Per-dispatch GPU timestamps of W4a and W4b on vulkan (KILN_DEBUG=1), medians per step.
+w4_dispatches() {
+  for w in W4a W4b; do
+    KILN_DEBUG=1 timeout 120 bin/anchor_bench --device vulkan --only $w 2>&1 | grep -E "kiln: vulkan: (step|[0-9]+ dispatches)" > /tmp/prof_$w.txt
+    python3 dispatch_medians.py /tmp/prof_$w.txt $w
+  done
+}
+
+column_tests() {
+  echo "cuda_test ColumnTiles/RowVectorLoads/RowReductions"
+  KILN_DEVICE=cuda timeout 120 bin/cuda_test --gtest_filter='ColumnTiles.*:RowVectorLoads.*:RowReductions.*' 2>&1 | grep -E "FAILED|Failure|PASSED|OK \]" | head -20
+}
+
+call1() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  echo "--- the design probe (hand-written CUDA, bench/gpu/reduce_probe.cu)"
+  probe/reduce_probe 2>&1 | head -23
+  echo "--- tests"
+  column_tests
+  for dev in cuda vulkan; do
+    echo "ops_test Reduce.* on $dev"; KILN_DEVICE=$dev KILN_VULKAN_VALIDATION=1 timeout 200 bin/ops_test --gtest_filter='Reduce.*' 2>&1 | grep -E "FAILED|Failure|PASSED|OK \]" | head -20
+  done
+  echo "--- W4a/W4b, new kernels / KILN_GPU_COLUMN_TILES=0 KILN_GPU_ROW_VEC4=0 (the old ones), alternated twice, cuda then vulkan"
+  w4_alternated
+}
+
+call2() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  echo "--- suites on the GPU"
+  for dev in cuda vulkan; do
+    for t in ops_test passes_test; do
+      echo "$t on $dev"; KILN_DEVICE=$dev timeout 250 bin/$t 2>&1 | grep -E "FAILED|Failure|PASSED" | head
+    done
+    echo "kiln_fuzz on $dev"; KILN_DEVICE=$dev timeout 120 bin/kiln_fuzz --count 150 --device $dev 2>&1 | tail -2
+  done
+  echo "vulkan_test (validation layer)"; KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 200 bin/vulkan_test 2>&1 | grep -E "FAILED|Failure|PASSED|SKIPPED \]" | head
+  echo "--- W1-W6 and H, vulkan then cuda (jit path)"
+  for dev in vulkan cuda; do
+    timeout 200 bin/anchor_bench --device $dev --results $OUT/results.jsonl 2>&1 | grep -E "^(W[1-6]|H )" | grep -v realize
+  done
+}
+
+call3() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  echo "--- W4a/W4b with 4 loads per step issued before folding (column tiles and vector rows), new / old kernels alternated twice"
+  w4_alternated
+  echo "--- per-dispatch GPU times on vulkan (timestamps, KILN_DEBUG=1): median us per step"
+  w4_dispatches
+}
+
+call4() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  echo "--- W4b variants: groups per column tile, split below N outputs per multiprocessor (jit, pipelined)"
+  for rep in 1 2; do
+    for dev in vulkan cuda; do
+      for v in "X=default" "KILN_GPU_COLUMN_GROUPS=16" "KILN_GPU_COLUMN_GROUPS=8" "KILN_COLUMN_SPLIT_OUTPUTS=48" "KILN_COLUMN_SPLIT_OUTPUTS=64" \
+               "KILN_COLUMN_SPLIT_OUTPUTS=64 KILN_GPU_COLUMN_GROUPS=16" "KILN_COLUMN_SPLIT_OUTPUTS=128" "KILN_GPU_COLUMN_TILES=0"; do
+        env $v timeout 60 bin/anchor_bench --device $dev --only W4b 2>&1 | grep -E "^W4b" | grep -v realize | sed "s/^/[$dev, $v] /" | cut -c1-150
+      done
+    done
+  done
+  echo "--- W4a (vector rows, one vector per step) on cuda and vulkan"
+  for dev in cuda vulkan; do timeout 60 bin/anchor_bench --device $dev --only W4a 2>&1 | grep -E "^W4a" | grep -v realize; done
+}
+
+call5() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  probe/reduce_probe 2>&1 | head -1
+  echo "--- the committed defaults (16 groups per tile, column reductions split to 64 outputs per multiprocessor)"
+  column_tests
+  w4_alternated
+  echo "--- per-dispatch GPU times on vulkan (timestamps, KILN_DEBUG=1): median us per step"
+  w4_dispatches
+  call2
+}
+
+"call$1" 2>&1 | tee $OUT/call$1.log
