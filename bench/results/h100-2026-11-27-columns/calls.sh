@@ -97,4 +97,14 @@ call5() {
   call2
 }
 
+call6() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  echo "--- W1,W2,W3 in one process on vulkan: dedicated allocations' buffers at k * SKEW bytes (k = 0..7 in turn; experiment build)"
+  for rep in 1 2; do
+    for sk in 0 4096 65536 1048576 3145728; do
+      KILN_VULKAN_SKEW=$sk timeout 120 bin/anchor_bench --device vulkan --only W1,W2,W3 2>&1 | grep -E "^W[123]" | sed "s/^/[skew $sk] /" | cut -c1-110
+    done
+  done
+}
+
 "call$1" 2>&1 | tee $OUT/call$1.log
