@@ -166,6 +166,8 @@ Options options() {
   read_switch("KILN_AUTOTUNE", &o.autotune);
   read_int(o, "KILN_COMPILE_THREADS", &o.compile_threads);
   if (o.compile_threads < 0) o.compile_threads = 0;
+  read_int(o, "KILN_COPY_THREADS", &o.copy_threads);
+  if (o.copy_threads < 0) o.copy_threads = 0;
   read_int(o, "KILN_VULKAN_DEVICE", &o.vulkan_device, /*strict=*/true);
   read_switch("KILN_VULKAN_VALIDATION", &o.vulkan_validation);
   read_switch("KILN_VULKAN_SPIRV_OPT", &o.vulkan_spirv_opt);

@@ -94,6 +94,7 @@ struct Options {
   // kernels and the CPU's LLVM modules compiled side by side); 0 (default): every hardware
   // thread, 1: one.
   int compile_threads = 0;
+  int copy_threads = 0;  // KILN_COPY_THREADS: threads of a large host copy (support/copy_bytes.h; 0: half the hardware threads, at most 8)
   // KILN_AUTOTUNE=1: kernels with code variants get the fastest measured on the device, kept on
   // disk per device and shape class (replay/autotune.h); default 0: the heuristics decide.
   bool autotune = false;

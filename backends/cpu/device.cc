@@ -9,6 +9,7 @@
 #include "backends/cpu/executable.h"
 #include "backends/cpu/target.h"
 #include "runtime/stats.h"
+#include "support/copy_bytes.h"
 
 namespace kiln::runtime::cpu {
 
@@ -41,13 +42,13 @@ absl::StatusOr<std::shared_ptr<Buffer>> CpuDevice::alloc(int64_t bytes) {
 
 absl::Status CpuDevice::upload(Buffer* dst, const void* src, int64_t bytes) {
   if (bytes > dst->bytes()) return absl::OutOfRangeError("cpu: upload larger than the buffer");
-  std::memcpy(static_cast<HostBuffer*>(dst)->data(), src, size_t(bytes));
+  support::copy_bytes(static_cast<HostBuffer*>(dst)->data(), src, size_t(bytes));
   return absl::OkStatus();
 }
 
 absl::Status CpuDevice::download(Buffer* src, void* dst, int64_t bytes) {
   if (bytes > src->bytes()) return absl::OutOfRangeError("cpu: download larger than the buffer");
-  std::memcpy(dst, static_cast<HostBuffer*>(src)->data(), size_t(bytes));
+  support::copy_bytes(dst, static_cast<HostBuffer*>(src)->data(), size_t(bytes));
   return absl::OkStatus();
 }
 

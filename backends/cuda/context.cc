@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backends/cuda/driver_api.h"
+#include "support/copy_bytes.h"
 
 namespace kiln::runtime::cuda {
 
@@ -128,7 +129,7 @@ absl::Status StagingRing::copy_back(const std::vector<Piece>& pieces, CUstream s
     Slot& s = slots_[c % kBuffers];
     if (absl::Status st = s.done->wait(); !st.ok()) return st;
     for (const Part& part : fills[size_t(c)])
-      std::memcpy(part.dst, static_cast<const char*>(s.host) + part.at, size_t(part.bytes));
+      support::copy_bytes(part.dst, static_cast<const char*>(s.host) + part.at, size_t(part.bytes));
   }
   next_ = 0;
   return absl::OkStatus();
@@ -142,7 +143,7 @@ absl::Status StagingRing::copy(CUdeviceptr dst, const void* src, int64_t bytes, 
     if (absl::Status st = ensure(s); !st.ok()) return st;
     if (absl::Status st = s.done->wait(); !st.ok()) return st;  // its previous chunk may still be in flight
     const int64_t n = std::min(kBytes, bytes - off);
-    std::memcpy(s.host, from + off, size_t(n));
+    support::copy_bytes(s.host, from + off, size_t(n));
     if (absl::Status st = cu_check(api().cuMemcpyHtoDAsync(dst + CUdeviceptr(off), s.host, size_t(n), stream),
                                    "upload (cuMemcpyHtoDAsync)");
         !st.ok())

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/vulkan/vk_status.h"
+#include "support/copy_bytes.h"
 
 namespace kiln::runtime::vk {
 namespace {
@@ -119,7 +120,7 @@ absl::Status Transfers::upload(VulkanBuffer* dst, const void* src, int64_t bytes
     VkDeviceSize n = std::min<VkDeviceSize>(kChunk, VkDeviceSize(bytes) - off);
     auto staging = take_staging(n, MemoryUse::kUpload);
     if (!staging.ok()) return staging.status();
-    std::memcpy(staging->mapped, static_cast<const char*>(src) + off, size_t(n));
+    support::copy_bytes(staging->mapped, static_cast<const char*>(src) + off, size_t(n));
     auto cb = take_command_buffer(q);
     if (!cb.ok()) {
       give_staging(*staging);
@@ -223,7 +224,7 @@ absl::Status Transfers::download_many(const std::vector<Download>& all) {
     }
     absl::Status w = ctx_->wait(stamp_of(q, value));
     if (w.ok())
-      for (size_t i = first; i < end; ++i) std::memcpy(pieces[i].dst, pieces[i].staging.mapped, size_t(pieces[i].bytes));
+      for (size_t i = first; i < end; ++i) support::copy_bytes(pieces[i].dst, pieces[i].staging.mapped, size_t(pieces[i].bytes));
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = first; i < end; ++i) {
       (q == Queue::kCopy ? pieces[i].staging.ready_after_copy : pieces[i].staging.ready_after) = value;

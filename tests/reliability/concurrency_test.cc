@@ -1,7 +1,7 @@
 // Eight threads record and realize at once on the CPU backend: independent graphs, graphs of
 // the same structure (one cached executable replayed concurrently), graphs that share lazy
-// history, a thread clearing the executable cache meanwhile, and the kernel disk cache under
-// concurrent writers. Run under ThreadSanitizer by `bash dev.sh test` (preset tsan).
+// history, a thread clearing the executable cache meanwhile, the kernel disk cache under
+// concurrent writers, and large host copies from every thread. Run under ThreadSanitizer by `bash dev.sh test` (preset tsan).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,6 +18,7 @@
 #include "runtime/disk_cache.h"
 #include "replay/compile_or_replay.h"
 #include "testing/reference.h"
+#include "testing/scoped_env.h"
 
 namespace kiln {
 namespace {
@@ -70,6 +71,22 @@ TEST(Concurrency, IndependentGraphsOnEightThreads) {
         default: y = cast(x.argmax(1), float32) + x.sum({0}).max(); break;
       }
       check(testing::MatchesReference({y}), absl::StrCat("thread ", t, " iteration ", it), f);
+    }
+  });
+  EXPECT_TRUE(failures.empty()) << absl::StrJoin(failures, "\n");
+}
+
+// Large uploads and downloads from every thread at once: the host copies of 4 MiB or more split
+// among helper threads (support/copy_bytes.h), one caller at a time using them, the others
+// copying alone; every thread gets its own bytes back.
+TEST(Concurrency, LargeCopiesFromEightThreads) {
+  testing::ScopedEnv env({{"KILN_COPY_THREADS", "4"}});  // helpers even on a machine of 2 cores
+  auto failures = run_threads([](int t, std::vector<std::string>* f) {
+    for (int it = 0; it < 2; ++it) {
+      std::vector<float> v(size_t(5) << 18);  // 5 MiB
+      for (size_t i = 0; i < v.size(); ++i) v[i] = float(t * 1000 + it) + float(i % 977);
+      Tensor x = from_vector(v, {int64_t(v.size())});
+      if (x.to_vector<float>() != v) f->push_back(absl::StrCat("thread ", t, " iteration ", it, ": bytes differ"));
     }
   });
   EXPECT_TRUE(failures.empty()) << absl::StrJoin(failures, "\n");

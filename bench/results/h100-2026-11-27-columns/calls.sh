@@ -107,4 +107,22 @@ call6() {
   done
 }
 
+call7() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  nproc
+  echo "--- upload-compute-download pipeline (64 MiB in, W1, 64 MiB out): host copies on one thread / split (support/copy_bytes.h), alternated"
+  for rep in 1 2; do
+    for dev in cuda vulkan; do
+      for t in 1 0; do
+        echo "[$dev, KILN_COPY_THREADS=$t] $(KILN_COPY_THREADS=$t KILN_DEVICE=$dev timeout 60 bin/transfer_bench 2>&1 | grep BM_ | tail -1)"
+      done
+    done
+  done
+  echo "[torch]"; timeout 120 python3 transfer_torch.py 2>&1 | tail -3
+  echo "--- tests touching transfers"
+  KILN_DEVICE=cuda timeout 120 bin/cuda_test --gtest_filter='*Transfer*:*Download*:*Upload*:*Staging*' 2>&1 | grep -E "FAILED|PASSED" | head -3
+  KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 120 bin/vulkan_test --gtest_filter='*Transfer*:*Download*:*Upload*:HeldCopies.*:VulkanMemory.*' 2>&1 | grep -E "FAILED|PASSED" | head -3
+  for dev in cuda vulkan; do KILN_DEVICE=$dev timeout 200 bin/ops_test --gtest_filter='Creation*:*Copy*:Reduce.*' 2>&1 | grep -E "FAILED|PASSED" | head -2; done
+}
+
 "call$1" 2>&1 | tee $OUT/call$1.log
