@@ -125,4 +125,16 @@ call7() {
   for dev in cuda vulkan; do KILN_DEVICE=$dev timeout 200 bin/ops_test --gtest_filter='Creation*:*Copy*:Reduce.*' 2>&1 | grep -E "FAILED|PASSED" | head -2; done
 }
 
+call8() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  echo "--- where Vulkan's second dispatch of W4 goes: with and without the barrier before it (KILN_VULKAN_DROP_BARRIER=1: wrong values, timing only)"
+  for v in "X=default" "KILN_VULKAN_DROP_BARRIER=1"; do
+    env $v timeout 60 bin/anchor_bench --device vulkan --only W4a,W4b 2>&1 | grep -E "^W4" | grep -v realize | sed "s/^/[$v] /" | cut -c1-150
+    for w in W4a W4b; do
+      env $v KILN_DEBUG=1 timeout 120 bin/anchor_bench --device vulkan --only $w 2>&1 | grep -E "kiln: vulkan: (step|[0-9]+ dispatches)" > /tmp/prof_$w.txt
+      python3 dispatch_medians.py /tmp/prof_$w.txt "[$v] $w"
+    done
+  done
+}
+
 "call$1" 2>&1 | tee $OUT/call$1.log
