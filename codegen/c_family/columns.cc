@@ -31,7 +31,11 @@ int column_groups(const ir::TargetInfo& t) {
 
 bool Renderer::use_column_tiles() const {
   if (!support::options().gpu_column_tiles) return false;  // debugging knob (KILN_GPU_COLUMN_TILES=0)
-  if (k_.serial || phases_.empty() || k_.outer_count() < 1 || k_.any_symbolic() || t_.max_workgroup < 2 * kTileOutputs) return false;
+  // Fewer outputs than a tile would leave most lanes idle: the row strategy's workgroup per output
+  // keeps every thread busy there.
+  if (k_.serial || phases_.empty() || k_.outer_count() < kTileOutputs || k_.any_symbolic() ||
+      t_.max_workgroup < 2 * kTileOutputs)
+    return false;
   for (KNodeId ph : phases_)
     if (k_.nodes[ph].op == Op::kSegmentReduce) return false;
   // Rows contiguous in memory (or not moving) are the row strategy's.

@@ -120,6 +120,14 @@ TEST(ColumnTiles, PhasesArgReductionsAndPartialTilesCompile) {
   }
 }
 
+TEST(ColumnTiles, FewerOutputsThanATileTakeAWorkgroupEach) {
+  // 3 outputs would leave 29 of a tile's 32 lanes idle: a workgroup per output instead.
+  Tensor x = random_tensor({4096, 3}, float32, 6);
+  Rendered r = render({x.sum({0})}, codegen::gpu::Dialect::kCuda, h100());
+  ASSERT_EQ(r.strategies.size(), 1u) << ::testing::PrintToString(r.strategies);
+  EXPECT_EQ(count(r.strategies, "row reduction: one workgroup of"), 1) << ::testing::PrintToString(r.strategies);
+}
+
 TEST(ColumnTiles, SwitchedOffEveryOutputTakesAThread) {
   testing::ScopedEnv env({{"KILN_GPU_COLUMN_TILES", "0"}});
   Tensor x = input({16384, 4096});
