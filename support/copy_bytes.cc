@@ -7,7 +7,6 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include <unistd.h>
 
@@ -23,9 +22,9 @@ constexpr size_t kPiece = size_t(1) << 20;          // a piece per thread step, 
 // none are left, and reports that it is done with it.
 class Copiers {
  public:
-  explicit Copiers(int helpers) {
-    for (int i = 0; i < helpers; ++i) threads_.emplace_back([this] { loop(); });
-    for (std::thread& t : threads_) t.detach();  // kept for the process (never destroyed: see pool())
+  explicit Copiers(int helpers) : helpers_(size_t(helpers)) {
+    // Kept for the process (never destroyed: see pool()).
+    for (int i = 0; i < helpers; ++i) std::thread([this] { loop(); }).detach();
   }
 
   // Copies with the helpers; false (nothing done) when another caller's copy is running, or in a
@@ -39,20 +38,20 @@ class Copiers {
       dst_ = dst;
       src_ = src;
       n_ = n;
-      pieces_ = (n + kPiece - 1) / kPiece;
       next_.store(0);
-      pending_ = threads_.size();
+      pending_ = helpers_;
       ++generation_;
     }
     start_.notify_all();
-    work(dst, src, n, (n + kPiece - 1) / kPiece);
+    work(dst, src, n);
     std::unique_lock<std::mutex> l(mu_);
     done_.wait(l, [&] { return pending_ == 0; });
     return true;
   }
 
  private:
-  void work(char* dst, const char* src, size_t n, size_t pieces) {
+  void work(char* dst, const char* src, size_t n) {
+    const size_t pieces = (n + kPiece - 1) / kPiece;
     for (size_t i = next_++; i < pieces; i = next_++) {
       const size_t at = i * kPiece;
       std::memcpy(dst + at, src + at, std::min(kPiece, n - at));
@@ -67,15 +66,15 @@ class Copiers {
       seen = generation_;
       char* dst = dst_;
       const char* src = src_;
-      const size_t n = n_, pieces = pieces_;
+      const size_t n = n_;
       l.unlock();
-      work(dst, src, n, pieces);
+      work(dst, src, n);
       l.lock();
       if (--pending_ == 0) done_.notify_all();
     }
   }
 
-  std::vector<std::thread> threads_;
+  const size_t helpers_;
   const pid_t owner_ = getpid();
   std::mutex busy_;  // one job at a time
   std::mutex mu_;
@@ -83,10 +82,11 @@ class Copiers {
   uint64_t generation_ = 0;
   char* dst_ = nullptr;
   const char* src_ = nullptr;
-  size_t n_ = 0, pieces_ = 0, pending_ = 0;
+  size_t n_ = 0, pending_ = 0;
   std::atomic<size_t> next_{0};
 };
 
+// Sized by the first large copy's thread count (a later, larger KILN_COPY_THREADS keeps it).
 Copiers* pool(int threads) {
   // Leaked on purpose: the helpers may still wait when static destructors run at exit.
   static Copiers* p = new Copiers(threads - 1);
