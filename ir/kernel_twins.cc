@@ -47,6 +47,7 @@ bool same_stores(const std::vector<Store>& a, const std::vector<Store>& b) {
 }
 
 bool same_code(const Kernel& a, const Kernel& b) {
+  if (a.chained() || b.chained()) return false;  // a chained kernel's tickets are its own
   const Contraction &ca = a.contraction, &cb = b.contraction;
   if (a.shape != b.shape || a.sym != b.sym || a.reduce != b.reduce || a.serial != b.serial || a.config != b.config || ca.reduce != cb.reduce || ca.lhs != cb.lhs ||
       ca.rhs != cb.rhs || ca.m_axis != cb.m_axis || ca.n_axis != cb.n_axis || ca.k_axis != cb.k_axis || ca.tf32 != cb.tf32)

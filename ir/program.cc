@@ -107,6 +107,15 @@ std::string Kernel::finalize() {
       if (!serial) return "an indexed store needs a serial kernel";
     }
   }
+  if (finish.size() > 1) return "more than one finish";
+  if (chained()) {
+    Kernel& f = finish[0];
+    if (std::string e = f.finalize(); !e.empty()) return "finish: " + e;
+    if (f.shape.empty() || !f.reduce.back() || std::count(f.reduce.begin(), f.reduce.end(), true) != 1)
+      return "finish: its one reduce axis must be its last";
+    if (f.chained() || f.serial || f.any_symbolic() || any_symbolic()) return "finish: a plain reduction of fixed size";
+    if (tickets < 0) return "a finish without tickets";
+  }
   return "";
 }
 
@@ -153,6 +162,15 @@ std::string kernel_to_string(const Kernel& k) {
   }
   if (!k.config.empty()) absl::StrAppend(&r, "  config \"", k.config, "\"\n");
   for (const std::string& note : k.notes) absl::StrAppend(&r, "  # ", note, "\n");
+  for (const Kernel& f : k.finish) {
+    absl::StrAppend(&r, "  finish (tickets buf", k.tickets, "): ");
+    const std::string inner = kernel_to_string(f);
+    for (size_t at = 0; at < inner.size();) {
+      const size_t end = inner.find('\n', at);
+      absl::StrAppend(&r, at ? "  " : "", inner.substr(at, end - at + 1));
+      at = end + 1;
+    }
+  }
   return r + "}\n";
 }
 
@@ -195,9 +213,13 @@ void step_buffers(const Program& p, size_t s, std::vector<int>* reads, std::vect
     writes->push_back(st.out);
   } else if (st.is_kernel()) {
     const Kernel& k = p.kernels[size_t(st.kernel)];
-    for (const Store& x : k.stores) writes->push_back(x.buffer);
-    for (const KNode& n : k.nodes)
-      if (n.op == Op::kLoad) reads->push_back(n.buffer);
+    for (const Kernel* x : {&k, k.chained() ? &k.finish[0] : nullptr}) {
+      if (!x) continue;
+      for (const Store& w : x->stores) writes->push_back(w.buffer);
+      for (const KNode& n : x->nodes)
+        if (n.op == Op::kLoad) reads->push_back(n.buffer);
+    }
+    if (k.tickets >= 0) writes->push_back(k.tickets);
   } else if (st.flag >= 0) {
     reads->push_back(st.flag);
   }
@@ -269,6 +291,7 @@ std::string Program::to_string() const {
     const char* kind = b.kind == BufferKind::kInput ? "input" : b.kind == BufferKind::kOutput ? "output" : "temp";
     absl::StrAppend(&r, "  buf", i, " = ", kind, " ", b.index, " : ", dtype_name(b.dtype), shape_str(b.shape));
     if (b.kind == BufferKind::kIntermediate) absl::StrAppend(&r, " @arena+", b.offset);
+    if (b.zeroed) r += " zeroed";
     r += "\n";
   }
   absl::StrAppend(&r, "  arena_bytes = ", arena_bytes, " (unplanned ", unplanned_bytes, ")\n");

@@ -143,6 +143,17 @@ struct Kernel {
   // and dumps.
   std::vector<int32_t> sources;
   std::string computes;
+  // A chained finish (passes/chain_reduce.h): zero or one kernel that the last workgroup to
+  // finish each group of this kernel's partial results runs, in the same launch. `finish[0]`
+  // reduces, along its one reduce axis (its last, of extent P), the P partials that this kernel
+  // stores, contiguous, into an intermediate; its outer index f reads partials [f * P, f * P + P).
+  // `tickets` is a zeroed intermediate of uint32 (BufferDesc::zeroed), one per finish output:
+  // whoever stores a partial counts it there, and the one that brings f's count to P computes
+  // f and sets its ticket back to zero, so that every launch finds them zero. Backends that do
+  // not chain run the two as one step: this kernel, then its finish.
+  std::vector<Kernel> finish;
+  int tickets = -1;
+  bool chained() const { return !finish.empty(); }
 
   bool has_reduce() const;
   // Whether axis `a` has a symbolic extent (sym above).
@@ -162,6 +173,10 @@ struct BufferDesc {
   DType dtype = DType::kFloat32;
   Shape shape;
   int64_t offset = -1;  // arena offset in bytes (intermediates), set by plan_memory
+  // An intermediate that must read zero when the program starts (a chained kernel's tickets,
+  // ir::Kernel::finish): backends zero it when they allocate the arena, the planner never gives
+  // its bytes to another buffer, and the kernels that use it leave it zero at every exit.
+  bool zeroed = false;
   int64_t bytes() const { return shape_numel(shape) * dtype_size(dtype); }
 };
 

@@ -17,6 +17,7 @@
 #include "passes/plan_memory.h"
 #include "passes/schedule.h"
 #include "passes/simplify.h"
+#include "passes/chain_reduce.h"
 #include "passes/split_reduce.h"
 #include "support/dump.h"
 #include "support/trace.h"
@@ -128,6 +129,13 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   p->params = ir::param_descs(input);  // every slot of the input, used or not
   if (dump)
     support::write_graph(absl::StrFormat("%s%02d_graph.dot", out.dump_prefix, stage++), to_dot(g, *p), g.size(), opts.debug >= 1);
+  // Split reductions fold their partials in the same launch on every GPU API's target (the
+  // C-family renderers; Vulkan on a CPU, lavapipe, too), never on the CPU's (LLVM); not for
+  // symbolic dims (nothing was split).
+  if (target.name != "cpu" && opts.split && support::options().chain_reduce) {
+    chain_reduce(&*p);
+    traced("chain_reduce");
+  }
   plan_memory(&*p);
   traced("plan_memory");
   insert_barriers(&*p);

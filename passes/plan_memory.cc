@@ -38,6 +38,13 @@ void plan_memory(ir::Program* p) {
     }
     for (int b : reads) last[size_t(b)] = std::max(last[size_t(b)], int(s));
   }
+  // Zeroed buffers (a chained kernel's tickets) keep their bytes for the whole program, so that
+  // they are still zero when the next run starts.
+  for (size_t b = 0; b < nb; ++b)
+    if (p->buffers[b].zeroed && !p->steps.empty()) {
+      first[b] = 0;
+      last[b] = int(p->steps.size()) - 1;
+    }
   // A loop runs its body again: a buffer in use before a loop's head and inside its body stays
   // alive to the loop's end (inner loops first, so an outer loop sees their extension).
   const std::vector<int> ends = ir::block_links(p->steps).end;
@@ -71,7 +78,7 @@ void plan_memory(ir::Program* p) {
     const bool by_kernel = p->steps[size_t(f)].is_kernel();
     const ir::Kernel* def = by_kernel ? &p->kernels[size_t(p->steps[size_t(f)].kernel)] : nullptr;
     int donor = -1;
-    for (size_t i = 0; i < placed.size() && donor < 0 && first[b] >= 0 && by_kernel; ++i) {
+    for (size_t i = 0; i < placed.size() && donor < 0 && first[b] >= 0 && by_kernel && !d.zeroed; ++i) {
       const Placed& q = placed[i];
       if (q.last != f || q.end - q.offset != bytes || !in_place_ok(*p, *def, q.buffer, int(b))) continue;
       bool free_range = true;  // nobody else placed on those bytes is alive at f

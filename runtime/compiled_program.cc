@@ -14,7 +14,7 @@ namespace {
 
 // 03: cuda tensor maps; 04: PTX; 05: costs; 06: params; 07: kernel twins (and the cpu calling convention);
 // 10: vulkan shaders read their table indices from push constants (kernels' buffers and params), and twins
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '1', '0'};
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'P', '1', '1'};
 
 using support::ByteReader;
 using support::ByteWriter;
@@ -94,16 +94,23 @@ CompiledProgram plan_of(const ir::Program& p) {
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const ir::Kernel& k = p.kernels[i];
     std::set<int> reads, writes;
-    for (const ir::KNode& n : k.nodes)
-      if (n.op == ir::Op::kLoad) reads.insert(n.buffer);
-    for (const ir::Store& s : k.stores) writes.insert(s.buffer);
+    for (const ir::Kernel* x : {&k, k.chained() ? &k.finish[0] : nullptr}) {
+      if (!x) continue;
+      for (const ir::KNode& n : x->nodes)
+        if (n.op == ir::Op::kLoad) reads.insert(n.buffer);
+      for (const ir::Store& s : x->stores) writes.insert(s.buffer);
+      const ir::KernelCost cost = ir::kernel_cost(p, *x);
+      c.kernels[i].bytes += cost.bytes;
+      c.kernels[i].flops += cost.flops;
+    }
+    if (k.tickets >= 0) {  // counted atomically: read and written
+      reads.insert(k.tickets);
+      writes.insert(k.tickets);
+    }
     c.kernels[i].name = k.name;
     c.kernels[i].reads.assign(reads.begin(), reads.end());
     c.kernels[i].writes.assign(writes.begin(), writes.end());
-    const ir::KernelCost cost = ir::kernel_cost(p, k);
-    c.kernels[i].bytes = cost.bytes;
-    c.kernels[i].flops = cost.flops;
-    c.kernels[i].tensor_math = cost.tensor_math;
+    c.kernels[i].tensor_math = ir::kernel_cost(p, k).tensor_math;
     c.kernels[i].computes = k.computes;
     std::set<int> params;
     for (const ir::KNode& n : k.nodes)
@@ -144,6 +151,7 @@ std::string serialize(const CompiledProgram& c) {
     w.i64(int64_t(b.dtype));
     write_shape(w, b.shape);
     w.i64(b.offset);
+    w.i64(b.zeroed ? 1 : 0);
   });
   w.list(c.steps, [&](const ir::Step& s) {
     w.i64(int64_t(s.kind));
@@ -221,6 +229,7 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes) {
     b.dtype = DType(dt);
     b.shape = read_shape(r);
     b.offset = r.i64();
+    b.zeroed = r.i64() != 0;
   }
   c.steps.resize(r.count(40));
   for (ir::Step& s : c.steps) {

@@ -107,6 +107,7 @@ Options options() {
   read_switch("KILN_GPU_SHUFFLE", &o.gpu_shuffle);
   read_switch("KILN_GPU_ROW_CACHE", &o.gpu_row_cache);
   read_switch("KILN_GPU_SUBGROUP_ROWS", &o.gpu_subgroup_rows);
+  read_switch("KILN_CHAIN_REDUCE", &o.chain_reduce);
   read_switch("KILN_GPU_COLUMN_TILES", &o.gpu_column_tiles);
   read_switch("KILN_GPU_ROW_VEC4", &o.gpu_row_vec4);
   read_int(o, "KILN_GPU_SEGMENTS_GRID", &o.gpu_segments_grid);

@@ -41,6 +41,7 @@ struct Options {
   bool gpu_shuffle = true;       // KILN_GPU_SHUFFLE=0: reductions through shared memory only
   bool gpu_row_cache = true;     // KILN_GPU_ROW_CACHE=0: row reductions re-read the row per pass
   bool gpu_subgroup_rows = true; // KILN_GPU_SUBGROUP_ROWS=0: short rows take a workgroup each, not a subgroup
+  bool chain_reduce = true;  // KILN_CHAIN_REDUCE=0: a split reduction's partials are folded by a kernel of their own (passes/chain_reduce.h)
   bool gpu_column_tiles = true;  // KILN_GPU_COLUMN_TILES=0: column reductions take a thread per output
   bool gpu_row_vec4 = true;      // KILN_GPU_ROW_VEC4=0: long contiguous rows are read 4 bytes at a time
   int gpu_column_groups = 0;     // KILN_GPU_COLUMN_GROUPS: groups of 32 threads per column tile (comparisons; 0: 16)

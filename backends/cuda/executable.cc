@@ -185,6 +185,13 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
   next_.assign(buffers_.size(), 0);
   for (size_t i = 0; i < buffers_.size(); ++i)
     if (buffers_[i].kind == ir::BufferKind::kIntermediate) bound_[i] = next_[i] = arena_ + CUdeviceptr(buffers_[i].offset);
+  // Zeroed intermediates (a chained kernel's tickets) start at zero; the kernels keep them so.
+  for (const ir::BufferDesc& b : buffers_)
+    if (b.zeroed && b.bytes() > 0)
+      if (absl::Status s = cu_check(api().cuMemsetD8Async(arena_ + CUdeviceptr(b.offset), 0, size_t(b.bytes()), ctx_->stream),
+                                    "zeroing a chained kernel's tickets");
+          !s.ok())
+        return s;
 
   for (size_t i = 0; i < c.kernels.size(); ++i) {
     const CompiledKernel& k = c.kernels[i];

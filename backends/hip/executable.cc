@@ -34,6 +34,13 @@ absl::Status HipExecutable::build(const CompiledProgram& c) {
   bound_.assign(buffers_.size(), nullptr);
   for (size_t i = 0; i < buffers_.size(); ++i)
     if (buffers_[i].kind == ir::BufferKind::kIntermediate) bound_[i] = static_cast<char*>(arena_) + buffers_[i].offset;
+  // Zeroed intermediates (a chained kernel's tickets) start at zero; the kernels keep them so.
+  for (const ir::BufferDesc& b : buffers_)
+    if (b.zeroed && b.bytes() > 0)
+      if (absl::Status s = hip_check(api_, api_.hipMemset(static_cast<char*>(arena_) + b.offset, 0, size_t(b.bytes())),
+                                     "zeroing a chained kernel's tickets (hipMemset)");
+          !s.ok())
+        return s;
   for (const ir::Step& step : c.steps) {
     if (!step.is_kernel()) return absl::UnimplementedError(kHipNoControl);
     const CompiledKernel& k = c.kernels[size_t(step.kernel)];

@@ -38,6 +38,7 @@ absl::StatusOr<HipApi> load() {
   sym(&a.hipStreamCreateWithFlags, "hipStreamCreateWithFlags");
   sym(&a.hipStreamSynchronize, "hipStreamSynchronize");
   sym(&a.hipMalloc, "hipMalloc");
+  sym(&a.hipMemset, "hipMemset");
   sym(&a.hipFree, "hipFree");
   sym(&a.hipMemcpy, "hipMemcpy");
   sym(&a.hipEventCreateWithFlags, "hipEventCreateWithFlags");

@@ -27,6 +27,7 @@ struct HipApi {
   hipError_t (*hipMalloc)(void**, size_t) = nullptr;
   hipError_t (*hipFree)(void*) = nullptr;
   hipError_t (*hipMemcpy)(void*, const void*, size_t, hipMemcpyKind) = nullptr;
+  hipError_t (*hipMemset)(void*, int, size_t) = nullptr;
   hipError_t (*hipEventCreateWithFlags)(hipEvent_t*, unsigned) = nullptr;
   hipError_t (*hipEventRecord)(hipEvent_t, hipStream_t) = nullptr;
   hipError_t (*hipEventSynchronize)(hipEvent_t) = nullptr;

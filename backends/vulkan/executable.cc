@@ -79,11 +79,40 @@ absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(Devic
     e->arena_ = *arena;
     e->last_value_ = arena->ready_after;
     e->arena_copy_after_ = arena->ready_after_copy;
+    if (absl::Status s = e->zero_arena_ranges(); !s.ok()) return s;
   }
   // The first slot is recorded now: loading an executable records its command buffer.
   std::lock_guard<std::mutex> lock(e->mu_);
   if (auto s = e->acquire_slot(); !s.ok()) return s.status();
   return e;
+}
+
+absl::Status VulkanExecutable::zero_arena_ranges() {
+  std::vector<const ir::BufferDesc*> zeroed;
+  for (const ir::BufferDesc& b : buffers_)
+    if (b.zeroed && b.bytes() > 0) zeroed.push_back(&b);
+  if (zeroed.empty()) return absl::OkStatus();
+  VkCommandBufferAllocateInfo ai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+  ai.commandPool = pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkCommandBuffer cb = VK_NULL_HANDLE;  // freed with the pool, after the GPU is done with it
+  KILN_VK_RETURN_IF_ERROR(vkAllocateCommandBuffers(ctx_->device, &ai, &cb), "vkAllocateCommandBuffers (zeroing)");
+  VkCommandBufferBeginInfo bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  KILN_VK_RETURN_IF_ERROR(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer (zeroing)");
+  // Sizes of zeroed buffers are multiples of 4 (uint32 tickets), as vkCmdFillBuffer needs.
+  for (const ir::BufferDesc* b : zeroed) vkCmdFillBuffer(cb, arena_.buffer, VkDeviceSize(b->offset), VkDeviceSize(b->bytes()), 0);
+  VkMemoryBarrier filled = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  filled.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  filled.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &filled, 0, nullptr, 0,
+                       nullptr);
+  KILN_VK_RETURN_IF_ERROR(vkEndCommandBuffer(cb), "vkEndCommandBuffer (zeroing)");
+  auto v = ctx_->submit(Queue::kCompute, cb, Stamp{last_value_, arena_copy_after_}, VK_PIPELINE_STAGE_TRANSFER_BIT);
+  if (!v.ok()) return v.status();
+  last_value_ = *v;  // the first run waits for it (it shares the arena)
+  return absl::OkStatus();
 }
 
 absl::Status VulkanExecutable::build_pipelines(const CompiledProgram& c) {

@@ -70,6 +70,9 @@ class VulkanExecutable : public Executable {
   VulkanExecutable() = default;
   // Pipelines from the kernels' SPIR-V (checked structurally first: it may come from disk).
   absl::Status build_pipelines(const CompiledProgram& c);
+  // Fills the zeroed intermediates (ir::BufferDesc::zeroed: chained kernels' tickets) of the new
+  // arena with zeros, before the first run.
+  absl::Status zero_arena_ranges();
   absl::StatusOr<Slot*> acquire_slot();  // mu_ held
   absl::Status prepare(Slot* s);           // command buffer, queries, shadow sets
   absl::Status record(Slot* s);

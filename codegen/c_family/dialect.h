@@ -50,6 +50,10 @@ struct BufferParam {
   DType dtype;   // element dtype (storage follows from it)
   bool written;  // the kernel stores into it
   bool aliased = false;  // shares bytes with another buffer of the kernel (in place): no __restrict__
+  // Read back by other workgroups of the same launch (a chained kernel's partials and tickets,
+  // ir::Kernel::finish): its loads and stores must not stop in a multiprocessor's own cache
+  // (CUDA/HIP: volatile; GLSL: a coherent block). 4- and 8-byte elements only.
+  bool coherent = false;
 };
 
 // Storage element kinds that need declarations (GLSL buffer_reference block types, ...).
@@ -163,6 +167,12 @@ class DialectOps {
   virtual std::string group_id() const = 0;
   virtual std::string num_groups() const = 0;
   virtual std::string barrier() const = 0;
+  // --- chained kernels (ir::Kernel::finish): a statement making this thread's earlier stores to
+  // coherent buffers visible to every workgroup before its later ones (and, after a ticket, the
+  // others' stores visible to its later loads); and an expression adding 1 to element `index`
+  // of the coherent uint32 buffer `buf` atomically, giving the value before.
+  virtual std::string device_fence() const = 0;
+  virtual std::string take_ticket(int buf, const std::string& index) const = 0;
 
   // --- arithmetic
   // A math or arithmetic op on compute-typed operands of dtype t (the operand dtype; comparison

@@ -107,8 +107,8 @@ __device__ __forceinline__ long long kiln_lrem(long long x, long long y) { retur
                           int block, const std::string& shared_decls) const override {
     std::vector<std::string> params;
     for (const BufferParam& b : bufs)
-      params.push_back(absl::StrCat(b.written ? "" : "const ", storage_type(b.dtype), b.aliased ? "* " : "* __restrict__ ",
-                                    buffer_name(b.id)));
+      params.push_back(absl::StrCat(b.written ? "" : "const ", b.coherent ? "volatile " : "", storage_type(b.dtype),
+                                    b.aliased ? "* " : "* __restrict__ ", buffer_name(b.id)));
     for (int slot : scalars) params.push_back(param_arg(slot));
     return absl::StrCat("extern \"C\" __global__ void __launch_bounds__(", block, ") ", name, "(",
                         absl::StrJoin(params, ", "), ") {\n", shared_decls);
@@ -144,6 +144,10 @@ __device__ __forceinline__ long long kiln_lrem(long long x, long long y) { retur
   std::string helper_prefix() const override { return "__device__ __forceinline__ "; }
   std::string element(const std::string& buffer, const std::string& index) const override {
     return absl::StrCat(buffer, "[", index, "]");
+  }
+  std::string device_fence() const override { return "__threadfence();"; }
+  std::string take_ticket(int buf, const std::string& index) const override {
+    return absl::StrCat("atomicAdd((unsigned*)&", buffer_name(buf), "[", index, "], 1u)");
   }
   std::string vec4_type() const override { return "float4"; }
   std::string vec4_ctor() const override { return "make_float4"; }

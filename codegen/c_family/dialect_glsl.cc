@@ -229,6 +229,10 @@ class GlslDialect : public DialectOps {
                       " v[]; };\n");
       absl::StrAppend(&p, "layout(buffer_reference, std430, buffer_reference_align = ", align, ") readonly restrict buffer ",
                       name, "R { ", elem, " v[]; };\n");
+      // And coherent (suffix C) for a chained kernel's partials and tickets, which other
+      // workgroups of the same dispatch read back (BufferParam::coherent).
+      absl::StrAppend(&p, "layout(buffer_reference, std430, buffer_reference_align = ", align, ") coherent buffer ", name,
+                      "C { ", elem, " v[]; };\n");
     };
     blocks("BufF32", 4, "float");
     blocks("BufI32", 4, "int");
@@ -341,10 +345,10 @@ int64_t kiln_lrem(int64_t x, int64_t y) { return y == 0l ? 0l : x - kiln_ldiv(x,
       absl::StrAppend(&s, "  uint64_t ", param_name(params[j]), " = ", entry(bufs.size() + j, param_base + params[j]), ";\n");
     for (size_t j = 0; j < bufs.size(); ++j) {
       const BufferParam& b = bufs[j];
-      const std::string ro = !b.written && !b.aliased ? "R" : "";
+      const std::string ro = b.coherent ? "C" : !b.written && !b.aliased ? "R" : "";
       const std::string type = block_name(b.dtype) + ro;
       absl::StrAppend(&s, "  ", type, " ", buffer_name(b.id), " = ", type, "(", entry(j, b.id), ");\n");
-      if (vec4_capable(b.dtype))
+      if (vec4_capable(b.dtype) && !b.coherent)
         absl::StrAppend(&s, "  BufV4", ro, " ", vec4_view(b.id, false), " = BufV4", ro, "(uint64_t(", buffer_name(b.id), "));\n");
     }
     return s;
@@ -404,6 +408,10 @@ int64_t kiln_lrem(int64_t x, int64_t y) { return y == 0l ? 0l : x - kiln_ldiv(x,
   std::string group_id() const override { return "int64_t(gl_WorkGroupID.x)"; }
   std::string num_groups() const override { return "int64_t(gl_NumWorkGroups.x)"; }
   std::string barrier() const override { return "memoryBarrierShared(); barrier();"; }
+  std::string device_fence() const override { return "memoryBarrierBuffer();"; }
+  std::string take_ticket(int buf, const std::string& index) const override {
+    return absl::StrCat("atomicAdd(", buffer_name(buf), ".v[uint(", index, ")], 1u)");
+  }
 
   std::string op(ir::Op o, DType t, const std::vector<std::string>& a) const override {
     bool f = is_float(t), d = t == DType::kFloat64;

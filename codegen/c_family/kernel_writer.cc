@@ -45,7 +45,7 @@ void KernelWriter::close() {
   --indent_;
   line("}");
 }
-std::string KernelWriter::fresh(const char* prefix) { return absl::StrCat(prefix, counter_++); }
+std::string KernelWriter::fresh(const char* prefix) { return absl::StrCat(prefix_, prefix, counter_++); }
 
 void KernelWriter::unravel(const std::string& flat, const std::vector<int>& axes) {
   int64_t stride = 1;

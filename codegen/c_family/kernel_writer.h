@@ -29,6 +29,14 @@ class KernelWriter {
   void close();                     // "}" and dedent
   std::string fresh(const char* prefix);
   const std::string& body() const { return body_; }
+  // A chained kernel's finish is written by a writer of its own whose text goes into the
+  // kernel's (Renderer::finish_output): its fresh names carry `prefix`, its lines start at the
+  // host writer's depth, and `raw` appends such text as it stands.
+  void set_prefix(const std::string& prefix) { prefix_ = prefix; }
+  const std::string& prefix() const { return prefix_; }
+  int depth() const { return indent_; }
+  void set_depth(int d) { indent_ = d; }
+  void raw(const std::string& text) { body_ += text; }
 
   // --- loop context
   void set_axis(int axis, const std::string& var) { axis_[axis] = var; }
@@ -119,6 +127,7 @@ class KernelWriter {
   std::string body_;
   int indent_ = 1;
   int counter_ = 0;
+  std::string prefix_;
   std::vector<std::string> axis_;
   std::vector<std::unordered_map<ir::KNodeId, std::string>> scopes_;
 };

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -64,6 +65,10 @@ class Renderer {
       if (ir::is_reduce(k.nodes[i].op)) phases_.push_back(KNodeId(i));
     // Grid sizes: enough groups to fill the device, and within every API's limit.
     max_groups_ = d.kind() == Dialect::kGlsl ? 65535 : std::max<int64_t>(int64_t(t.parallelism) * 32, 1024);
+    if (k.chained()) {
+      fin_ = std::make_unique<Renderer>(p, k.finish[0], d, t);
+      fin_->w_.set_prefix("f_");
+    }
   }
 
   absl::StatusOr<KernelSource> run(const std::string& name) {
@@ -71,6 +76,10 @@ class Renderer {
     KernelSource out;
     out.name = name;
     int block = 256;
+    // passes/chain_reduce.h chains plain reductions only (the strategies below that call the
+    // finish hooks: row reductions, column tiles, a thread per output).
+    if (fin_ && (attention_node() >= 0 || k_.contraction.reduce >= 0 || k_.serial || phases_.empty() || segment_node() >= 0))
+      return absl::InternalError(absl::StrCat("kernel ", name, ": a chained finish after a kernel that is not a plain reduction"));
     if (attention_node() >= 0) {
       auto b = attention(&out);
       if (!b.ok()) return b.status();
@@ -104,14 +113,20 @@ class Renderer {
     } else {
       per_output(&out, block);
     }
+    if (fin_)
+      absl::StrAppend(&out.strategy, "; chained: the last to store an output's ", k_.finish[0].shape.back(), " partials folds them",
+                      finish_by_workgroup_ ? " with its workgroup" : " alone");
     out.block[0] = uint32_t(block);
-    for (const BufferParam& b : w_.params()) out.buffers.push_back(b.id);
+    const std::vector<BufferParam> bufs = bindings();
+    for (const BufferParam& b : bufs) out.buffers.push_back(b.id);
     out.params = w_.scalar_params();
     std::string shared;
     for (auto& [type, nm, n] : shared_) shared += d_.shared_decl(type, nm, n);
+    if (fin_)
+      for (auto& [type, nm, n] : fin_->shared_) shared += d_.shared_decl(type, nm, n);
     std::string open = sm90_                     ? sm90_kernel_open(name)
                        : !helpers_.empty() ? dsmem_kernel_open(name)
-                                                : d_.kernel_open(name, w_.params(), out.params, w_.param_base(), block, shared);
+                                                : d_.kernel_open(name, bufs, out.params, w_.param_base(), block, shared);
     out.source = prologue_ + open + w_.body() + d_.kernel_close();
     out.own_state = !prologue_.empty();
     return out;
@@ -127,6 +142,15 @@ class Renderer {
 
   Features features() const {
     Features f = w_.features();
+    if (fin_) {
+      const Features g = fin_->w_.features();
+      f.storage.insert(g.storage.begin(), g.storage.end());
+      f.storage.insert(DType::kUInt32);  // the tickets
+      f.f64 = f.f64 || g.f64;
+      f.i64 = f.i64 || g.i64;
+      f.i8 = f.i8 || g.i8;
+      f.f16_storage = f.f16_storage || g.f16_storage;
+    }
     f.shared = !shared_.empty();
     f.coop = coop_;
     return f;
@@ -139,7 +163,7 @@ class Renderer {
   }
 
   std::string shared_array(DType t, int64_t n) {
-    std::string name = absl::StrCat("sm", shared_.size());
+    std::string name = absl::StrCat(w_.prefix(), "sm", shared_.size());
     shared_.push_back({d_.type(t), name, n});
     return name;
   }
@@ -350,6 +374,7 @@ class Renderer {
     }
     for (const ir::Store& s : k_.stores)
       if (!w_.store_is_inner(s)) w_.store(s);
+    if (fin_) finish_after_store();
     bool any_inner = false;
     for (const ir::Store& s : k_.stores) any_inner = any_inner || w_.store_is_inner(s);
     if (any_inner) reduce_loops(0, [&] {
@@ -582,6 +607,7 @@ class Renderer {
       w_.open(absl::StrCat("if (", outer_guard, ")"));
       for (const ir::Store& s : k_.stores)
         if (!w_.store_is_inner(s)) w_.store(s);
+      if (fin_ && !finish_by_workgroup_) finish_after_store();
       w_.close();
     }
     if (any_inner) each_position([&] {
@@ -623,6 +649,7 @@ class Renderer {
       }
     }
     if (ws == 0 && loads.empty()) row_vec4_ = row_vec4_loads();
+    finish_by_workgroup_ = fin_ && ws == 0;
     if (!loads.empty()) row_positions(lane, R, width, loads, regs, true, [](const std::string&) {});
     for (KNodeId ph : phases_) {
       const ir::KNode& rn = k_.nodes[ph];
@@ -642,6 +669,7 @@ class Renderer {
     write_stores(absl::StrCat(lane, " == 0"), [&](const std::function<void()>& at) {
       row_positions(lane, R, width, loads, regs, false, [&](const std::string&) { at(); });
     });
+    if (finish_by_workgroup_) finish_by_workgroup(lid, block);
     w_.close();
     out->grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(ceil_div(O, rows), 1), max_groups_));
     out->strategy = ws > 0 ? absl::StrCat("row reduction: one subgroup of ", ws, " per outer index, ", rows, " per workgroup")
@@ -649,6 +677,25 @@ class Renderer {
                                           row_vec4_.empty() ? "" : ", 16-byte loads");
     return block;
   }
+
+  // ------------------------------------------------------------------ chained finish (chain.cc)
+  // A chained kernel (ir::Kernel::finish) binds its finish's buffers and its tickets too, the
+  // partials and the tickets coherent.
+  std::vector<BufferParam> bindings() const;
+  // The buffer of this kernel's partials (what its finish folds) and the store writing them.
+  const ir::Store& partials_store() const;
+  // After a thread has stored a partial (inside the store guard): its ticket, and where it is
+  // the output's last, the finish of that output folded by this thread alone.
+  void finish_after_store();
+  // A workgroup per output (row_reduction): thread 0 takes the ticket, and the whole workgroup
+  // folds the output's partials where it was the last.
+  void finish_by_workgroup(const std::string& lid, int block);
+  // In the finish's renderer: finish output `f` (index text of the host kernel), by this thread
+  // alone or by the `block` threads of the workgroup (`lid`), written at the host's depth;
+  // returns the text.
+  std::string finish_output(const std::string& f, int depth, const std::string& lid, int block);
+  std::unique_ptr<Renderer> fin_;
+  bool finish_by_workgroup_ = false;
 
   // ------------------------------------------------------------------ column tiles (columns.cc)
   // Whether a reduction that is not a row reduction takes a workgroup per tile of 32 outputs (its

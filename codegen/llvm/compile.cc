@@ -200,6 +200,9 @@ absl::StatusOr<ProgramModule> ProgramModule::emit(const ir::Program& p, const Cp
   }
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const ir::Kernel& k = p.kernels[i];
+    // GPU programs chain split reductions (passes/chain_reduce.h); CPU programs never do.
+    if (k.chained())
+      return absl::UnimplementedError(absl::StrCat("cpu codegen: kernel ", k.name, " has a chained finish (a GPU program)"));
     if (twins[i] != int(i)) {
       KernelEntry e = s->kernels[size_t(twins[i])];
       e.twin = twins[i];

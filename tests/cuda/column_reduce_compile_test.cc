@@ -73,13 +73,24 @@ void expect_assembles(const std::string& module) {
 
 TEST(ColumnTiles, W4bIsSplitIntoColumnTilesOverChunks) {
   // 4096 columns are 32 outputs per multiprocessor on 132: the rows are cut into 4 chunks, whose
-  // 16384 partial sums take tiles of 32 split 16 ways, and a second kernel sums the partials.
+  // 16384 partial sums take tiles of 32 split 16 ways; the thread storing a column's last partial
+  // sums the 4 (passes/chain_reduce.h), in the same kernel.
   Tensor x = input({16384, 4096});
   Rendered r = render({x.mean({0})}, codegen::gpu::Dialect::kCuda, h100());
-  ASSERT_EQ(r.strategies.size(), 2u) << ::testing::PrintToString(r.strategies);
+  ASSERT_EQ(r.strategies.size(), 1u) << ::testing::PrintToString(r.strategies);
   EXPECT_EQ(count({r.strategies[0]}, "column tiles: 32 outputs per workgroup, the reduction split 16 ways"), 1)
       << ::testing::PrintToString(r.strategies);
+  EXPECT_EQ(count(r.strategies, "chained: the last to store an output's 4 partials folds them alone"), 1)
+      << ::testing::PrintToString(r.strategies);
+  EXPECT_NE(r.module.find("volatile float* __restrict__"), std::string::npos);  // the partials, read back
+  EXPECT_NE(r.module.find("atomicAdd((unsigned*)&"), std::string::npos);
   expect_assembles(r.module);
+  {
+    testing::ScopedEnv off({{"KILN_CHAIN_REDUCE", "0"}});
+    Rendered two = render({x.mean({0})}, codegen::gpu::Dialect::kCuda, h100());
+    ASSERT_EQ(two.strategies.size(), 2u) << ::testing::PrintToString(two.strategies);
+    EXPECT_EQ(count(two.strategies, "chained"), 0) << ::testing::PrintToString(two.strategies);
+  }
   // A target of 64 multiprocessors has its 64 outputs per multiprocessor already: one pass.
   Rendered g = render({x.mean({0})}, codegen::gpu::Dialect::kGlsl, testing::handwritten_vulkan_target());
   ASSERT_EQ(g.strategies.size(), 1u) << ::testing::PrintToString(g.strategies);
@@ -97,12 +108,43 @@ TEST(ColumnTiles, ShortColumnsRunInOnePass) {
 
 TEST(ColumnTiles, FewColumnsAreSplitAndTheirPartialsTakeTiles) {
   // 512 columns are 16 tiles, far below a wave on 132 multiprocessors: the rows are split into 32
-  // chunks (16384 partial outputs, in tiles) and a second kernel sums them.
+  // chunks (16384 partial outputs, in tiles), summed 32 to a column by the thread storing the last.
   Tensor x = input({65536, 512});
   Rendered r = render({x.sum({0})}, codegen::gpu::Dialect::kCuda, h100());
-  ASSERT_EQ(r.strategies.size(), 2u) << ::testing::PrintToString(r.strategies);
+  ASSERT_EQ(r.strategies.size(), 1u) << ::testing::PrintToString(r.strategies);
   EXPECT_EQ(count({r.strategies[0]}, "column tiles"), 1) << ::testing::PrintToString(r.strategies);
+  EXPECT_EQ(count(r.strategies, "32 partials folds them alone"), 1) << ::testing::PrintToString(r.strategies);
   expect_assembles(r.module);
+}
+
+TEST(ChainedReductions, W4aFoldsItsPartialsWithTheLastWorkgroup) {
+  // W4a's 512 row partials: thread 0 of each workgroup takes the ticket, and the workgroup that
+  // stored the last one sums all 512 together. The GLSL of the same takes the same choices.
+  Tensor x = input({1 << 26});
+  Rendered r = render({x.sum()}, codegen::gpu::Dialect::kCuda, h100());
+  ASSERT_EQ(r.strategies.size(), 1u) << ::testing::PrintToString(r.strategies);
+  EXPECT_EQ(count(r.strategies, "chained: the last to store an output's 512 partials folds them with its workgroup"), 1)
+      << ::testing::PrintToString(r.strategies);
+  EXPECT_NE(r.module.find("__threadfence();"), std::string::npos);
+  expect_assembles(r.module);
+  Rendered g = render({x.sum()}, codegen::gpu::Dialect::kGlsl, testing::handwritten_vulkan_target());
+  ASSERT_EQ(g.strategies.size(), 1u) << ::testing::PrintToString(g.strategies);
+  EXPECT_EQ(count(g.strategies, "with its workgroup"), 1) << ::testing::PrintToString(g.strategies);
+}
+
+TEST(ChainedReductions, EveryChainedDtypeAndATailCompile) {
+  // float64, int64 (an int32 sum) and float32 partials; a finish that reads another input (the
+  // bias) and stores two outputs.
+  Tensor d = input({2, 1 << 20});
+  Tensor i = random_tensor({3, 1 << 19}, int32, 7, -5, 5);
+  Tensor c = input({65536, 64}), b = random_tensor({64}, float32, 8);
+  Tensor m = c.mean({0});
+  for (const std::vector<Tensor>& outs : std::vector<std::vector<Tensor>>{{d.cast(float64).sum({1})}, {i.sum({1})}, {m + b, m * b}}) {
+    Rendered r = render(outs, codegen::gpu::Dialect::kCuda, h100());
+    ASSERT_EQ(r.strategies.size(), 1u) << ::testing::PrintToString(r.strategies);
+    EXPECT_EQ(count(r.strategies, "chained"), 1) << ::testing::PrintToString(r.strategies);
+    expect_assembles(r.module);
+  }
 }
 
 TEST(ColumnTiles, PhasesArgReductionsAndPartialTilesCompile) {

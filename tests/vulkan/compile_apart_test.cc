@@ -196,5 +196,83 @@ TEST_F(CompileApartTest, ABrokenBinaryIsAnInvalidArgument) {
   EXPECT_TRUE(dev_->load(*compiled).ok());  // the untouched program still loads
 }
 
+// Chained reductions (passes/chain_reduce.h): planned as a GPU plans them (more partials than a
+// CPU would make) and compiled for this device, a full sum (a workgroup per partial: the
+// workgroup storing the last one folds them all) and a column mean (column tiles: the thread
+// storing a column's last partial folds it alone) are one kernel each, survive serialization
+// with their zeroed tickets, and give the reference's values run after run (each run must find
+// the tickets back at zero), under the validation layer where vulkan_test has it.
+constexpr const char* kChained = R"(graph {
+  %0 = input 0 : f32[1048576]
+  %1 = reduce_sum %0 axes=[0] : f32[1]
+  %2 = input 1 : f32[8192,64]
+  %3 = reduce_sum %2 axes=[0] : f32[1,64]
+  %4 = const 0.0001220703125 : f32[1,64]
+  %5 = mul %3, %4 : f32[1,64]
+  output %1, %5
+}
+)";
+
+TEST_F(CompileApartTest, ChainedReductionsRunAgainAndAgain) {
+  ir::TargetInfo planned_as = dev_->target();
+  planned_as.is_gpu = true;  // split as on a GPU of 16 multiprocessors
+  planned_as.parallelism = 16;
+  auto g = ir::parse(kChained);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto planned = passes::compile_graph(*g, planned_as, passes::Options{});
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  const ir::Program& p = planned->program;
+  ASSERT_EQ(p.kernels.size(), 2u) << p.to_string();
+  for (const ir::Kernel& k : p.kernels) ASSERT_TRUE(k.chained()) << p.to_string();
+  auto compiled = make_compiler(dev_->target())->compile(p);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_NE(compiled->kernels[0].strategy.find("folds them with its workgroup"), std::string::npos) << compiled->kernels[0].strategy;
+  EXPECT_NE(compiled->kernels[1].strategy.find("column tiles"), std::string::npos) << compiled->kernels[1].strategy;
+  EXPECT_NE(compiled->kernels[1].strategy.find("folds them alone"), std::string::npos) << compiled->kernels[1].strategy;
+  auto loaded = runtime::deserialize(runtime::serialize(*compiled));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  int zeroed = 0;
+  for (const ir::BufferDesc& b : loaded->buffers) zeroed += b.zeroed;
+  EXPECT_EQ(zeroed, 2);
+  for (size_t k = 0; k < 2; ++k) {
+    const int tickets = p.kernels[k].tickets;
+    const std::vector<int>& w = loaded->kernels[k].writes;
+    EXPECT_NE(std::find(w.begin(), w.end(), tickets), w.end()) << "kernel " << k << " writes its tickets";
+  }
+  auto exe = dev_->load(*loaded);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  EXPECT_EQ((*exe)->kernels_per_run(), 2);
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<ir::HostTensor> inputs = {ir::HostTensor::make(DType::kFloat32, {1048576}),
+                                          ir::HostTensor::make(DType::kFloat32, {8192, 64})};
+    for (size_t k = 0; k < inputs[0].f.size(); ++k) inputs[0].f[k] = double(float(int((k * 7 + size_t(rep)) % 41) - 20) / 8.0f);
+    for (size_t k = 0; k < inputs[1].f.size(); ++k) inputs[1].f[k] = double(float(int((k * 3 + size_t(rep) * 5) % 23) - 11) / 4.0f);
+    auto want = ir::interpret(*g, inputs);
+    ASSERT_TRUE(want.ok()) << want.status();
+    std::vector<ir::HostTensor> got = run(dev_.get(), exe->get(), *loaded, inputs);
+    ASSERT_EQ(got.size(), want->size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      testing::Comparison cmp = testing::compare_host((*want)[k], got[k], {1e-5, 1e-5});
+      EXPECT_TRUE(cmp.ok()) << "run " << rep << ", output " << k << ":\n" << cmp.report;
+    }
+  }
+}
+
+TEST(VulkanCompiler, ChainedReductionsCompileForAGpuTarget) {
+  ::setenv("KILN_CACHE_DIR", fresh_dir("chained").c_str(), 1);
+  const ir::TargetInfo t = handwritten_target();
+  auto g = ir::parse(kChained);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto planned = passes::compile_graph(*g, t, passes::Options{});
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_EQ(planned->program.kernels.size(), 2u) << planned->program.to_string();
+  auto c = make_compiler(t)->compile(planned->program);
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (const runtime::CompiledKernel& k : c->kernels) {
+    EXPECT_NE(k.strategy.find("chained"), std::string::npos) << k.strategy;
+    EXPECT_TRUE(runtime::vk::spirv_words(k.binary).ok()) << k.name;
+  }
+}
+
 }  // namespace
 }  // namespace kiln::vktest
