@@ -113,8 +113,9 @@ CompiledProgram plan_of(const ir::Program& p) {
     c.kernels[i].tensor_math = ir::kernel_cost(p, k).tensor_math;
     c.kernels[i].computes = k.computes;
     std::set<int> params;
-    for (const ir::KNode& n : k.nodes)
-      if (n.op == ir::Op::kParam) params.insert(int(n.ints[0]));
+    for (const ir::Kernel* x : {&k, k.chained() ? &k.finish[0] : &k})
+      for (const ir::KNode& n : x->nodes)
+        if (n.op == ir::Op::kParam) params.insert(int(n.ints[0]));
     c.kernels[i].params.assign(params.begin(), params.end());
   }
   return c;

@@ -23,6 +23,9 @@ KILN_HIP void __syncthreads() {
   __builtin_amdgcn_s_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
+// Chained kernels (chain.cc): a device-wide fence and a ticket counter.
+KILN_HIP void __threadfence() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+KILN_HIP unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 KILN_HIP unsigned __float_as_uint(float x) { return __builtin_bit_cast(unsigned, x); }
 KILN_HIP float __uint_as_float(unsigned x) { return __builtin_bit_cast(float, x); }
 KILN_HIP float __int_as_float(int x) { return __builtin_bit_cast(float, x); }

@@ -120,6 +120,11 @@ class Renderer {
     const std::vector<BufferParam> bufs = bindings();
     for (const BufferParam& b : bufs) out.buffers.push_back(b.id);
     out.params = w_.scalar_params();
+    if (fin_) {  // and the params its finish reads
+      for (int slot : fin_->w_.scalar_params()) out.params.push_back(slot);
+      std::sort(out.params.begin(), out.params.end());
+      out.params.erase(std::unique(out.params.begin(), out.params.end()), out.params.end());
+    }
     std::string shared;
     for (auto& [type, nm, n] : shared_) shared += d_.shared_decl(type, nm, n);
     if (fin_)

@@ -53,6 +53,8 @@ std::vector<Case> cases() {
   c.push_back({"softmax rows", {softmax(x, -1)}});
   c.push_back({"layer norm", {layer_norm(x, random_tensor({300}, float32, 10), random_tensor({300}, float32, 11), 1e-5)}});
   c.push_back({"column and full reductions", {x.sum({0}), x.max({0, 1}), x.argmax(1)}});
+  // Split, so that each pair is chained (passes/chain_reduce.h): tickets, fences, volatile partials.
+  c.push_back({"split reductions, chained", {random_tensor({1 << 18}, float32, 15).sum(), random_tensor({16384, 64}, float32, 16).mean({0})}});
   c.push_back({"matmul + bias + gelu", {gelu(matmul(x, w) + b, false)}});
   c.push_back({"batched matmul", {matmul(random_tensor({4, 33, 20}, float32, 12), random_tensor({4, 20, 17}, float32, 13))}});
   c.push_back({"gather rows", {gather(x, 0, idx) * 2.0}});

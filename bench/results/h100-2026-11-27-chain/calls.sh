@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Device calls of this folder's README: `bash calls.sh N` from the bundle folder (bundle-att/,
+# carried to the GPU machine; bundle.sh puts run_on_gpu.sh and dispatch_medians.py there); each
+# call writes $OUT/call<N>.log.
+cd "$(dirname "$0")"
+export OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+. ./run_on_gpu.sh --env
+set +u
+
+# W4a/W4b jit pipelined, chained (one kernel) and KILN_CHAIN_REDUCE=0 (the partials' own
+# kernel), alternated twice on cuda and vulkan.
+w4_alternated() {
+  for rep in 1 2; do
+    for dev in cuda vulkan; do
+      for v in "X=chained" "KILN_CHAIN_REDUCE=0"; do
+        env $v timeout 120 bin/anchor_bench --device $dev --only W4a,W4b --results $OUT/results.jsonl 2>&1 \
+          | grep -E "^W4" | grep -v realize | sed "s/^/[$dev, $v] /" | cut -c1-150
+      done
+    done
+  done
+}
+
+# Per-dispatch GPU timestamps of W4a and W4b on vulkan (KILN_DEBUG=1), medians per step.
+w4_dispatches() {
+  for v in "X=chained" "KILN_CHAIN_REDUCE=0"; do
+    for w in W4a W4b; do
+      env $v KILN_DEBUG=1 timeout 120 bin/anchor_bench --device vulkan --only $w 2>&1 | grep -E "kiln: vulkan: (step|[0-9]+ dispatches)" > /tmp/prof_$w.txt
+      echo "[$v]"; python3 dispatch_medians.py /tmp/prof_$w.txt $w
+    done
+  done
+}
+
+chain_tests() {
+  echo "cuda_test ColumnTiles/ChainedReductions/RowVectorLoads/RowReductions"
+  KILN_DEVICE=cuda timeout 120 bin/cuda_test --gtest_filter='ColumnTiles.*:ChainedReductions.*:RowVectorLoads.*:RowReductions.*' 2>&1 | grep -E "FAILED|Failure|PASSED|OK \]" | head -20
+  for dev in cuda vulkan; do
+    echo "ops_test Chain.*:Reduce.* on $dev"; KILN_DEVICE=$dev KILN_VULKAN_VALIDATION=1 timeout 200 bin/ops_test --gtest_filter='Chain.*:Reduce.*' 2>&1 | grep -E "FAILED|Failure|PASSED|OK \]" | head -20
+  done
+  echo "vulkan_test chained (validation layer)"; KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 100 bin/vulkan_test --gtest_filter='*Chain*:CompileApart*' 2>&1 | grep -E "FAILED|Failure|PASSED|OK \]|SKIPPED \]" | head
+  echo "compute-sanitizer memcheck, ops_test Chain.* on cuda"
+  KILN_DEVICE=cuda timeout 200 compute-sanitizer --tool memcheck bin/ops_test --gtest_filter='Chain.*' 2>&1 | grep -E "ERROR SUMMARY|PASSED|FAILED" | head -5
+}
+
+call1() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  chain_tests
+  echo "--- W4a/W4b, chained / KILN_CHAIN_REDUCE=0, alternated twice, cuda then vulkan"
+  w4_alternated
+  echo "--- per-dispatch GPU times on vulkan (timestamps, KILN_DEBUG=1): median us per step"
+  w4_dispatches
+}
+
+call2() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  echo "--- suites on the GPU"
+  for dev in cuda vulkan; do
+    for t in ops_test passes_test; do
+      echo "$t on $dev"; KILN_DEVICE=$dev timeout 250 bin/$t 2>&1 | grep -E "FAILED|Failure|PASSED" | head
+    done
+    echo "kiln_fuzz on $dev"; KILN_DEVICE=$dev timeout 120 bin/kiln_fuzz --count 150 --device $dev 2>&1 | tail -2
+  done
+  echo "vulkan_test (validation layer)"; KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 200 bin/vulkan_test 2>&1 | grep -E "FAILED|Failure|PASSED|SKIPPED \]" | head
+  echo "--- W1-W6 and H, vulkan then cuda (jit path)"
+  for dev in vulkan cuda; do
+    timeout 200 bin/anchor_bench --device $dev --results $OUT/results.jsonl 2>&1 | grep -E "^(W[1-6]|H )" | grep -v realize
+  done
+}
+
+n=${1:?call number}
+call$n 2>&1 | tee $OUT/call$n.log
