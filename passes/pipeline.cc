@@ -93,10 +93,10 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   if (target.is_gpu) {
     split.min_row_outputs = int64_t(target.parallelism) * 2;        // workgroups per multiprocessor
     // Column reductions run as workgroups of 32 outputs each (codegen/c_family/columns.cc), split
-    // until there are 64 outputs per multiprocessor (two tiles each: H100, W4b 97.7% of the copy
-    // ceiling on CUDA, 92.7% on Vulkan, where fewer tiles in one pass gave 85.6%).
+    // until there are 128 outputs per multiprocessor (four tiles each; their partials folded in
+    // the same launch: H200, W4b best at 128 among 32 to 256, bench/results/h100-2026-11-27-chain).
     // KILN_GPU_COLUMN_TILES=0 (a thread per output) splits as before: below a wave of threads.
-    const int per_mp = support::options().column_split_outputs > 0 ? support::options().column_split_outputs : 64;
+    const int per_mp = support::options().column_split_outputs > 0 ? support::options().column_split_outputs : 128;
     split.min_column_outputs = int64_t(target.parallelism) * (support::options().gpu_column_tiles ? per_mp : 2048);
     split.min_reduce = 8192;
     split.min_chunk = 256;

@@ -44,8 +44,8 @@ struct Options {
   bool chain_reduce = true;  // KILN_CHAIN_REDUCE=0: a split reduction's partials are folded by a kernel of their own (passes/chain_reduce.h)
   bool gpu_column_tiles = true;  // KILN_GPU_COLUMN_TILES=0: column reductions take a thread per output
   bool gpu_row_vec4 = true;      // KILN_GPU_ROW_VEC4=0: long contiguous rows are read 4 bytes at a time
-  int gpu_column_groups = 0;     // KILN_GPU_COLUMN_GROUPS: groups of 32 threads per column tile (comparisons; 0: 16)
-  int column_split_outputs = 0;  // KILN_COLUMN_SPLIT_OUTPUTS: GPU column reductions split below this many outputs per multiprocessor (comparisons; 0: 64)
+  int gpu_column_groups = 0;     // KILN_GPU_COLUMN_GROUPS: groups of 32 threads per column tile (comparisons; 0: the fewest of 8, 16, 32 giving half a wave of threads)
+  int column_split_outputs = 0;  // KILN_COLUMN_SPLIT_OUTPUTS: GPU column reductions split below this many outputs per multiprocessor (comparisons; 0: 128)
   // KILN_GPU_SEGMENTS=thread|block|queue: how a segment_reduce kernel maps segments to threads
   // (codegen/c_family/segment.cc; "" = by row width), for comparisons.
   std::string gpu_segments;

@@ -9,23 +9,32 @@
 // deterministic and every thread of the column holds it for the next phase.
 //
 // Measured on an H100 (bench/results/h100-2026-11-27-columns): W4b (16384 x 4096) as one kernel
-// of 128 such tiles with W = 32 reads at 97.6% of the copy ceiling on CUDA but 85.6% on Vulkan;
-// split into 4 chunks of rows (16384 partial outputs, 512 tiles) with W = 16 and a second kernel
-// summing the partials, 97.7% on CUDA and 92.7% on Vulkan, where the split pair with a thread per
-// output reached 92% and 89%. So W is 16 and the split pass cuts a GPU column reduction into
-// chunks until it has 64 outputs per multiprocessor (passes/pipeline.cc); larger ones run in one
-// pass.
+// of 128 such tiles with W = 32 reads at 97.6% of the copy ceiling on CUDA but 85.6% on Vulkan
+// (W = 16: 82% and 62%); split into 4 chunks of rows (16384 partial outputs, 512 tiles) with
+// W = 16 and a second kernel summing the partials, 97.7% on CUDA and 92.7% on Vulkan, where the
+// split pair with a thread per output reached 92% and 89%. With the partials folded in the same
+// launch (chain.cc), 8 chunks (1024 tiles) with W = 8 did best on an H200
+// (bench/results/h100-2026-11-27-chain, call 5). So the split pass cuts a GPU column reduction
+// into chunks until it has 128 outputs per multiprocessor (passes/pipeline.cc), larger ones run
+// in one pass, and W is the fewest groups that give the kernel half a wave of threads.
 #include "codegen/c_family/renderer.h"
 
 namespace kiln::codegen::gpu::render_detail {
 
 namespace {
 constexpr int kTileOutputs = 32;
-// Groups of 32 threads per tile (KILN_GPU_COLUMN_GROUPS overrides it, at most the workgroup).
-int column_groups(const ir::TargetInfo& t) {
-  int w = std::min(t.max_workgroup, 1024) / kTileOutputs;
-  const int want = support::options().gpu_column_groups > 0 ? support::options().gpu_column_groups : 16;
-  return std::max(1, std::min(w, want));
+// Groups of 32 threads per tile: the fewest of 8, 16 and 32 that give the kernel half a wave of
+// threads (1024 per multiprocessor), so that few tiles still fill the device and many keep small
+// workgroups (KILN_GPU_COLUMN_GROUPS overrides it; at most the workgroup).
+int column_groups(const ir::TargetInfo& t, int64_t outputs) {
+  const int most = std::max(1, std::min(t.max_workgroup, 1024) / kTileOutputs);
+  int want = support::options().gpu_column_groups;
+  if (want <= 0) {
+    const int64_t tiles = (outputs + kTileOutputs - 1) / kTileOutputs;
+    want = 8;
+    while (want < 32 && tiles * want * kTileOutputs < int64_t(t.parallelism) * 1024) want *= 2;
+  }
+  return std::max(1, std::min(most, want));
 }
 }  // namespace
 
@@ -43,11 +52,11 @@ bool Renderer::use_column_tiles() const {
   if (s == 1 || s == 0) return false;
   // Each group folds at least 8 positions, and one thread per output would leave most of the
   // device idle (fewer outputs than a full wave of threads).
-  return k_.reduce_count() >= 8 * int64_t(column_groups(t_)) && k_.outer_count() < int64_t(t_.parallelism) * 2048;
+  return k_.reduce_count() >= 8 * int64_t(column_groups(t_, k_.outer_count())) && k_.outer_count() < int64_t(t_.parallelism) * 2048;
 }
 
 int Renderer::column_tiles(KernelSource* out) {
-  const int W = column_groups(t_);
+  const int W = column_groups(t_, k_.outer_count());
   const int block = W * kTileOutputs;
   const int64_t O = k_.outer_count();
   const int64_t tiles = ceil_div(O, kTileOutputs);

@@ -72,15 +72,15 @@ void expect_assembles(const std::string& module) {
 }
 
 TEST(ColumnTiles, W4bIsSplitIntoColumnTilesOverChunks) {
-  // 4096 columns are 32 outputs per multiprocessor on 132: the rows are cut into 4 chunks, whose
-  // 16384 partial sums take tiles of 32 split 16 ways; the thread storing a column's last partial
-  // sums the 4 (passes/chain_reduce.h), in the same kernel.
+  // 4096 columns are 32 outputs per multiprocessor on 132: the rows are cut into 8 chunks, whose
+  // 32768 partial sums take tiles of 32 split 8 ways; the thread storing a column's last partial
+  // sums the 8 (passes/chain_reduce.h), in the same kernel.
   Tensor x = input({16384, 4096});
   Rendered r = render({x.mean({0})}, codegen::gpu::Dialect::kCuda, h100());
   ASSERT_EQ(r.strategies.size(), 1u) << ::testing::PrintToString(r.strategies);
-  EXPECT_EQ(count({r.strategies[0]}, "column tiles: 32 outputs per workgroup, the reduction split 16 ways"), 1)
+  EXPECT_EQ(count({r.strategies[0]}, "column tiles: 32 outputs per workgroup, the reduction split 8 ways"), 1)
       << ::testing::PrintToString(r.strategies);
-  EXPECT_EQ(count(r.strategies, "chained: the last to store an output's 4 partials folds them alone"), 1)
+  EXPECT_EQ(count(r.strategies, "chained: the last to store an output's 8 partials folds them alone"), 1)
       << ::testing::PrintToString(r.strategies);
   EXPECT_NE(r.module.find("volatile float* __restrict__"), std::string::npos);  // the partials, read back
   EXPECT_NE(r.module.find("atomicAdd((unsigned*)&"), std::string::npos);
@@ -91,29 +91,31 @@ TEST(ColumnTiles, W4bIsSplitIntoColumnTilesOverChunks) {
     ASSERT_EQ(two.strategies.size(), 2u) << ::testing::PrintToString(two.strategies);
     EXPECT_EQ(count(two.strategies, "chained"), 0) << ::testing::PrintToString(two.strategies);
   }
-  // A target of 64 multiprocessors has its 64 outputs per multiprocessor already: one pass.
+  // A target of 64 multiprocessors: 2 chunks of 8192 rows in 256 tiles of 8 groups, chained.
   Rendered g = render({x.mean({0})}, codegen::gpu::Dialect::kGlsl, testing::handwritten_vulkan_target());
   ASSERT_EQ(g.strategies.size(), 1u) << ::testing::PrintToString(g.strategies);
   EXPECT_EQ(count(g.strategies, "column tiles"), 1) << ::testing::PrintToString(g.strategies);
 }
 
 TEST(ColumnTiles, ShortColumnsRunInOnePass) {
-  // 4096 rows are too few to split: 2048 columns in 64 tiles, one kernel.
+  // 4096 rows are too few to split: 2048 columns in 64 tiles, one kernel, whose tiles take 32
+  // groups each (8 or 16 would leave most of 132 multiprocessors idle).
   Tensor x = input({4096, 2048});
   Rendered r = render({x.sum({0})}, codegen::gpu::Dialect::kCuda, h100());
   ASSERT_EQ(r.strategies.size(), 1u) << ::testing::PrintToString(r.strategies);
-  EXPECT_EQ(count(r.strategies, "column tiles"), 1) << ::testing::PrintToString(r.strategies);
+  EXPECT_EQ(count(r.strategies, "column tiles: 32 outputs per workgroup, the reduction split 32 ways"), 1)
+      << ::testing::PrintToString(r.strategies);
   expect_assembles(r.module);
 }
 
 TEST(ColumnTiles, FewColumnsAreSplitAndTheirPartialsTakeTiles) {
-  // 512 columns are 16 tiles, far below a wave on 132 multiprocessors: the rows are split into 32
-  // chunks (16384 partial outputs, in tiles), summed 32 to a column by the thread storing the last.
+  // 512 columns are 16 tiles, far below a wave on 132 multiprocessors: the rows are split into 64
+  // chunks (32768 partial outputs, in tiles), summed 64 to a column by the thread storing the last.
   Tensor x = input({65536, 512});
   Rendered r = render({x.sum({0})}, codegen::gpu::Dialect::kCuda, h100());
   ASSERT_EQ(r.strategies.size(), 1u) << ::testing::PrintToString(r.strategies);
   EXPECT_EQ(count({r.strategies[0]}, "column tiles"), 1) << ::testing::PrintToString(r.strategies);
-  EXPECT_EQ(count(r.strategies, "32 partials folds them alone"), 1) << ::testing::PrintToString(r.strategies);
+  EXPECT_EQ(count(r.strategies, "64 partials folds them alone"), 1) << ::testing::PrintToString(r.strategies);
   expect_assembles(r.module);
 }
 
