@@ -149,5 +149,24 @@ call6() {
   call3
 }
 
+# On an H200, an experiment build: column tiles reading 16 bytes per lane (4 outputs each) against
+# the committed 4-byte tiles (KILN_GPU_COLUMN_VEC4=0), with more chunks and fewer groups beside,
+# twice each on vulkan and cuda; the reduction tests first.
+call7() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  for dev in cuda vulkan; do
+    echo "ops_test Chain.*:Reduce.* on $dev"; KILN_DEVICE=$dev timeout 100 bin/ops_test --gtest_filter='Chain.*:Reduce.*' 2>&1 | grep -E "FAILED|Failure|PASSED" | head -5
+  done
+  echo "vulkan_test chained (validation layer)"; KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 100 bin/vulkan_test --gtest_filter='*Chain*' 2>&1 | grep -E "FAILED|Failure|PASSED" | head
+  for rep in 1 2; do
+    for dev in vulkan cuda; do
+      for v in "X=vec4" "KILN_GPU_COLUMN_VEC4=0" "KILN_GPU_COLUMN_GROUPS=8 KILN_COLUMN_SPLIT_OUTPUTS=512" \
+               "KILN_GPU_COLUMN_GROUPS=16 KILN_COLUMN_SPLIT_OUTPUTS=256" "KILN_COLUMN_SPLIT_OUTPUTS=256"; do
+        env $v timeout 60 bin/anchor_bench --device $dev --only W4b 2>&1 | grep -E "^W4b" | grep -v realize | sed "s/^/[$dev, $v] /" | cut -c1-150
+      done
+    done
+  done
+}
+
 n=${1:?call number}
 call$n 2>&1 | tee $OUT/call$n.log
