@@ -156,7 +156,7 @@ class Renderer {
       f.i8 = f.i8 || g.i8;
       f.f16_storage = f.f16_storage || g.f16_storage;
     }
-    f.shared = !shared_.empty();
+    f.shared = !shared_.empty() || (fin_ && !fin_->shared_.empty());
     f.coop = coop_;
     return f;
   }
