@@ -213,8 +213,7 @@ void step_buffers(const Program& p, size_t s, std::vector<int>* reads, std::vect
     writes->push_back(st.out);
   } else if (st.is_kernel()) {
     const Kernel& k = p.kernels[size_t(st.kernel)];
-    for (const Kernel* x : {&k, k.chained() ? &k.finish[0] : nullptr}) {
-      if (!x) continue;
+    for (const Kernel* x : k.launched()) {
       for (const Store& w : x->stores) writes->push_back(w.buffer);
       for (const KNode& n : x->nodes)
         if (n.op == Op::kLoad) reads->push_back(n.buffer);

@@ -154,6 +154,10 @@ struct Kernel {
   std::vector<Kernel> finish;
   int tickets = -1;
   bool chained() const { return !finish.empty(); }
+  // What one launch of this kernel runs: itself, then its finish where it has one.
+  std::vector<const Kernel*> launched() const {
+    return chained() ? std::vector<const Kernel*>{this, &finish[0]} : std::vector<const Kernel*>{this};
+  }
 
   bool has_reduce() const;
   // Whether axis `a` has a symbolic extent (sym above).

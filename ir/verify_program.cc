@@ -193,14 +193,13 @@ absl::Status verify_kernel(const Program& p, const Kernel& k, const std::string&
 absl::Status verify_chain(const Program& p, const Kernel& k) {
   auto in_kernel = [&](const std::string& what) { return bad(absl::StrCat("kernel ", k.name, ": ", what)); };
   const Kernel& f = k.finish[0];
+  // (verify_kernel has finalized k, its finish's shape rules included.)
   if (absl::Status s = verify_kernel(p, f, k.name + "'s finish"); !s.ok()) return s;
-  Kernel copy = k;
-  if (std::string e = copy.finalize(); !e.empty()) return in_kernel(e);
   if (k.tickets < 0 || size_t(k.tickets) >= p.buffers.size()) return in_kernel("tickets outside the program's buffers");
   const BufferDesc& t = p.buffers[size_t(k.tickets)];
   if (t.kind != BufferKind::kIntermediate || !t.zeroed || t.dtype != DType::kUInt32 || shape_numel(t.shape) < f.outer_count())
     return in_kernel(absl::StrCat("tickets buffer ", k.tickets, " is not a zeroed uint32 intermediate of ", f.outer_count()));
-  for (const Kernel* x : {&k, &f}) {
+  for (const Kernel* x : k.launched()) {
     for (const KNode& n : x->nodes)
       if (n.op == Op::kLoad && n.buffer == k.tickets) return in_kernel("loads its tickets");
     for (const Store& s : x->stores)

@@ -94,14 +94,17 @@ CompiledProgram plan_of(const ir::Program& p) {
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const ir::Kernel& k = p.kernels[i];
     std::set<int> reads, writes;
-    for (const ir::Kernel* x : {&k, k.chained() ? &k.finish[0] : nullptr}) {
-      if (!x) continue;
-      for (const ir::KNode& n : x->nodes)
+    std::set<int> params;
+    for (const ir::Kernel* x : k.launched()) {
+      for (const ir::KNode& n : x->nodes) {
         if (n.op == ir::Op::kLoad) reads.insert(n.buffer);
+        if (n.op == ir::Op::kParam) params.insert(int(n.ints[0]));
+      }
       for (const ir::Store& s : x->stores) writes.insert(s.buffer);
       const ir::KernelCost cost = ir::kernel_cost(p, *x);
       c.kernels[i].bytes += cost.bytes;
       c.kernels[i].flops += cost.flops;
+      c.kernels[i].tensor_math = c.kernels[i].tensor_math || cost.tensor_math;
     }
     if (k.tickets >= 0) {  // counted atomically: read and written
       reads.insert(k.tickets);
@@ -110,12 +113,7 @@ CompiledProgram plan_of(const ir::Program& p) {
     c.kernels[i].name = k.name;
     c.kernels[i].reads.assign(reads.begin(), reads.end());
     c.kernels[i].writes.assign(writes.begin(), writes.end());
-    c.kernels[i].tensor_math = ir::kernel_cost(p, k).tensor_math;
     c.kernels[i].computes = k.computes;
-    std::set<int> params;
-    for (const ir::Kernel* x : {&k, k.chained() ? &k.finish[0] : &k})
-      for (const ir::KNode& n : x->nodes)
-        if (n.op == ir::Op::kParam) params.insert(int(n.ints[0]));
     c.kernels[i].params.assign(params.begin(), params.end());
   }
   return c;

@@ -45,23 +45,32 @@ std::vector<BufferParam> Renderer::bindings() const {
   return r;
 }
 
+std::string Renderer::finish_output_of_partial() {
+  const std::string f = w_.fresh("fo");
+  w_.line(absl::StrCat(w_.idx_t(), " ", f, " = ", w_.element_index(partials_store().map), " / ",
+                       w_.ilit(k_.finish[0].shape.back()), ";"));
+  return f;
+}
+
+std::string Renderer::ticket_reset(const std::string& f) const {
+  return absl::StrCat(d_.element(DialectOps::buffer_name(k_.tickets), f), " = 0u;");
+}
+
 void Renderer::finish_after_store() {
   const int64_t P = k_.finish[0].shape.back();
-  const std::string f = w_.fresh("fo");
-  w_.line(absl::StrCat(w_.idx_t(), " ", f, " = ", w_.element_index(partials_store().map), " / ", w_.ilit(P), ";"));
+  const std::string f = finish_output_of_partial();
   w_.line(d_.device_fence());
   w_.open(absl::StrCat("if (", d_.take_ticket(k_.tickets, f), " == ", P - 1, "u)"));
   w_.line(d_.device_fence());
   w_.raw(fin_->finish_output(f, w_.depth(), "", 1));
-  w_.line(absl::StrCat(d_.element(DialectOps::buffer_name(k_.tickets), f), " = 0u;"));
+  w_.line(ticket_reset(f));
   w_.close();
 }
 
 void Renderer::finish_by_workgroup(const std::string& lid, int block) {
   const int64_t P = k_.finish[0].shape.back();
   const std::string flag = shared_array(DType::kInt32, 1);
-  const std::string f = w_.fresh("fo");
-  w_.line(absl::StrCat(w_.idx_t(), " ", f, " = ", w_.element_index(partials_store().map), " / ", w_.ilit(P), ";"));
+  const std::string f = finish_output_of_partial();
   w_.open(absl::StrCat("if (", lid, " == 0)"));
   w_.line(d_.device_fence());
   w_.line(absl::StrCat(flag, "[0] = ", d_.take_ticket(k_.tickets, f), " == ", P - 1, "u ? 1 : 0;"));
@@ -73,7 +82,7 @@ void Renderer::finish_by_workgroup(const std::string& lid, int block) {
   w_.line(d_.device_fence());
   w_.raw(fin_->finish_output(f, w_.depth(), lid, block));
   w_.open(absl::StrCat("if (", lid, " == 0)"));
-  w_.line(absl::StrCat(d_.element(DialectOps::buffer_name(k_.tickets), f), " = 0u;"));
+  w_.line(ticket_reset(f));
   w_.close();
   w_.close();
 }

@@ -687,8 +687,12 @@ class Renderer {
   // A chained kernel (ir::Kernel::finish) binds its finish's buffers and its tickets too, the
   // partials and the tickets coherent.
   std::vector<BufferParam> bindings() const;
-  // The buffer of this kernel's partials (what its finish folds) and the store writing them.
+  // The buffer of this kernel's partials (what its finish folds) and the store writing them;
+  // the finish output f of the partial that store writes here (a fresh variable, declared); the
+  // statement setting f's ticket back to zero.
   const ir::Store& partials_store() const;
+  std::string finish_output_of_partial();
+  std::string ticket_reset(const std::string& f) const;
   // After a thread has stored a partial (inside the store guard): its ticket, and where it is
   // the output's last, the finish of that output folded by this thread alone.
   void finish_after_store();
