@@ -15,7 +15,6 @@ namespace {
 const char* planned(const std::string& backend) {
   if (backend == "hip" && runtime::target_profile("hip", "gfx90a").status().code() == absl::StatusCode::kUnavailable)
     return "hip targets need the HIP compiler, which this kiln build lacks (comgr: install libamd-comgr-dev and rebuild)";
-  if (backend == "metal") return "metal targets are not built yet (issue 13: backends/metal, MSL)";
   return nullptr;
 }
 

@@ -130,9 +130,10 @@ absl::StatusOr<Compiled> compile_graph(const ir::Graph& input, const ir::TargetI
   if (dump)
     support::write_graph(absl::StrFormat("%s%02d_graph.dot", out.dump_prefix, stage++), to_dot(g, *p), g.size(), opts.debug >= 1);
   // Split reductions fold their partials in the same launch on every GPU API's target (the
-  // C-family renderers; Vulkan on a CPU, lavapipe, too), never on the CPU's (LLVM); not for
+  // C-family renderers; Vulkan on a CPU, lavapipe, too), never on the CPU's (LLVM) nor on
+  // Metal's (MSL 3.0 has no device-scope fence; codegen/c_family/dialect_msl.cc); not for
   // symbolic dims (nothing was split).
-  if (target.name != "cpu" && opts.split && support::options().chain_reduce) {
+  if (target.name != "cpu" && target.name != "metal" && opts.split && support::options().chain_reduce) {
     chain_reduce(&*p);
     traced("chain_reduce");
   }

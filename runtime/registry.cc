@@ -58,7 +58,7 @@ constexpr Absent kAbsent[] = {
     {"vulkan", "this kiln build has no Vulkan backend (KILN_WITH_VULKAN=OFF or no Vulkan headers and shaderc at build time)"},
     {"cuda", "this kiln build has no CUDA backend (no CUDA toolkit with NVRTC at build time)"},
     {"hip", "this kiln build has no HIP backend (no comgr at build time: libamd-comgr-dev)"},
-    {"metal", "the Metal backend runs only on macOS; this build has no Metal runtime"},
+    {"metal", "this kiln build has no Metal backend (backends/metal was left out of the build)"},
 };
 
 Entry* find(const std::string& name) {

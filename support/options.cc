@@ -171,6 +171,7 @@ Options options() {
   if (o.copy_threads < 0) o.copy_threads = 0;
   read_int(o, "KILN_VULKAN_DEVICE", &o.vulkan_device, /*strict=*/true);
   read_switch("KILN_VULKAN_VALIDATION", &o.vulkan_validation);
+  read_switch("KILN_HIP_SKIP_KFD_CHECK", &o.hip_skip_kfd_check);
   read_switch("KILN_VULKAN_SPIRV_OPT", &o.vulkan_spirv_opt);
   read_int(o, "KILN_VULKAN_IN_FLIGHT", &o.vulkan_in_flight);
   read_int(o, "KILN_VULKAN_SPIN_US", &o.vulkan_spin_us);

@@ -120,6 +120,9 @@ struct Options {
   // also for the Context's flusher thread, never handed over by the submitting thread.
   int vulkan_batch_hold = 0;
   std::string vulkan_loader;       // KILN_VULKAN_LOADER: the libvulkan to dlopen
+  // KILN_HIP_SKIP_KFD_CHECK=1 (test hook): the hip device looks for the HIP runtime even without
+  // /dev/kfd (tests/hip/runtime_test.cc runs it against a stand-in libamdhip64).
+  bool hip_skip_kfd_check = false;
 
   // Variables whose value could not be parsed: name -> the value seen.
   std::map<std::string, std::string, std::less<>> invalid;

@@ -11,7 +11,7 @@
 //   | thread geometry | threadIdx / blockIdx / gridDim | ockl work-item functions | same |
 //   | math | CUDA libdevice | ROCm ocml | ocml |
 //   | f16 conversion | cvt PTX | _Float16 | _Float16 |
-//   | tensor cores | mma.sync, wgmma + TMA | MFMA (not used yet) | WMMA (not used yet) |
+//   | tensor cores | mma.sync, wgmma + TMA | MFMA: f16, bf16 from gfx90a (contraction_units.cc) | WMMA (not used yet) |
 #pragma once
 
 #include <cstdint>

@@ -19,6 +19,22 @@ std::vector<int> batch_axes_of(const ir::Kernel& k, int64_t* batch) {
   return axes;
 }
 
+void Renderer::operand_slice(KNodeId node, const SliceRegs& regs, const SliceAxis& row, const SliceAxis& col, int cols,
+                             int other) {
+  w_.open(absl::StrCat("for (int r = 0; r < ", regs.count, "; ++r)"));
+  w_.line(absl::StrCat("int e = ", regs.lid, " + r * ", regs.block, ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " ", row.var, " = ", row.base, " + ", idx_cast(absl::StrCat("e / ", cols)), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " ", col.var, " = ", col.base, " + ", idx_cast(absl::StrCat("e % ", cols)), ";"));
+  w_.line(absl::StrCat(regs.reg, "[r] = ", regs.zero, ";"));
+  w_.open(absl::StrCat("if (", row.var, " < ", row.bound, " && ", col.var, " < ", col.bound, ")"));
+  w_.set_axis(row.axis, row.var);
+  w_.set_axis(col.axis, col.var);
+  w_.clear_axis(other);
+  w_.line(absl::StrCat(regs.reg, "[r] = ", w_.eval(node), ";"));
+  w_.close();
+  w_.close();
+}
+
 int Renderer::contraction(KernelSource* out) {
   const ir::Contraction& c = k_.contraction;
   int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
@@ -63,28 +79,9 @@ int Renderer::contraction(KernelSource* out) {
   w_.line(absl::StrCat(d_.type(at), " rb[", LB, "];"));
   // The slice at k `kb` into ra / rb: the lhs BM x BK with k fastest across threads, the rhs
   // BK x BN with n fastest.
-  // One operand's share of a k slice into registers `reg`: `count` elements per thread, element e
-  // at row `rbase` + e / `cols` (variable `rv`, along `raxis`) and column `cbase` + e % `cols`
-  // (`cv`, along `caxis`), zero outside the bounds; `other` is the axis the operand ignores.
-  auto load_operand = [&](KNodeId node, int count, const char* reg, const char* rv, const std::string& rbase, int raxis,
-                          const std::string& rbound, const char* cv, const std::string& cbase, int caxis,
-                          const std::string& cbound, int cols, int other) {
-    w_.open(absl::StrCat("for (int r = 0; r < ", count, "; ++r)"));
-    w_.line(absl::StrCat("int e = ", lid, " + r * ", block, ";"));
-    w_.line(absl::StrCat(w_.idx_t(), " ", rv, " = ", rbase, " + ", idx_cast(absl::StrCat("e / ", cols)), ";"));
-    w_.line(absl::StrCat(w_.idx_t(), " ", cv, " = ", cbase, " + ", idx_cast(absl::StrCat("e % ", cols)), ";"));
-    w_.line(absl::StrCat(reg, "[r] = ", zero, ";"));
-    w_.open(absl::StrCat("if (", rv, " < ", rbound, " && ", cv, " < ", cbound, ")"));
-    w_.set_axis(raxis, rv);
-    w_.set_axis(caxis, cv);
-    w_.clear_axis(other);
-    w_.line(absl::StrCat(reg, "[r] = ", w_.eval(node), ";"));
-    w_.close();
-    w_.close();
-  };
   auto load = [&](const std::string& kb) {
-    load_operand(c.lhs, LA, "ra", "am", "m0", c.m_axis, Mx, "ak", kb, c.k_axis, Kx, BK, c.n_axis);
-    load_operand(c.rhs, LB, "rb", "bk", kb, c.k_axis, Kx, "bn", "n0", c.n_axis, Nx, BN, c.m_axis);
+    operand_slice(c.lhs, {LA, block, lid, zero, "ra"}, {"am", "m0", c.m_axis, Mx}, {"ak", kb, c.k_axis, Kx}, BK, c.n_axis);
+    operand_slice(c.rhs, {LB, block, lid, zero, "rb"}, {"bk", kb, c.k_axis, Kx}, {"bn", "n0", c.n_axis, Nx}, BN, c.m_axis);
     w_.clear_axis(c.k_axis);
   };
   // ra / rb into shared buffer `buf` (0 or 1).

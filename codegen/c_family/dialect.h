@@ -178,6 +178,16 @@ class DialectOps {
   // A math or arithmetic op on compute-typed operands of dtype t (the operand dtype; comparison
   // results are the dialect's bool).
   virtual std::string op(ir::Op op, DType t, const std::vector<std::string>& a) const = 0;
+  // The C-like dialects' op (CUDA, HIP, MSL; dialect_c_like.cc): spelled with the primitives
+  // (type, convert, u32, wide_unsigned, literal) and math()'s function names.
+  std::string c_like_op(ir::Op op, DType t, const std::vector<std::string>& a) const;
+  // C-like dialects: the function computing math op `op` (exp .. ceil, abs, pow, max, min) on
+  // compute values of dtype t, and the 64-bit unsigned type.
+  virtual std::string math(ir::Op op, DType t) const {
+    (void)op, (void)t;
+    return "";
+  }
+  virtual std::string wide_unsigned() const { return "unsigned long long"; }
   virtual std::string cast(DType from, DType to, const std::string& v) const = 0;
   virtual std::string select(const std::string& c, const std::string& a, const std::string& b) const {
     return "(" + c + " ? " + a + " : " + b + ")";

@@ -172,76 +172,28 @@ __device__ __forceinline__ long long kiln_lrem(long long x, long long y) { retur
   std::string num_groups() const override { return hip_ ? "(long long)__ockl_get_num_groups(0)" : "(long long)gridDim.x"; }
   std::string barrier() const override { return "__syncthreads();"; }
 
-  std::string op(ir::Op o, DType t, const std::vector<std::string>& a) const override {
-    bool f = is_float(t), d = t == DType::kFloat64;
-    auto fn = [&](const char* name) { return absl::StrCat(name, d ? "" : "f", "(", a[0], ")"); };
-    // Wrapping integer arithmetic without signed-overflow UB.
-    auto wrap = [&](const char* sym) {
-      if (t == DType::kInt32) return absl::StrCat("(int)((unsigned)", a[0], " ", sym, " (unsigned)", a[1], ")");
-      if (t == DType::kInt64)
-        return absl::StrCat("(long long)((unsigned long long)", a[0], " ", sym, " (unsigned long long)", a[1], ")");
-      if (dtype_size(t) == 2)  // unsigned short operands promote to int, whose product may overflow
-        return absl::StrCat("(", type(t), ")((unsigned)", a[0], " ", sym, " (unsigned)", a[1], ")");
-      return absl::StrCat("(", type(t), ")(", a[0], " ", sym, " ", a[1], ")");
-    };
+  std::string op(ir::Op o, DType t, const std::vector<std::string>& a) const override { return c_like_op(o, t, a); }
+  std::string math(ir::Op o, DType t) const override {
+    const bool d = t == DType::kFloat64;
+    auto fn = [&](const char* name) { return absl::StrCat(name, d ? "" : "f"); };
     switch (o) {
-      case ir::Op::kNeg:
-        if (f) return absl::StrCat("(-", a[0], ")");
-        if (t == DType::kInt32) return absl::StrCat("(int)(0u - (unsigned)", a[0], ")");
-        if (t == DType::kInt64) return absl::StrCat("(long long)(0ull - (unsigned long long)", a[0], ")");
-        return absl::StrCat("(", type(t), ")(-", a[0], ")");
       case ir::Op::kExp: return fn("exp");
       case ir::Op::kLog: return fn("log");
       case ir::Op::kSqrt: return fn("sqrt");
       case ir::Op::kRsqrt: return fn("rsqrt");
-      case ir::Op::kAbs:
-        if (f) return fn("fabs");
-        if (!is_signed(t)) return a[0];
-        if (t == DType::kInt32) return absl::StrCat("(", a[0], " < 0 ? (int)(0u - (unsigned)", a[0], ") : ", a[0], ")");
-        if (t == DType::kInt64)
-          return absl::StrCat("(", a[0], " < 0 ? (long long)(0ull - (unsigned long long)", a[0], ") : ", a[0], ")");
-        return absl::StrCat("(", type(t), ")(", a[0], " < 0 ? -", a[0], " : ", a[0], ")");
+      case ir::Op::kAbs: return fn("fabs");
       case ir::Op::kSin: return fn("sin");
       case ir::Op::kCos: return fn("cos");
       // A bf16 tanh (GELU's tanh form) is one MUFU instruction on sm_75+: its error (2^-11
       // relative) is a quarter of the bf16 rounding that follows.
-      case ir::Op::kTanh: return !hip_ && t == DType::kBFloat16 ? absl::StrCat("kiln_tanh_bf(", a[0], ")") : fn("tanh");
+      case ir::Op::kTanh: return !hip_ && t == DType::kBFloat16 ? "kiln_tanh_bf" : fn("tanh");
       case ir::Op::kErf: return fn("erf");
       case ir::Op::kFloor: return fn("floor");
       case ir::Op::kCeil: return fn("ceil");
-      case ir::Op::kSigmoid:
-        return d ? absl::StrCat("(1.0 / (1.0 + exp(-", a[0], ")))") : absl::StrCat("(1.0f / (1.0f + expf(-", a[0], ")))");
-      case ir::Op::kRecip: return absl::StrCat("(", d ? "1.0" : "1.0f", " / ", a[0], ")");
-      case ir::Op::kNot: return absl::StrCat("(!", a[0], ")");
-      case ir::Op::kAdd: return f ? absl::StrCat("(", a[0], " + ", a[1], ")") : wrap("+");
-      case ir::Op::kSub: return f ? absl::StrCat("(", a[0], " - ", a[1], ")") : wrap("-");
-      case ir::Op::kMul: return f ? absl::StrCat("(", a[0], " * ", a[1], ")") : wrap("*");
-      case ir::Op::kDiv: return absl::StrCat("(", a[0], " / ", a[1], ")");
-      case ir::Op::kPow: return absl::StrCat(d ? "pow(" : "powf(", a[0], ", ", a[1], ")");
-      case ir::Op::kMax:
-        if (f) return absl::StrCat(d ? "kiln_maxd(" : "kiln_maxf(", a[0], ", ", a[1], ")");
-        if (t == DType::kBool) return absl::StrCat("(", a[0], " || ", a[1], ")");
-        return absl::StrCat("(", a[0], " > ", a[1], " ? ", a[0], " : ", a[1], ")");
-      case ir::Op::kMin:
-        if (f) return absl::StrCat(d ? "kiln_mind(" : "kiln_minf(", a[0], ", ", a[1], ")");
-        if (t == DType::kBool) return absl::StrCat("(", a[0], " && ", a[1], ")");
-        return absl::StrCat("(", a[0], " < ", a[1], " ? ", a[0], " : ", a[1], ")");
-      case ir::Op::kLt: return absl::StrCat("(", a[0], " < ", a[1], ")");
-      case ir::Op::kLe: return absl::StrCat("(", a[0], " <= ", a[1], ")");
-      case ir::Op::kEq: return absl::StrCat("(", a[0], " == ", a[1], ")");
-      case ir::Op::kNe: return absl::StrCat("(", a[0], " != ", a[1], ")");
-      case ir::Op::kAnd: return absl::StrCat("(", a[0], " && ", a[1], ")");
-      case ir::Op::kOr: return absl::StrCat("(", a[0], " || ", a[1], ")");
-      // (op.h's defined cases; 8- and 16-bit operands divide as int and wrap back)
-      case ir::Op::kIntDiv:
-      case ir::Op::kIntRem: {
-        const bool div = o == ir::Op::kIntDiv;
-        if (t == DType::kInt64) return absl::StrCat(div ? "kiln_ldiv(" : "kiln_lrem(", a[0], ", ", a[1], ")");
-        if (t == DType::kUInt32) return absl::StrCat(div ? "kiln_udiv(" : "kiln_urem(", a[0], ", ", a[1], ")");
-        const std::string r = absl::StrCat(div ? "kiln_idiv(" : "kiln_irem(", a[0], ", ", a[1], ")");
-        return t == DType::kInt32 ? r : absl::StrCat("(", type(t), ")", r);
-      }
-      default: return "/*unsupported op*/0";
+      case ir::Op::kPow: return fn("pow");
+      case ir::Op::kMax: return d ? "kiln_maxd" : "kiln_maxf";
+      case ir::Op::kMin: return d ? "kiln_mind" : "kiln_minf";
+      default: return "";
     }
   }
 

@@ -23,8 +23,14 @@
 //     dispatch: kernels equal up to their bindings are then one shader (`twin`, as for CUDA). A
 //     kernel with more has the indices in its text and ignores ids. local_size is baked into
 //     the source and equals `block`; dispatch `grid` workgroups.
-//   kMsl: like kGlsl but Metal: KernelSource::source is a whole MSL kernel taking
-//     `device const ulong* table [[buffer(0)]]`.
+//   kMsl: `module_source` is ONE MSL 3.0 translation unit holding every kernel as
+//     kernel void <name>(constant <name>_args& kiln_args [[buffer(0)]], <thread position
+//     attributes>), where <name>_args is an argument block of 8-byte fields: the device address
+//     of each entry of KernelSource::buffers (a pointer field), then the 64-bit pattern of each
+//     entry of KernelSource::params (ir::encode_param). The runtime writes those into a buffer
+//     it binds at index 0 (Metal 3 GPU addresses), so a replay with new bindings or params
+//     rewrites 8-byte values and re-encodes nothing. Dispatch `grid` threadgroups of `block`
+//     threads; threadgroup memory is static. Twins as for CUDA.
 #pragma once
 
 #include <cstdint>
@@ -69,8 +75,8 @@ struct KernelSource {
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
   uint32_t shared_bytes = 0;  // dynamic shared memory (CUDA/HIP)
-  std::string source;         // GLSL/MSL: the whole shader of this kernel; CUDA/HIP: empty
-  size_t offset = 0;          // CUDA/HIP: where this kernel's text starts in module_source
+  std::string source;         // GLSL: the whole shader of this kernel; CUDA/HIP/MSL: empty
+  size_t offset = 0;          // CUDA/HIP/MSL: where this kernel's text starts in module_source
   // CUDA/HIP: an earlier kernel whose function this one calls with its own buffers and params
   // (its text, canonical_text, is the same: ir/kernel_twins.h); its own text is not in
   // module_source and `name` is not an entry point of it. GLSL: an earlier kernel whose shader
@@ -90,7 +96,7 @@ struct KernelSource {
 };
 
 struct RenderedProgram {
-  std::string module_source;         // CUDA/HIP: every kernel in one translation unit
+  std::string module_source;         // CUDA/HIP/MSL: every kernel in one translation unit
   std::vector<KernelSource> kernels;  // parallel to ir::Program::kernels
   // CUDA: some kernel uses instructions of the arch-specific target (sm_90a: wgmma, setmaxnreg),
   // so the module compiles for sm_<cc>a and runs only on exactly that compute capability.

@@ -31,6 +31,10 @@ KILN_HIP float __uint_as_float(unsigned x) { return __builtin_bit_cast(float, x)
 KILN_HIP float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
 KILN_HIP double __longlong_as_double(long long x) { return __builtin_bit_cast(double, x); }
 struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
+// MFMA operands and accumulators (contraction_units.cc): 4 f16 / bf16 bits / f32 per lane.
+typedef _Float16 kiln_mfma_h4 __attribute__((ext_vector_type(4)));
+typedef short kiln_mfma_s4 __attribute__((ext_vector_type(4)));
+typedef float kiln_mfma_f4 __attribute__((ext_vector_type(4)));
 KILN_HIP float4 make_float4(float x, float y, float z, float w) { float4 v = {x, y, z, w}; return v; }
 // Butterfly exchange across the wavefront (ds_bpermute addresses lanes in bytes).
 KILN_HIP int kiln_lane() { return (int)__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }

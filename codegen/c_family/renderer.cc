@@ -29,13 +29,14 @@ namespace kiln::codegen::gpu {
 
 std::unique_ptr<DialectOps> make_cuda_dialect(bool hip);
 std::unique_ptr<DialectOps> make_glsl_dialect();
+std::unique_ptr<DialectOps> make_msl_dialect();
 
 std::unique_ptr<DialectOps> make_dialect(Dialect d) {
   switch (d) {
     case Dialect::kCuda: return make_cuda_dialect(false);
     case Dialect::kHip: return make_cuda_dialect(true);
     case Dialect::kGlsl: return make_glsl_dialect();
-    case Dialect::kMsl: return nullptr;
+    case Dialect::kMsl: return make_msl_dialect();
   }
   return nullptr;
 }
@@ -158,11 +159,11 @@ absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir
     all.f16_storage = all.f16_storage || f.f16_storage;
     all.storage.insert(f.storage.begin(), f.storage.end());
     out.arch_specific = out.arch_specific || r.arch_specific();
-    if (d == Dialect::kGlsl || d == Dialect::kMsl) ks->source = ops->preamble(f) + ks->source;
+    if (d == Dialect::kGlsl) ks->source = ops->preamble(f) + ks->source;
     out.kernels.push_back(*std::move(ks));
   }
-  if (d == Dialect::kCuda || d == Dialect::kHip || d == Dialect::kGlsl) {
-    const bool module = d != Dialect::kGlsl;
+  {
+    const bool module = d != Dialect::kGlsl;  // CUDA, HIP, MSL: one translation unit
     if (module) out.module_source = ops->preamble(all);
     // A kernel whose text is an earlier one's but for its name and bindings calls that function
     // (GLSL: dispatches that shader).

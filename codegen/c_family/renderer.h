@@ -93,6 +93,7 @@ class Renderer {
       if (sm90_applies(&why)) block = contraction_sm90(&out);
       else if (sm80_applies()) block = contraction_sm80(&out);
       else if (coop_applies()) block = contraction_coop(&out);
+      else if (matrix_unit_applies()) block = contraction_matrix_unit(&out);
       else if (k_.any_symbolic()) block = contraction(&out);
       else block = half_mma_applies() || tf32_mma_applies() ? contraction_mma(&out) : contraction(&out);
       if (support::debug_level() >= 2)
@@ -215,6 +216,7 @@ class Renderer {
     // A symbolic last axis is a multiple of 4 at every size only when its coefficient is.
     const int last = int(k_.shape.size()) - 1;
     if ((k_.symbolic(last) ? k_.sym[size_t(last)].coef : k_.shape.back()) % 4 != 0) return false;
+    if (!k_.symbolic(last) && k_.shape.back() == 0) return false;  // (an empty axis: no quads to divide by)
     int vec = 0;
     for (const ir::KNode& n : k_.nodes)
       if (n.op == Op::kLoad && DialectOps::vec4_capable(p_.buffers[n.buffer].dtype) && vec4_map(n.map)) ++vec;
@@ -714,6 +716,26 @@ class Renderer {
 
   // ------------------------------------------------------------------ contractions (contraction.cc)
   int contraction(KernelSource* out);
+  // One operand's share of a k slice into registers regs.reg: regs.count elements per thread
+  // (regs.lid of regs.block), element e at row row.base + e / cols (variable row.var, along
+  // row.axis) and column col.base + e % cols (col.var, along col.axis), regs.zero outside the
+  // bounds; `other` is the axis the operand ignores.
+  struct SliceRegs {
+    int count, block;
+    std::string lid, zero, reg;
+  };
+  struct SliceAxis {
+    std::string var, base;
+    int axis;
+    std::string bound;
+  };
+  void operand_slice(KNodeId node, const SliceRegs& regs, const SliceAxis& row, const SliceAxis& col, int cols, int other);
+  // The matrix units of Metal (SIMD-group matrices) and HIP on CDNA (MFMA): f32-accumulated
+  // contractions staged through shared memory (contraction_units.cc).
+  struct MatrixUnit;
+  MatrixUnit matrix_unit() const;
+  bool matrix_unit_applies() const;
+  int contraction_matrix_unit(KernelSource* out);
   // Tensor-core variant for 16-bit float operands on CUDA (mma.sync); false when it does not apply.
   bool half_mma_applies() const;  // bf16/f16 operands (cast to f32 for the sum) on CUDA sm_80+
   bool tf32_mma_applies() const;  // f32 operands of a dot that allows TF32, on CUDA sm_80+

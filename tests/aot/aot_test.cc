@@ -162,6 +162,34 @@ TEST(Aot, HipSectionsCompileWithoutAnAmdGpu) {
   EXPECT_EQ(bytes_of(m(e.inputs)[0]), bytes_of(e.fn(e.inputs)[0]));
 }
 
+// Metal sections compile on any machine (the MSL is compiled by the device at load): the artifact
+// holds one MSL module per Apple GPU profile asked for, beside this device's own section, which
+// loads; kilnc inspect lists them.
+TEST(Aot, MetalSectionsCompileWithoutAMac) {
+  KILN_AOT_REQUIRE_DEVICE();
+  Example e = examples()[1];
+  std::string dir = scratch_dir("metal");
+  std::string name = default_device().name();
+  artifact::Artifact a = compile_to(e, "metal:m1|m3-max," + name, dir + "/m.kiln");
+  int metal = 0;
+  for (const artifact::TargetSection& t : a.targets) {
+    if (t.backend != "metal") continue;
+    ++metal;
+    EXPECT_EQ(t.program.backend, "metal");
+    EXPECT_EQ(t.program.target_key, "msl3.0-simd32");
+    EXPECT_EQ(t.program.module.rfind("#include <metal_stdlib>", 0), 0u) << t.profile;
+    ASSERT_FALSE(t.program.kernels.empty());
+    EXPECT_NE(t.program.module.find("kernel void " + t.program.entry(0) + "("), std::string::npos) << t.profile;
+  }
+  EXPECT_EQ(metal, 2);
+  Model m = load(dir + "/m.kiln");
+  EXPECT_EQ(m.target(), name);
+  EXPECT_EQ(bytes_of(m(e.inputs)[0]), bytes_of(e.fn(e.inputs)[0]));
+  std::string out;
+  ASSERT_EQ(run_kilnc("inspect " + dir + "/m.kiln", &out), 0) << out;
+  EXPECT_NE(out.find("metal:m3-max"), std::string::npos) << out;
+}
+
 // Constants in a weights file beside the artifact: the artifact holds code only, loading finds
 // the weights, recompiling with the same weights leaves the file as it was, and a missing or
 // different weights file is a clear error.

@@ -133,7 +133,7 @@ TEST(AotErrors, InputsMustMatchTheSignature) {
   EXPECT_NE(error_of([] { Model()(std::vector<Tensor>{}); }).find("not loaded"), std::string::npos);
 }
 
-TEST(AotErrors, TargetsNotBuiltYetAreNamed) {
+TEST(AotErrors, TargetsAreCheckedByName) {
   auto hip = artifact::parse_targets("cpu,hip:gfx90a");
   if (runtime::target_profile("hip", "gfx90a").ok()) {  // built with comgr: HIP targets compile
     ASSERT_TRUE(hip.ok()) << hip.status();
@@ -142,7 +142,16 @@ TEST(AotErrors, TargetsNotBuiltYetAreNamed) {
     EXPECT_EQ(hip.status().code(), absl::StatusCode::kUnimplemented);
     EXPECT_NE(hip.status().message().find("libamd-comgr-dev"), std::string::npos) << hip.status();
   }
-  EXPECT_NE(artifact::parse_targets("metal").status().message().find("metal targets are not built yet"), std::string::npos);
+  // Metal compiles anywhere for a named chip; without one it means this machine's Metal device.
+  auto metal = artifact::parse_targets("metal:m3-max");
+  ASSERT_TRUE(metal.ok()) << metal.status();
+  auto m3 = artifact::resolve((*metal)[0]);
+  ASSERT_TRUE(m3.ok()) << m3.status();
+  EXPECT_EQ(m3->parallelism, 40);
+  if (!runtime::get_device("metal").ok()) {
+    auto here = artifact::resolve({"metal", ""});
+    EXPECT_NE(here.status().message().find("name a profile instead, known: m1, m1-max, m2"), std::string::npos) << here.status();
+  }
   EXPECT_NE(artifact::parse_targets("tpu").status().message().find("unknown target backend 'tpu'"), std::string::npos);
   EXPECT_NE(artifact::parse_targets("cpu:pentium").ok(), false);  // parsed; resolving it fails:
   auto resolved = artifact::resolve({"cpu", "pentium"});

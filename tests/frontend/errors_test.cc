@@ -48,10 +48,14 @@ TEST(Errors, UnknownAndUnavailableDevicesAreStatuses) {
   auto d = Device::get("tpu");
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().message(), "unknown device 'tpu'; known devices: cpu, vulkan, cuda, hip, metal");
+  // Off macOS the Metal backend is built, and says why there is no Metal device.
+#ifndef __APPLE__
   auto m = Device::get("metal");
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().message(), "metal: the Metal backend runs only on macOS; this build has no Metal runtime");
+  EXPECT_EQ(m.status().message().rfind("metal: no Metal framework (kiln's Metal backend runs on macOS with a Metal 3 GPU): ", 0), 0u)
+      << m.status();
   EXPECT_THROW(Device("metal"), Error);
+#endif
   EXPECT_FALSE(set_default_device("tpu").ok());
 }
 

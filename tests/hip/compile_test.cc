@@ -22,55 +22,19 @@
 #endif
 #include "backends/hip/compiler.h"
 #include "backends/hip/target.h"
-#include "bench/workloads.h"
 #include "codegen/c_family/gpu_program.h"
 #include "frontend/capture.h"
 #include "kiln/kiln.h"
 #include "passes/pipeline.h"
 #include "runtime/registry.h"
 #include "testing/corpus.h"
+#include "testing/kernel_cases.h"
 #include "testing/reference.h"
 
 namespace kiln {
 namespace {
 
 using testing::random_tensor;
-
-struct Case {
-  std::string name;
-  std::vector<Tensor> outputs;
-};
-
-std::vector<Case> cases() {
-  Tensor x = random_tensor({64, 300}, float32, 1), y = random_tensor({64, 300}, float32, 2);
-  Tensor w = random_tensor({300, 48}, float32, 3), b = random_tensor({48}, float32, 4);
-  Tensor img = random_tensor({2, 3, 17, 19}, float32, 5), ker = random_tensor({8, 3, 3, 3}, float32, 6);
-  Tensor idx = from_vector(std::vector<int64_t>{3, 0, 63, -1, 7}, {5});
-  Tensor h = random_tensor({64, 128}, float16, 7), bf = random_tensor({64, 128}, bfloat16, 8);
-  std::vector<Case> c;
-  c.push_back({"elementwise chain (W1-like)", {((x * 1.5 + y).tanh() - x.exp() * 0.25).sqrt()}});
-  c.push_back({"W6 64-op chain", {bench::w6(random_tensor({4096}, float32, 9))}});
-  c.push_back({"softmax rows", {softmax(x, -1)}});
-  c.push_back({"layer norm", {layer_norm(x, random_tensor({300}, float32, 10), random_tensor({300}, float32, 11), 1e-5)}});
-  c.push_back({"column and full reductions", {x.sum({0}), x.max({0, 1}), x.argmax(1)}});
-  // Split, so that each pair is chained (passes/chain_reduce.h): tickets, fences, volatile partials.
-  c.push_back({"split reductions, chained", {random_tensor({1 << 18}, float32, 15).sum(), random_tensor({16384, 64}, float32, 16).mean({0})}});
-  c.push_back({"matmul + bias + gelu", {gelu(matmul(x, w) + b, false)}});
-  c.push_back({"batched matmul", {matmul(random_tensor({4, 33, 20}, float32, 12), random_tensor({4, 20, 17}, float32, 13))}});
-  c.push_back({"gather rows", {gather(x, 0, idx) * 2.0}});
-  Tensor rows = expand(reshape(from_vector(std::vector<int64_t>{1, 5, 1}, {3, 1}), {3, 1}), {3, 300});
-  c.push_back({"scatter add", {scatter(zeros({70, 300}), 0, rows, random_tensor({3, 300}, float32, 14), ScatterReduction::kAdd)}});
-  ConvOptions co;
-  co.padding = {{1, 1}, {1, 1}};
-  c.push_back({"conv2d + relu", {relu(conv(img, ker, co))}});
-  PoolOptions po;
-  po.kernel = {2, 2};
-  po.strides = {2, 2};
-  c.push_back({"max pool", {max_pool(img, po)}});
-  c.push_back({"f16 and bf16", {(h.cast(float32) * 3.0).cast(float16), (bf + bf).exp(), matmul(h, h.t())}});
-  c.push_back({"int64 and bool", {(idx * 7 + 3).abs(), where(x > 0.0, x, y), (x > y).cast(int32).sum({1})}});
-  return c;
-}
 
 // The bytes of an ELF code object: 64-bit, machine EM_AMDGPU (224).
 void expect_amdgpu_elf(const std::string& module, const std::string& what) {
@@ -87,7 +51,7 @@ void compile_all_for(const std::string& gfx) {
   auto compiler = runtime::hip::HipCompiler::create(target);
   ASSERT_TRUE(compiler.ok()) << compiler.status();
   int kernels = 0;
-  for (const Case& c : cases()) {
+  for (const testing::KernelCase& c : testing::kernel_cases()) {
     std::vector<std::shared_ptr<runtime::Buffer>> bufs;
     ir::Graph g = detail::capture(c.outputs, &bufs);
     for (bool fusion : {true, false}) {
@@ -116,6 +80,47 @@ void compile_all_for(const std::string& gfx) {
 
 TEST(HipCompile, KernelsCompileToCodeObjectsForGfx90a) { compile_all_for("gfx90a"); }
 TEST(HipCompile, KernelsCompileToCodeObjectsForGfx908) { compile_all_for("gfx908"); }
+
+// On CDNA GPUs, f16 products (and bf16 ones from gfx90a on) run on the matrix cores (MFMA,
+// through the compiler's builtins); the modules compile with comgr. Other products, and RDNA
+// GPUs, keep the SIMT kernel.
+TEST(HipCompile, CdnaProductsTakeMfma) {
+  Tensor h = random_tensor({3, 70, 40}, float16, 1), g = random_tensor({3, 40, 33}, float16, 2);
+  Tensor bh = random_tensor({70, 40}, bfloat16, 3), bg = random_tensor({40, 130}, bfloat16, 4);
+  Tensor f = random_tensor({70, 40}, float32, 5);
+  struct Product {
+    const char* gfx;
+    const char* what;
+    Tensor out;
+    const char* strategy;
+  };
+  const Product products[] = {
+      {"gfx90a", "batched f16 with a ragged tile", matmul(h, g), "contraction matrix units: MFMA 16x16x16 f16"},
+      {"gfx90a", "f16, transposed operand, gelu", gelu(matmul(g.transpose(1, 2), h.transpose(1, 2)), true),
+       "contraction matrix units: MFMA 16x16x16 f16"},
+      {"gfx90a", "bf16 + bias", matmul(bh, bg) + random_tensor({130}, float32, 6), "contraction matrix units: MFMA 16x16x16 bf16"},
+      {"gfx908", "f16", matmul(h, g), "contraction matrix units: MFMA 16x16x16 f16"},
+      {"gfx908", "bf16 (no bf16_1k on MI100)", matmul(bh, bg), "contraction: "},
+      {"gfx90a", "f32", matmul(f, f.t()), "contraction: "},
+      {"gfx1100", "f16 on RDNA", matmul(h, g), "contraction: "},
+  };
+  for (const Product& p : products) {
+    const std::string what = absl::StrCat(p.what, " on ", p.gfx);
+    auto target = runtime::target_profile("hip", p.gfx);
+    ASSERT_TRUE(target.ok()) << target.status();
+    std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+    auto planned = passes::compile_graph(detail::capture({p.out}, &bufs), *target, passes::Options{});
+    ASSERT_TRUE(planned.ok()) << what << ": " << planned.status();
+    auto r = codegen::gpu::render(planned->program, codegen::gpu::Dialect::kHip, *target);
+    ASSERT_TRUE(r.ok()) << what << ": " << r.status();
+    bool found = false;
+    for (const codegen::gpu::KernelSource& k : r->kernels) found = found || k.strategy.rfind(p.strategy, 0) == 0;
+    EXPECT_TRUE(found) << what << ": no kernel of strategy " << p.strategy;
+    if (std::string(p.gfx) == "gfx1100") continue;  // (comgr 5.2 lacks gfx1100's device libraries)
+    auto bin = runtime::hip::comgr_compile(r->module_source, p.gfx);
+    EXPECT_TRUE(bin.ok()) << what << ": " << bin.status();
+  }
+}
 
 TEST(HipCompile, WavefrontSizeFollowsTheProcessor) {
   EXPECT_EQ(runtime::hip::hip_target_info("gfx90a", 104).subgroup_size, 64);
@@ -219,6 +224,85 @@ TEST(HipKernels, OpAndFusionSuitesCompileForGfx90a) {
   std::string first;
   for (size_t i = 0; i < failures.size() && i < 3; ++i) absl::StrAppend(&first, "\n---- ", failures[i].substr(0, 3000));
   EXPECT_TRUE(failures.empty()) << failures.size() << " failure(s); the first ones:" << first;
+}
+
+#ifdef KILN_LLVM_OBJDUMP
+// LLVM's disassembly of `module` for gfx90a, by symbol: each "<name>:" header's instructions, one
+// a line without the encoding comment. *status is llvm-objdump's exit status; *listing its output.
+std::map<std::string, std::vector<std::string>> disassemble_gfx90a(const std::string& module, int* status, std::string* listing) {
+  static int serial = 0;  // tests run one at a time
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / absl::StrCat("kiln_objdump_", ::getpid(), "_", serial++, ".hsaco");
+  { std::ofstream(path, std::ios::binary) << module; }
+  const std::string cmd = absl::StrCat(KILN_LLVM_OBJDUMP, " --triple=amdgcn-amd-amdhsa --mcpu=gfx90a -d '", path.string(), "' 2>&1");
+  listing->clear();
+  *status = -1;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[65536];
+    for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) listing->append(buf, n);
+    *status = ::pclose(p);
+  }
+  std::filesystem::remove(path);
+  std::map<std::string, std::vector<std::string>> symbols;
+  std::vector<std::string>* code = nullptr;
+  for (absl::string_view line : absl::StrSplit(*listing, '\n', absl::SkipEmpty())) {
+    const size_t open = line.find(" <");
+    if (line[0] != '\t' && open != absl::string_view::npos && absl::EndsWith(line, ">:")) {
+      code = &symbols[std::string(line.substr(open + 2, line.size() - open - 4))];
+    } else if (code && line[0] == '\t') {
+      line = line.substr(0, line.find("//"));
+      while (!line.empty() && (line.front() == '\t' || line.front() == ' ')) line.remove_prefix(1);
+      while (!line.empty() && (line.back() == '\t' || line.back() == ' ')) line.remove_suffix(1);
+      if (!line.empty()) code->push_back(std::string(line));
+    }
+  }
+  return symbols;
+}
+#endif
+
+// The code objects are AMDGPU ELF that LLVM's own disassembler reads for gfx90a: every kernel
+// entry point is a symbol of real instructions, none undecodable, that ends its program.
+TEST(HipCompile, CodeObjectsDisassembleWithLlvmObjdump) {
+#ifndef KILN_LLVM_OBJDUMP
+  GTEST_SKIP() << "llvm-objdump was not found when kiln was configured (Debian: llvm-16, which dev.sh installs)";
+#else
+  const ir::TargetInfo target = runtime::hip::hip_target_info("gfx90a", 104);
+  auto compiler = runtime::hip::HipCompiler::create(target);
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  int programs = 0, kernels = 0;
+  for (const testing::KernelCase& c : testing::kernel_cases()) {
+    std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+    auto planned = passes::compile_graph(detail::capture(c.outputs, &bufs), target, passes::Options{});
+    ASSERT_TRUE(planned.ok()) << c.name << ": " << planned.status();
+    auto compiled = (*compiler)->compile(planned->program);
+    ASSERT_TRUE(compiled.ok()) << c.name << ": " << compiled.status();
+    if (compiled->kernels.empty()) continue;
+    int status = 0;
+    std::string listing;
+    const auto symbols = disassemble_gfx90a(compiled->module, &status, &listing);
+    ASSERT_EQ(status, 0) << c.name << ": llvm-objdump failed:\n" << listing.substr(0, 4000);
+    EXPECT_NE(listing.find("file format elf64-amdgpu"), std::string::npos) << c.name << ":\n" << listing.substr(0, 1000);
+    ++programs;
+    std::set<std::string> entries;
+    for (size_t i = 0; i < compiled->kernels.size(); ++i) entries.insert(compiled->entry(i));
+    for (const std::string& entry : entries) {
+      ++kernels;
+      auto it = symbols.find(entry);
+      ASSERT_NE(it, symbols.end()) << c.name << ": no symbol " << entry << " in the disassembly";
+      const std::vector<std::string>& code = it->second;
+      EXPECT_GE(code.size(), 2u) << c.name << ": " << entry << " has no instructions";
+      bool ends = false;
+      for (const std::string& ins : code) {
+        ends |= ins == "s_endpgm";
+        EXPECT_TRUE(ins.find("v_illegal") == std::string::npos && ins.find("<unknown>") == std::string::npos)
+            << c.name << ": " << entry << " has an undecodable instruction: " << ins;
+      }
+      EXPECT_TRUE(ends) << c.name << ": " << entry << " never ends its program (no s_endpgm)";
+    }
+  }
+  ASSERT_GT(programs, 0);
+  std::printf("%d kernel entry points in %d code objects disassembled by %s\n", kernels, programs, KILN_LLVM_OBJDUMP);
+#endif
 }
 
 }  // namespace
