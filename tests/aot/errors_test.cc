@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "aot/aot_fixture.h"
 #include "artifact/targets.h"
 #include "runtime/registry.h"
@@ -230,6 +231,38 @@ TEST(AotErrors, SignatureText) {
   Tensor x = from_vector<float>({3, 4}, {2});
   EXPECT_NE(error_of([&] { export_graph([](const std::vector<Tensor>& in) { return in; }, {x, x}); }).find("are the same tensor"),
             std::string::npos);
+}
+
+// kilnc emit: each backend's own stage is its text (Metal's MSL module, HIP's disassembled code
+// object, SPIR-V assembly, PTX), a stage asked of another backend's target is refused by name,
+// and an unknown stage lists the stages.
+TEST(KilncEmit, EachBackendsStage) {
+  const std::string dir = scratch_dir("emit");
+  std::ofstream(dir + "/g.ir") << "graph {\n  %0 = input 0 : f32[64,48]\n  %1 = exp %0 : f32[64,48]\n  %2 = reduce_sum %1 axes=[1] : f32[64,1]\n"
+                                  "  output %2\n}\n";
+  struct Stage {
+    const char* args;
+    const char* text;
+    bool available;
+  };
+  const Stage stages[] = {
+      {"--stage msl", "kernel void kiln_k0", true},
+      {"--stage source --target metal:m4", "kiln_k0_reduce_sum on metal (msl3.0-simd32)", true},
+      {"--stage hsaco-asm", "s_endpgm", runtime::target_profile("hip", "gfx90a").ok()},
+      {"--stage spirv-asm", "OpEntryPoint GLCompute", runtime::target_profile("vulkan", "lavapipe").ok()},
+      {"--stage ptx", ".entry kiln_k0", runtime::target_profile("cuda", "sm_90").ok()},
+  };
+  for (const Stage& s : stages) {
+    if (!s.available) continue;
+    std::string out;
+    EXPECT_EQ(run_kilnc(absl::StrCat("emit ", s.args, " ", dir, "/g.ir"), &out), 0) << s.args << ": " << out.substr(0, 2000);
+    EXPECT_NE(out.find(s.text), std::string::npos) << s.args << ": " << out.substr(0, 2000);
+  }
+  std::string out;
+  EXPECT_NE(run_kilnc(absl::StrCat("emit --stage msl --target cuda:sm_90 ", dir, "/g.ir"), &out), 0);
+  EXPECT_NE(out.find("msl needs a metal target"), std::string::npos) << out;
+  EXPECT_NE(run_kilnc(absl::StrCat("emit --stage sass ", dir, "/g.ir"), &out), 0);
+  EXPECT_NE(out.find("one of graph, simplified, fused, program, source, ptx, spirv-asm, hsaco-asm, msl"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -2,7 +2,10 @@
 // passes' own stage hook (passes::Options::on_stage), the source stages from the CompiledProgram
 // (listings(), kept because KILN_DEBUG=4 is set for this process), so the text is what
 // KILN_DUMP_DIR would have written. SPIR-V is disassembled with SPIRV-Tools where the Vulkan
-// backend is built.
+// backend is built; a HIP code object with LLVM's llvm-objdump (llvm-16, which kiln's build
+// needs anyway), run as a separate process.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -42,21 +45,54 @@ absl::StatusOr<std::string> disassemble(const std::string& spirv) {
 #endif
 }
 
+// The AMDGPU disassembly of a HIP code object for processor `gfx`, by llvm-objdump.
+absl::StatusOr<std::string> disassemble_hsaco(const std::string& object, const std::string& gfx) {
+  char path[] = "/tmp/kilnc_hsaco_XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd < 0) return absl::InternalError("hsaco-asm: cannot make a temporary file");
+  const bool written = ::write(fd, object.data(), object.size()) == ssize_t(object.size());
+  ::close(fd);
+  std::string out;
+  int status = -1;
+  if (written) {
+    const std::string cmd = absl::StrCat(KILNC_LLVM_OBJDUMP, " --triple=amdgcn-amd-amdhsa --mcpu=", gfx, " -d ", path, " 2>&1");
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      size_t n;
+      while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+      status = ::pclose(p);
+    }
+  }
+  ::unlink(path);
+  if (!written) return absl::InternalError("hsaco-asm: cannot write a temporary file");
+  if (status != 0)
+    return absl::UnavailableError(absl::StrCat("hsaco-asm needs ", KILNC_LLVM_OBJDUMP, " (Debian's llvm-16): ", out.substr(0, 500)));
+  return out;
+}
+
 }  // namespace
 
 int emit_command(const Args& a) {
   const std::string stage = a.get("stage");
   bool graph_stage = kGraphStages.count(stage) > 0;
-  if (!graph_stage && stage != "source" && stage != "ptx" && stage != "spirv-asm")
-    return fail("emit", absl::InvalidArgumentError(absl::StrCat("--stage '", stage, "': one of graph, simplified, fused, program, source, ptx, spirv-asm")));
+  // Source stages that need one backend, and the target they take by default.
+  const std::map<std::string, std::pair<std::string, std::string>> kBackendStages = {
+      {"ptx", {"cuda", "cuda:sm_90"}},
+      {"spirv-asm", {"vulkan", "vulkan:lavapipe"}},
+      {"hsaco-asm", {"hip", "hip:gfx90a"}},
+      {"msl", {"metal", "metal:m1"}}};
+  const auto needs = kBackendStages.find(stage);
+  if (!graph_stage && stage != "source" && needs == kBackendStages.end())
+    return fail("emit", absl::InvalidArgumentError(absl::StrCat(
+                            "--stage '", stage, "': one of graph, simplified, fused, program, source, ptx, spirv-asm, hsaco-asm, msl")));
   if (a.positional.size() != 1) return fail("emit", absl::InvalidArgumentError("expects one IR file"));
-  std::string target = a.get("target", stage == "ptx" ? "cuda:sm_90" : stage == "spirv-asm" ? "vulkan:lavapipe" : "cpu");
+  std::string target = a.get("target", needs != kBackendStages.end() ? needs->second.second : "cpu");
   auto specs = artifact::parse_targets(target);
   if (!specs.ok()) return fail("emit", specs.status());
   if (specs->size() != 1) return fail("emit", absl::InvalidArgumentError("--target: emit takes one target"));
   const artifact::TargetSpec& t = specs->front();
-  if (stage == "ptx" && t.backend != "cuda") return fail("emit", absl::InvalidArgumentError("ptx needs a cuda target"));
-  if (stage == "spirv-asm" && t.backend != "vulkan") return fail("emit", absl::InvalidArgumentError("spirv-asm needs a vulkan target"));
+  if (needs != kBackendStages.end() && t.backend != needs->second.first)
+    return fail("emit", absl::InvalidArgumentError(absl::StrCat(stage, " needs a ", needs->second.first, " target")));
   auto graph = read_graph_file(a.positional[0], a.all("input-shape"));
   if (!graph.ok()) return fail("emit", graph.status());
   auto info = artifact::resolve(t);
@@ -82,6 +118,12 @@ int emit_command(const Args& a) {
     size_t at = compiled->module_source.find("// ---- PTX ----\n");
     if (at == std::string::npos) return fail("emit", absl::InternalError("the CUDA compiler kept no PTX"));
     out = compiled->module_source.substr(at + 17);
+  } else if (stage == "msl") {
+    out = compiled->module;  // the MSL module, as the device compiles it at load
+  } else if (stage == "hsaco-asm") {
+    auto text = disassemble_hsaco(compiled->module, compiled->target_key);
+    if (!text.ok()) return fail("emit", text.status());
+    out = *text;
   } else {
     for (const runtime::CompiledKernel& k : compiled->kernels) {
       auto text = disassemble(k.binary);

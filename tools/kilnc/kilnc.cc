@@ -30,6 +30,7 @@ usage:
         vulkan[:lavapipe|nvidia-sm90]
         hip:gfx90a|gfx908 (code objects from comgr; no AMD GPU needed; gfx942 and gfx1100
           are known profiles this build's comgr cannot target yet)
+        metal:m1|m1-max|m2|m2-max|m3|m3-max|m4|m4-max (MSL 3.0, compiled by the device at load)
       e.g. --target cpu:x86-64-v3,cuda:sm_80|sm_90,vulkan:lavapipe
   kilnc inspect model.kiln
       Versions, signature, constants, targets with their keys, kernels with launch shapes,
@@ -37,7 +38,8 @@ usage:
   kilnc emit --stage STAGE in.ir|model.onnx [--target TARGET]
       One stage as text: graph, simplified, fused (fusion decisions), program (kernel IR),
       source (each kernel's source, default target cpu), ptx (default cuda:sm_90),
-      spirv-asm (SPIR-V disassembly, default vulkan:lavapipe).
+      spirv-asm (SPIR-V disassembly, default vulkan:lavapipe), hsaco-asm (the HIP code object
+      disassembled by llvm-objdump, default hip:gfx90a), msl (the MSL module, default metal:m1).
   kilnc run model.kiln|in.ir|model.onnx --input NAME=file.npy ... [--output-dir DIR] [--device NAME]
       Loads the artifact's section for the device (an .ir or .onnx file is compiled for it first),
       runs it on the .npy inputs and writes each output as DIR/<name>.npy (default: .).
