@@ -21,7 +21,28 @@ suites() {
   timeout 600 bin/kiln_fuzz --device vulkan --count 100 2>&1 | tail -2 | sed "s/^/[fuzz vulkan] /"
 }
 
+# W4b with a column tile's groups loading U positions before folding them (KILN_GPU_COLUMN_UNROLL),
+# U = 1 (as committed), 2, 4, 8 alternated twice on cuda and vulkan; the copy ceiling and W4a
+# beside them; then the reduction tests with U = 4 on both devices.
+w4b_unroll() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  OUT=$OUT/anchors bash anchors/run_all.sh A > /dev/null 2>&1; tail -4 $OUT/anchors/A_ceil.log
+  for rep in 1 2; do
+    for dev in cuda vulkan; do
+      for u in 1 2 4 8; do
+        KILN_GPU_COLUMN_UNROLL=$u timeout 120 bin/anchor_bench --device $dev --only W4a,W4b 2>&1 \
+          | grep -E "^W4" | grep -v realize | sed "s/^/[$dev, U=$u] /" | cut -c1-150
+      done
+    done
+  done
+  for dev in cuda vulkan; do
+    KILN_GPU_COLUMN_UNROLL=4 KILN_DEVICE=$dev KILN_VULKAN_VALIDATION=1 timeout 600 bin/ops_test --gtest_brief=1 \
+      --gtest_filter='Reduce.*:Chain.*:Softmax*:LayerNorm*:Norm*' 2>&1 | tail -2 | sed "s/^/[$dev ops_test U=4] /"
+  done
+}
+
 case "$1" in
   1) suites > $OUT/call1.log 2>&1 ;;
+  2) w4b_unroll > $OUT/call2.log 2>&1 ;;
 esac
 cat $OUT/call$1.log
