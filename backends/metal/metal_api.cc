@@ -277,6 +277,10 @@ std::string error_text(Id cb) {
 }
 
 absl::StatusOr<MetalApi> load() {
+#ifndef __APPLE__
+  // (Said once per process on stderr among the GPU backends that are not usable: keep it short.)
+  return absl::UnavailableError("metal: no Metal framework (kiln's Metal backend runs on macOS with a Metal 3 GPU): this is not macOS");
+#endif
   const char* const kObjc = "/usr/lib/libobjc.A.dylib";
   const char* const kFoundation = "/System/Library/Frameworks/Foundation.framework/Foundation";
   const char* const kMetal = "/System/Library/Frameworks/Metal.framework/Metal";
