@@ -41,7 +41,24 @@ w4b_unroll() {
   done
 }
 
+# W4b's column-tile shape around the defaults (groups of 32 threads per tile, outputs per
+# multiprocessor below which the rows are split), with 4 groups, which earlier sweeps left out;
+# alternated twice on vulkan and cuda, the copy ceiling first.
+w4b_shapes() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  OUT=$OUT/anchors bash anchors/run_all.sh A > /dev/null 2>&1; grep "A copy" $OUT/anchors/A_ceil.log | head -2
+  for rep in 1 2; do
+    for dev in vulkan cuda; do
+      for gs in 8:128 4:64 4:128 4:256 8:64 8:256 16:128; do
+        KILN_GPU_COLUMN_GROUPS=${gs%%:*} KILN_COLUMN_SPLIT_OUTPUTS=${gs##*:} timeout 120 bin/anchor_bench --device $dev --only W4b 2>&1 \
+          | grep -E "^W4b" | grep -v realize | sed "s/^/[$dev, groups:split=$gs] /" | cut -c1-130
+      done
+    done
+  done
+}
+
 case "$1" in
+  3) w4b_shapes > $OUT/call3.log 2>&1 ;;
   1) suites > $OUT/call1.log 2>&1 ;;
   2) w4b_unroll > $OUT/call2.log 2>&1 ;;
 esac
