@@ -29,6 +29,7 @@
 #include "runtime/registry.h"
 #include "testing/corpus.h"
 #include "testing/kernel_cases.h"
+#include "testing/planned.h"
 #include "testing/reference.h"
 
 namespace kiln {
@@ -108,10 +109,7 @@ TEST(HipCompile, CdnaProductsTakeMfma) {
     const std::string what = absl::StrCat(p.what, " on ", p.gfx);
     auto target = runtime::target_profile("hip", p.gfx);
     ASSERT_TRUE(target.ok()) << target.status();
-    std::vector<std::shared_ptr<runtime::Buffer>> bufs;
-    auto planned = passes::compile_graph(detail::capture({p.out}, &bufs), *target, passes::Options{});
-    ASSERT_TRUE(planned.ok()) << what << ": " << planned.status();
-    auto r = codegen::gpu::render(planned->program, codegen::gpu::Dialect::kHip, *target);
+    auto r = codegen::gpu::render(testing::planned({p.out}, *target), codegen::gpu::Dialect::kHip, *target);
     ASSERT_TRUE(r.ok()) << what << ": " << r.status();
     bool found = false;
     for (const codegen::gpu::KernelSource& k : r->kernels) found = found || k.strategy.rfind(p.strategy, 0) == 0;
@@ -193,32 +191,21 @@ TEST(HipKernels, OpAndFusionSuitesCompileForGfx90a) {
   const ir::TargetInfo target = runtime::hip::hip_target_info("gfx90a", 104);
   std::set<uint64_t> seen;
   std::vector<std::string> failures;
-  int graphs = 0, modules = 0, kernels = 0;
-  for (const testing::CorpusGraph& c : testing::corpus_graphs(dirs, &failures)) {
-    ++graphs;
-    for (bool fusion : {true, false}) {
-      passes::Options opts;
-      opts.fusion = fusion;
-      const std::string what = absl::StrCat(c.path, fusion ? " (fused)" : " (unfused)");
-      auto planned = passes::compile_graph(c.graph, target, opts);
-      if (!planned.ok()) {
-        failures.push_back(absl::StrCat(what, ": passes failed: ", planned.status().message()));
-        continue;
-      }
-      auto r = codegen::gpu::render(planned->program, codegen::gpu::Dialect::kHip, target);
-      if (!r.ok()) {
-        failures.push_back(absl::StrCat(what, ": render failed: ", r.status().message()));
-        continue;
-      }
-      const size_t before = seen.size();
-      const std::string source = testing::unseen_kernels(*r, &seen);
-      if (source.empty()) continue;
-      ++modules;
-      kernels += int(seen.size() - before);
-      auto bin = runtime::hip::comgr_compile(source, "gfx90a");
-      if (!bin.ok()) failures.push_back(absl::StrCat(what, ": ", bin.status().message()));
+  int modules = 0, kernels = 0;
+  const int graphs = testing::for_each_planned(dirs, target, &failures, [&](const std::string& what, const ir::Program& p) {
+    auto r = codegen::gpu::render(p, codegen::gpu::Dialect::kHip, target);
+    if (!r.ok()) {
+      failures.push_back(absl::StrCat(what, ": render failed: ", r.status().message()));
+      return;
     }
-  }
+    const size_t before = seen.size();
+    const std::string source = testing::unseen_kernels(*r, &seen);
+    if (source.empty()) return;
+    ++modules;
+    kernels += int(seen.size() - before);
+    auto bin = runtime::hip::comgr_compile(source, "gfx90a");
+    if (!bin.ok()) failures.push_back(absl::StrCat(what, ": ", bin.status().message()));
+  });
   ASSERT_GT(graphs, 0) << "no captured graphs under " << dirs;
   std::printf("%d graphs, %d distinct kernels compiled in %d modules for gfx90a\n", graphs, kernels, modules);
   std::string first;

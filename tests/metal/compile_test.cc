@@ -22,6 +22,7 @@
 #include "runtime/registry.h"
 #include "testing/corpus.h"
 #include "testing/kernel_cases.h"
+#include "testing/planned.h"
 #include "testing/reference.h"
 
 namespace kiln {
@@ -31,14 +32,7 @@ using testing::random_tensor;
 
 absl::StatusOr<runtime::CompiledProgram> compile_for(const std::vector<Tensor>& outputs, const ir::TargetInfo& t,
                                                      bool fusion = true) {
-  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
-  passes::Options opts;
-  opts.fusion = fusion;
-  auto planned = passes::compile_graph(detail::capture(outputs, &bufs), t, opts);
-  if (!planned.ok()) return planned.status();
-  auto compiler = runtime::make_compiler("metal", t);
-  if (!compiler.ok()) return compiler.status();
-  return (*compiler)->compile(planned->program);
+  return runtime::metal::MetalCompiler(t).compile(testing::planned(outputs, t, fusion));
 }
 
 TEST(MetalCompile, EveryKernelFamilyParsesAsMsl) {
@@ -230,7 +224,7 @@ TEST(MetalKernels, OpAndFusionSuitesParseAsMsl) {
   runtime::metal::MetalCompiler compiler(target);
   std::set<uint64_t> seen;
   std::vector<std::string> failures;
-  int graphs = 0, kernels = 0, refused = 0;
+  int kernels = 0, refused = 0;
   // Modules batched per clang run, each in a namespace of its own (their helpers repeat).
   std::vector<std::pair<std::string, std::string>> batch;  // (what, module)
   auto flush = [&]() {
@@ -246,38 +240,24 @@ TEST(MetalKernels, OpAndFusionSuitesParseAsMsl) {
     }
     batch.clear();
   };
-  for (const testing::CorpusGraph& c : testing::corpus_graphs(dirs, &failures)) {
-    ++graphs;
-    for (bool fusion : {true, false}) {
-      passes::Options opts;
-      opts.fusion = fusion;
-      const std::string what = absl::StrCat(c.path, fusion ? " (fused)" : " (unfused)");
-      auto planned = passes::compile_graph(c.graph, target, opts);
-      if (!planned.ok()) {
-        failures.push_back(absl::StrCat(what, ": passes failed: ", planned.status().message()));
-        continue;
-      }
-      auto compiled = compiler.compile(planned->program);
-      if (!compiled.ok()) {
-        // float64 and device-side loops are refused by design; anything else is a failure.
-        const std::string m(compiled.status().message());
-        if (m.find("Metal GPUs have no float64") != m.npos || m.find("metal: loops and branches") != m.npos) {
-          ++refused;
-          continue;
-        }
-        failures.push_back(absl::StrCat(what, ": ", compiled.status().message()));
-        continue;
-      }
-      auto r = codegen::gpu::render(planned->program, codegen::gpu::Dialect::kMsl, target);
-      ASSERT_TRUE(r.ok()) << r.status();
-      const size_t before = seen.size();
-      const std::string source = testing::unseen_kernels(*r, &seen);
-      if (source.empty()) continue;
-      kernels += int(seen.size() - before);
-      batch.emplace_back(what, source);
-      if (batch.size() == 40) flush();
+  const int graphs = testing::for_each_planned(dirs, target, &failures, [&](const std::string& what, const ir::Program& p) {
+    auto compiled = compiler.compile(p);
+    if (!compiled.ok()) {
+      // float64 and device-side loops are refused by design; anything else is a failure.
+      const std::string m(compiled.status().message());
+      if (m.find("Metal GPUs have no float64") != m.npos || m.find("metal: loops and branches") != m.npos) ++refused;
+      else failures.push_back(absl::StrCat(what, ": ", m));
+      return;
     }
-  }
+    auto r = codegen::gpu::render(p, codegen::gpu::Dialect::kMsl, target);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const size_t before = seen.size();
+    const std::string source = testing::unseen_kernels(*r, &seen);
+    if (source.empty()) return;
+    kernels += int(seen.size() - before);
+    batch.emplace_back(what, source);
+    if (batch.size() == 40) flush();
+  });
   flush();
   ASSERT_GT(graphs, 0) << "no captured graphs under " << dirs;
   std::printf("%d graphs, %d distinct kernels checked as MSL, %d programs refused (float64, loops)\n", graphs, kernels,

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "passes/pipeline.h"
 #include "runtime/disk_cache.h"
 
 namespace kiln::testing {
@@ -34,6 +35,26 @@ std::vector<CorpusGraph> corpus_graphs(const std::string& dirs, std::vector<std:
     }
   }
   return out;
+}
+
+int for_each_planned(const std::string& dirs, const ir::TargetInfo& target, std::vector<std::string>* failures,
+                     const std::function<void(const std::string& what, const ir::Program& p)>& fn) {
+  int graphs = 0;
+  for (const CorpusGraph& c : corpus_graphs(dirs, failures)) {
+    ++graphs;
+    for (bool fusion : {true, false}) {
+      passes::Options opts;
+      opts.fusion = fusion;
+      const std::string what = absl::StrCat(c.path, fusion ? " (fused)" : " (unfused)");
+      auto planned = passes::compile_graph(c.graph, target, opts);
+      if (!planned.ok()) {
+        failures->push_back(absl::StrCat(what, ": passes failed: ", planned.status().message()));
+        continue;
+      }
+      fn(what, planned->program);
+    }
+  }
+  return graphs;
 }
 
 std::string unseen_kernels(const codegen::gpu::RenderedProgram& r, std::set<uint64_t>* seen) {

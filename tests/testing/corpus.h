@@ -5,12 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "codegen/c_family/gpu_program.h"
 #include "ir/graph.h"
+#include "ir/program.h"
+#include "ir/target_info.h"
 
 namespace kiln::testing {
 
@@ -21,6 +24,12 @@ struct CorpusGraph {
 
 // The parsed graphs under `dirs`; a file that does not parse is added to `failures`.
 std::vector<CorpusGraph> corpus_graphs(const std::string& dirs, std::vector<std::string>* failures);
+
+// Every graph under `dirs` planned on `target`, fused and unfused: fn(what, program), `what`
+// naming the file and the mode; a graph that does not parse or plan goes to `failures`. Returns
+// how many graphs there were.
+int for_each_planned(const std::string& dirs, const ir::TargetInfo& target, std::vector<std::string>* failures,
+                     const std::function<void(const std::string& what, const ir::Program& p)>& fn);
 
 // What of a rendered CUDA/HIP module is worth compiling: its preamble followed by the kernels whose
 // text (codegen::gpu::canonical_text) is not in `seen`, which receives them; empty when

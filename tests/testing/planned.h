@@ -14,10 +14,12 @@
 
 namespace kiln::testing {
 
-// The Program realizing `outs` on `target` would run.
-inline ir::Program planned(const std::vector<Tensor>& outs, const ir::TargetInfo& target) {
+// The Program realizing `outs` on `target` would run (with fusion, unless `fusion` is false).
+inline ir::Program planned(const std::vector<Tensor>& outs, const ir::TargetInfo& target, bool fusion = true) {
   std::vector<std::shared_ptr<runtime::Buffer>> bufs;
-  auto c = passes::compile_graph(detail::capture(outs, &bufs), target, passes::Options{});
+  passes::Options opts;
+  opts.fusion = fusion;
+  auto c = passes::compile_graph(detail::capture(outs, &bufs), target, opts);
   EXPECT_TRUE(c.ok()) << c.status();
   return c.ok() ? c->program : ir::Program{};
 }
