@@ -30,6 +30,49 @@ void put_section(ByteWriter& out, SectionKind kind, std::string_view name, std::
   out.raw(payload);
 }
 
+void write_symbolic(ByteWriter& out, const TargetSection& t) {
+  out.u32(t.fusion);
+  out.u32(uint32_t(t.code.symbols));
+  out.u64(t.code.axes.size());
+  for (const auto& k : t.code.axes) {
+    out.u64(k.size());
+    for (const auto& [s, c] : k) {
+      out.u32(uint32_t(s));
+      out.u64(uint64_t(c));
+    }
+  }
+  out.u64(t.binaries.size());
+  for (const auto& [hash, b] : t.binaries) {
+    out.u64(hash);
+    out.u64(b.size);
+    out.str(b.blob);
+  }
+}
+
+absl::Status read_symbolic(ByteReader& in, const ir::SymbolicDims& symbols, TargetSection* t) {
+  t->fusion = in.num<uint32_t>() != 0;
+  t->code.symbols = int(in.num<uint32_t>());
+  if (t->code.symbols != int(symbols.names.size()))
+    return absl::InvalidArgumentError(absl::StrCat("its template has ", t->code.symbols, " symbols; the graph ", symbols.names.size()));
+  t->code.axes.resize(in.count(4));
+  for (auto& k : t->code.axes) {
+    const uint64_t axes = in.count(12);
+    for (uint64_t a = 0; a < axes; ++a) {
+      const int s = int(int32_t(in.num<uint32_t>()));
+      const int64_t c = int64_t(in.num<uint64_t>());
+      if (s < -1 || s >= t->code.symbols || (s >= 0 && c <= 0)) return absl::InvalidArgumentError("its template names no symbol");
+      k.push_back({s, c});
+    }
+  }
+  const uint64_t n = in.count(24);
+  for (uint64_t i = 0; i < n && in.error().empty(); ++i) {
+    const uint64_t hash = in.num<uint64_t>(), size = in.num<uint64_t>();
+    std::string blob = in.str();
+    t->binaries[hash] = {size, std::move(blob)};
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string kiln_version() { return KILN_VERSION; }
@@ -79,6 +122,7 @@ std::string write(Artifact& a) {
     payload.str(t.profile);
     payload.str(t.target_key);
     payload.str(runtime::serialize(t.program));
+    if (!a.graph.symbols.empty()) write_symbolic(payload, t);
     t.bytes = payload.bytes().size();
     put_section(out, kTarget, t.label(), payload.bytes());
   }
@@ -152,6 +196,8 @@ absl::StatusOr<Artifact> read(std::string_view bytes, const std::string* weights
       ts.profile = t.str();
       ts.target_key = t.str();
       std::string program = t.str();
+      if (!a.graph.symbols.empty() && t.error().empty())
+        if (absl::Status s = read_symbolic(t, a.graph.symbols, &ts); !s.ok()) return bad(absl::StrCat("section '", name, "': ", s.message()));
       if (!t.error().empty()) return bad(t.error());
       if (!t.at_end()) return bad(absl::StrCat("section '", name, "' has bytes after its program"));
       auto p = runtime::deserialize(program);

@@ -15,7 +15,10 @@
 //                 same weights leaves an identical weights file untouched.
 //     target...   one per target: str backend, str profile ("" = a device's own target), str
 //                 target_key, str runtime::serialize(CompiledProgram) (for CUDA: the cubin and,
-//                 unless the module is arch-specific, its PTX for newer GPUs)
+//                 unless the module is arch-specific, its PTX for newer GPUs); when the graph has
+//                 symbolic dimensions, then: u32 fusion, the kernels' template (u32 symbols, u64 kernels, per
+//                 kernel u64 axes and per axis i32 symbol, i64 coefficient) and u64 binaries, each
+//                 u64 hash and u64 size of its portable text and str blob (runtime/compile_cache.h)
 //   str is a u64 length and the bytes. The same inputs give the same bytes (no time stamps,
 //   no paths), so artifacts can be compared and cached by content.
 #pragma once
@@ -27,11 +30,12 @@
 
 #include "absl/status/statusor.h"
 #include "ir/signature.h"
+#include "runtime/compile_cache.h"
 #include "runtime/compiled_program.h"
 
 namespace kiln::artifact {
 
-inline constexpr uint32_t kFormatVersion = 2;  // 2: CUDA sections carry PTX
+inline constexpr uint32_t kFormatVersion = 3;  // 2: CUDA sections carry PTX; 3: symbolic dimensions
 
 // The kiln version this library writes into artifacts (the project version).
 std::string kiln_version();
@@ -40,7 +44,12 @@ struct TargetSection {
   std::string backend;   // "cpu", "cuda", "vulkan"
   std::string profile;   // "x86-64-v3", "sm_90", "lavapipe"; "" for a device's own target
   std::string target_key;
-  runtime::CompiledProgram program;
+  runtime::CompiledProgram program;  // at the graph's base sizes
+  // Symbolic dimensions (the graph's symbols not empty): how the kernels scale with them and the
+  // binaries of the code every size shares, which a size planned at load finds by their source.
+  ir::SymbolicTemplate code;
+  runtime::PortableBinaries binaries;
+  bool fusion = true;  // how it was planned (a size planned at load plans alike)
   size_t bytes = 0;      // serialized size (set by read and write)
 
   // "cuda:sm_90", or the backend alone for a device's own target.

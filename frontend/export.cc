@@ -3,6 +3,8 @@
 // print the graph with its signature (ir/signature.h).
 #include "kiln/export.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "frontend/capture.h"
 #include "frontend/lazy.h"
@@ -24,9 +26,7 @@ std::vector<std::string> names_or_default(const std::vector<std::string>& given,
   return given;
 }
 
-}  // namespace
-
-std::string export_graph(const Jit::Fn& fn, const std::vector<Tensor>& example_inputs, const ExportNames& names) {
+ir::ExportedGraph trace(const Jit::Fn& fn, const std::vector<Tensor>& example_inputs, const ExportNames& names) {
   if (!example_inputs.empty()) detail::common_device("export_graph", example_inputs);
   realize(example_inputs);
   std::vector<std::shared_ptr<runtime::Buffer>> args;
@@ -73,11 +73,81 @@ std::string export_graph(const Jit::Fn& fn, const std::vector<Tensor>& example_i
   for (ir::NodeId o : traced.outputs()) e.graph.add_output(o);
   for (size_t k = 0; k < outs.size(); ++k) e.signature.outputs.push_back({out_names[k], outs[k].dtype(), outs[k].shape(), true});
   if (absl::Status s = ir::check(e); !s.ok()) fail(std::string(s.message()));
+  return e;
+}
+
+// Symbolic dimensions: the symbols' names (first appearance in `dims`) and their example sizes.
+void symbols_of(const std::vector<Tensor>& examples, const InputDims& dims, std::vector<std::string>* names, std::vector<int64_t>* sizes) {
+  if (dims.size() > examples.size()) fail(absl::StrCat("dims for ", dims.size(), " inputs, but ", examples.size(), " example inputs"));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].empty()) continue;
+    const Shape& s = examples[i].shape();
+    if (dims[i].size() != s.size())
+      fail(absl::StrCat("input ", i, " is declared with ", dims[i].size(), " dims; its example has shape ", shape_str(s)));
+    for (size_t d = 0; d < s.size(); ++d) {
+      const Dim& x = dims[i][d];
+      if (!x.symbolic()) {
+        if (x.size() != s[d]) fail(absl::StrCat("dim ", d, " of input ", i, " is declared ", x.size(), "; its example has ", s[d]));
+        continue;
+      }
+      auto it = std::find(names->begin(), names->end(), x.name());
+      if (it == names->end()) {
+        names->push_back(x.name());
+        sizes->push_back(s[d]);
+      } else if ((*sizes)[size_t(it - names->begin())] != s[d]) {
+        fail(absl::StrCat("the examples give ", x.name(), " two sizes (", (*sizes)[size_t(it - names->begin())], " and ", s[d],
+                          " at dim ", d, " of input ", i, ")"));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string export_graph(const Jit::Fn& fn, const std::vector<Tensor>& example_inputs, const ExportNames& names, const InputDims& dims) {
+  std::vector<std::string> symbols;
+  std::vector<int64_t> example_sizes;
+  symbols_of(example_inputs, dims, &symbols, &example_sizes);
+  if (symbols.empty()) return ir::print(trace(fn, example_inputs, names));
+  if (symbols.size() > size_t(ir::kMaxSymbols)) fail(absl::StrCat("at most ", ir::kMaxSymbols, " symbolic dimensions"));
+  // Traced at every corner of {lo, 2 lo} per symbol and checked at 3 lo (lo: the example's size,
+  // at least 2), on inputs of those sizes.
+  std::vector<int64_t> lo, hi, check;
+  for (int64_t v : example_sizes) {
+    lo.push_back(std::max<int64_t>(v, 2));
+    hi.push_back(2 * lo.back());
+    check.push_back(3 * lo.back());
+  }
+  auto traced_at = [&](const std::vector<int64_t>& values) {
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < example_inputs.size(); ++i) {
+      Shape s = example_inputs[i].shape();
+      for (size_t d = 0; i < dims.size() && d < dims[i].size(); ++d)
+        if (dims[i][d].symbolic())
+          s[d] = values[size_t(std::find(symbols.begin(), symbols.end(), dims[i][d].name()) - symbols.begin())];
+      // Distinct values per input: equal constants would share one buffer (hash-consing).
+      in.push_back(s == example_inputs[i].shape() ? example_inputs[i]
+                                                  : full(s, double(i + 1), example_inputs[i].dtype(), example_inputs[i].device()));
+    }
+    return trace(fn, in, names);
+  };
+  std::vector<ir::ExportedGraph> corners;
+  for (size_t c = 0; c < (size_t(1) << symbols.size()); ++c) {
+    std::vector<int64_t> v(symbols.size());
+    for (size_t s = 0; s < v.size(); ++s) v[s] = (c >> s & 1) ? hi[s] : lo[s];
+    corners.push_back(traced_at(v));
+  }
+  ir::ExportedGraph checked = traced_at(check);
+  auto sym = ir::derive_symbols(symbols, corners, lo, hi, checked, check);
+  if (!sym.ok()) fail(std::string(sym.status().message()));
+  ir::ExportedGraph e = std::move(corners[0]);
+  e.symbols = *std::move(sym);
+  if (absl::Status s = ir::check(e); !s.ok()) fail(std::string(s.message()));
   return ir::print(e);
 }
 
 std::string export_graph(const Jit& jit, const std::vector<Tensor>& example_inputs, const ExportNames& names) {
-  return export_graph(jit.function(), example_inputs, names);
+  return export_graph(jit.function(), example_inputs, names, jit.dims());
 }
 
 }  // namespace kiln

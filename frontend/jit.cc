@@ -106,6 +106,7 @@ Jit::Jit(Fn fn, InputDims dims) : Jit(std::move(fn)) {
 }
 
 const Jit::Fn& Jit::function() const { return impl_->fn; }
+const InputDims& Jit::dims() const { return impl_->dims; }
 
 int Jit::traces() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -18,6 +18,13 @@ bool Kernel::any_symbolic() const {
   return false;
 }
 
+int SymbolicTemplate::marked() const {
+  int n = 0;
+  for (const auto& k : axes)
+    for (const auto& [s, c] : k) n += s >= 0;
+  return n;
+}
+
 int64_t Kernel::outer_count() const {
   int64_t n = 1;
   for (size_t d = 0; d < shape.size(); ++d)

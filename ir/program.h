@@ -124,6 +124,16 @@ struct SymExtent {
   bool operator==(const SymExtent& o) const { return slot == o.slot && coef == o.coef; }
 };
 
+// How each kernel axis of a family of Programs scales with its symbols (passes/symbolic.h derives
+// it; .kiln artifacts carry it).
+struct SymbolicTemplate {
+  int symbols = 0;
+  // [kernel][axis] = {symbol, coefficient}: the axis extent is coefficient * the symbol's value;
+  // symbol -1 for a fixed axis.
+  std::vector<std::vector<std::pair<int, int64_t>>> axes;
+  int marked() const;  // symbolic axes in all
+};
+
 struct Kernel {
   std::string name;
   Shape shape;

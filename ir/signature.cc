@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
@@ -15,21 +16,6 @@ bool is_identifier(const std::string& s) {
   if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
   for (char c : s)
     if (!(std::isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-')) return false;
-  return true;
-}
-
-// "f32[2,3]" -> dtype and shape.
-bool parse_type(const std::string& t, DType* dtype, Shape* shape) {
-  size_t b = t.find('[');
-  if (b == std::string::npos || t.back() != ']' || !dtype_from_name(t.substr(0, b), dtype)) return false;
-  shape->clear();
-  std::string dims = t.substr(b + 1, t.size() - b - 2);
-  if (dims.empty()) return true;
-  for (absl::string_view d : absl::StrSplit(dims, ',')) {
-    std::string s(d);
-    if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return false;
-    shape->push_back(std::stoll(s));
-  }
   return true;
 }
 
@@ -73,15 +59,19 @@ std::string print_signature(const Signature& s) {
 
 std::string print(const ExportedGraph& e, bool with_data) {
   std::string r = "signature {\n";
-  for (const TensorSpec& t : e.signature.inputs)
-    absl::StrAppend(&r, "  input ", t.name, " : ", type_str(t.dtype, t.shape), t.used ? "" : " unused", "\n");
+  for (size_t s = 0; s < e.symbols.names.size(); ++s) absl::StrAppend(&r, "  symbol ", e.symbols.names[s], " = ", e.symbols.base[s], "\n");
+  for (size_t i = 0; i < e.signature.inputs.size(); ++i) {
+    const TensorSpec& t = e.signature.inputs[i];
+    absl::StrAppend(&r, "  input ", t.name, " : ", sym_type_str(e, true, int(i)), t.used ? "" : " unused", "\n");
+  }
   for (const ConstantData& c : e.constants) {
     absl::StrAppend(&r, "  constant : ", type_str(c.dtype, c.shape));
     if (with_data) absl::StrAppend(&r, " base64=", absl::Base64Escape(c.bytes));
     r += "\n";
   }
-  for (const TensorSpec& t : e.signature.outputs) absl::StrAppend(&r, "  output ", t.name, " : ", type_str(t.dtype, t.shape), "\n");
-  return r + "}\n" + print(e.graph);
+  for (size_t i = 0; i < e.signature.outputs.size(); ++i)
+    absl::StrAppend(&r, "  output ", e.signature.outputs[i].name, " : ", sym_type_str(e, false, int(i)), "\n");
+  return r + print_symbol_lines(e) + "}\n" + print(e.graph);
 }
 
 absl::StatusOr<ExportedGraph> parse_exported(const std::string& text, bool need_data) {
@@ -106,6 +96,27 @@ absl::StatusOr<ExportedGraph> parse_exported(const std::string& text, bool need_
       std::vector<std::string> w = words_of(line);
       const int ln = int(end) + 1;
       if (w.size() == 1 && w[0] == "}") break;
+      // symbol NAME = SIZE | at %N shape|ints K = EXPR | at %N scalar = EXPR (ir/symbolic_graph.h)
+      if (w[0] == "symbol") {
+        int64_t base = 0;
+        if (w.size() != 4 || w[2] != "=" || !absl::SimpleAtoi(w[3], &base)) return error_at(ln, "expected 'symbol <name> = <size>'");
+        e.symbols.names.push_back(w[1]);
+        e.symbols.base.push_back(base);
+        continue;
+      }
+      if (w[0] == "at") {
+        SymField f;
+        const bool scalar = w.size() == 5 && w[2] == "scalar";
+        int node = 0;
+        bool ok = (scalar || w.size() == 6) && w[1].size() > 1 && w[1][0] == '%' && absl::SimpleAtoi(w[1].substr(1), &node);
+        if (ok && !scalar) ok = (w[2] == "shape" || w[2] == "ints") && absl::SimpleAtoi(w[3], &f.slot);
+        ok = ok && w[w.size() - 2] == "=" && parse_sym_expr(w.back(), e.symbols.names, &f.expr);
+        if (!ok) return error_at(ln, "expected 'at %<node> shape|ints <index> = <expr>' or 'at %<node> scalar = <expr>' over declared symbols");
+        f.kind = scalar ? SymField::kScalar : w[2] == "shape" ? SymField::kShape : SymField::kInts;
+        f.index = node;
+        e.symbols.fields.push_back(std::move(f));
+        continue;
+      }
       // input NAME : TYPE [unused] | output NAME : TYPE | constant : TYPE [base64=...]
       bool constant = w[0] == "constant";
       size_t colon = constant ? 1 : 2;
@@ -115,7 +126,14 @@ absl::StatusOr<ExportedGraph> parse_exported(const std::string& text, bool need_
         return error_at(ln, constant ? "expected 'constant : <type>'" : absl::StrCat("expected '", w[0], " <name> : <type>'"));
       DType dt;
       Shape shape;
-      if (!parse_type(w[colon + 1], &dt, &shape)) return error_at(ln, absl::StrCat("expected a type like f32[2,3], got '", w[colon + 1], "'"));
+      std::vector<std::pair<int, SymExpr>> sym_dims;
+      if (!parse_sym_type(w[colon + 1], e.symbols, &dt, &shape, &sym_dims) || (constant && !sym_dims.empty()))
+        return error_at(ln, absl::StrCat("expected a type like f32[2,3]", e.symbols.empty() ? "" : " or f32[batch,3]", ", got '", w[colon + 1], "'"));
+      for (auto& [dim, x] : sym_dims) {
+        const bool in = w[0] == "input";
+        e.symbols.fields.push_back({in ? SymField::kInputDim : SymField::kOutputDim,
+                                    int(in ? e.signature.inputs.size() : e.signature.outputs.size()), dim, std::move(x)});
+      }
       size_t extra = colon + 2;
       if (constant) {
         ConstantData c{dt, shape, {}};
@@ -154,6 +172,7 @@ absl::StatusOr<ExportedGraph> parse_exported(const std::string& text, bool need_
 }
 
 absl::Status check(const ExportedGraph& e, bool need_data) {
+  if (absl::Status s = check_symbols(e); !s.ok()) return s;
   auto bad = [](const std::string& m) { return absl::InvalidArgumentError(absl::StrCat("signature: ", m)); };
   for (const auto* list : {&e.signature.inputs, &e.signature.outputs}) {
     std::set<std::string> seen;

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
+#include "ir/symbolic_graph.h"
 
 namespace kiln::ir {
 
@@ -46,6 +47,9 @@ struct ExportedGraph {
   Signature signature;
   std::vector<ConstantData> constants;
   Graph graph;
+  // Symbolic dimensions (ir/symbolic_graph.h): empty for a graph of fixed sizes; otherwise the
+  // signature's and the graph's sizes are those at symbols.base.
+  SymbolicDims symbols;
 
   // Graph input position of each signature input (-1 when unused), then of each constant.
   std::vector<int> input_positions() const;

@@ -17,13 +17,6 @@ std::string same_kernels(const ir::Program& a, const ir::Program& b) {
 
 }  // namespace
 
-int SymbolicTemplate::marked() const {
-  int n = 0;
-  for (const auto& k : axes)
-    for (const auto& [s, c] : k) n += s >= 0;
-  return n;
-}
-
 absl::StatusOr<SymbolicTemplate> derive_template(const ir::Program& base, const std::vector<int64_t>& base_values,
                                                  const std::vector<ir::Program>& probes,
                                                  const std::vector<int64_t>& probe_values) {

@@ -27,14 +27,7 @@
 
 namespace kiln::passes {
 
-// How each kernel axis of a family of Programs scales with its symbols.
-struct SymbolicTemplate {
-  int symbols = 0;
-  // [kernel][axis] = {symbol, coefficient}: the axis extent is coefficient * the symbol's value;
-  // symbol -1 for a fixed axis.
-  std::vector<std::vector<std::pair<int, int64_t>>> axes;
-  int marked() const;  // symbolic axes in all
-};
+using SymbolicTemplate = ir::SymbolicTemplate;
 
 // The template of a graph family from Programs planned at probe sizes: `base` with every symbol s
 // at base_values[s], and probes[s] with symbol s at probe_values[s] (!= base_values[s]) and every

@@ -5,6 +5,7 @@
 #include <future>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "runtime/stats.h"
 
@@ -53,7 +54,64 @@ void remember(std::string_view key, const std::string& blob) {
   }
 }
 
+// The scopes of RecordBinaries and ProvideBinaries.
+struct Portable {
+  std::mutex mu;
+  std::atomic<int> scopes{0};
+  std::vector<PortableBinaries*> recorders;
+  std::vector<const PortableBinaries*> providers;
+};
+
+Portable& portable_scopes() {
+  static Portable* p = new Portable();
+  return *p;
+}
+
+std::optional<std::string> provided(std::string_view portable, const std::function<bool(std::string_view)>& valid) {
+  Portable& p = portable_scopes();
+  if (portable.empty() || p.scopes.load() == 0) return std::nullopt;
+  const uint64_t h = stable_hash64(portable);
+  std::lock_guard<std::mutex> lock(p.mu);
+  for (const PortableBinaries* from : p.providers)
+    if (auto it = from->find(h); it != from->end() && it->second.size == portable.size() && valid(it->second.blob))
+      return it->second.blob;
+  return std::nullopt;
+}
+
+void record(std::string_view portable, const std::string& blob) {
+  Portable& p = portable_scopes();
+  if (portable.empty() || p.scopes.load() == 0) return;
+  const uint64_t h = stable_hash64(portable);
+  std::lock_guard<std::mutex> lock(p.mu);
+  for (PortableBinaries* into : p.recorders) (*into)[h] = {portable.size(), blob};
+}
+
 }  // namespace
+
+RecordBinaries::RecordBinaries(PortableBinaries* into) : into_(into) {
+  Portable& p = portable_scopes();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.recorders.push_back(into_);
+  p.scopes++;
+}
+RecordBinaries::~RecordBinaries() {
+  Portable& p = portable_scopes();
+  std::lock_guard<std::mutex> lock(p.mu);
+  std::erase(p.recorders, into_);
+  p.scopes--;
+}
+ProvideBinaries::ProvideBinaries(const PortableBinaries* from) : from_(from) {
+  Portable& p = portable_scopes();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.providers.push_back(from_);
+  p.scopes++;
+}
+ProvideBinaries::~ProvideBinaries() {
+  Portable& p = portable_scopes();
+  std::lock_guard<std::mutex> lock(p.mu);
+  std::erase(p.providers, from_);
+  p.scopes--;
+}
 
 RememberBinaries::RememberBinaries() { remembered().scopes++; }
 RememberBinaries::~RememberBinaries() { remembered().scopes--; }
@@ -69,6 +127,18 @@ void forget_binaries() {
 CompileCache CompileCache::for_backend(const std::string& backend) { return CompileCache(DiskCache::for_backend(backend)); }
 
 absl::StatusOr<std::string> CompileCache::get_or_compile(
+    std::string_view key, int kernels, const std::function<absl::StatusOr<std::string>()>& compile,
+    const std::function<bool(std::string_view)>& valid, std::string_view portable) const {
+  if (std::optional<std::string> blob = provided(portable, valid)) {
+    counters().kernels_reused += kernels;
+    return *std::move(blob);
+  }
+  absl::StatusOr<std::string> got = remembered_or_compile(key, kernels, compile, valid);
+  if (got.ok()) record(portable, *got);
+  return got;
+}
+
+absl::StatusOr<std::string> CompileCache::remembered_or_compile(
     std::string_view key, int kernels, const std::function<absl::StatusOr<std::string>()>& compile,
     const std::function<bool(std::string_view)>& valid) const {
   if (std::optional<std::string> blob = recall(key)) {

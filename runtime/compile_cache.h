@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -32,16 +33,53 @@ class RememberBinaries {
 // Drops the binaries kept in memory (tests).
 void forget_binaries();
 
+// Binaries found by what decides them apart from the toolchain (get_or_compile's `portable`:
+// the source and the target): stable_hash64 of it -> the binary. A .kiln artifact with symbolic
+// dimensions carries the binaries of its template code this way, so that planning a new size on
+// another machine (another NVRTC, another LLVM) finds them instead of compiling.
+struct PortableBinary {
+  uint64_t size = 0;  // of the portable text (a second check beside its hash)
+  std::string blob;
+};
+using PortableBinaries = std::map<uint64_t, PortableBinary>;
+// While alive (in any thread), every binary get_or_compile returns for a call with a portable
+// text is also put into `*into` (kilnc compile).
+class RecordBinaries {
+ public:
+  explicit RecordBinaries(PortableBinaries* into);
+  ~RecordBinaries();
+  RecordBinaries(const RecordBinaries&) = delete;
+  RecordBinaries& operator=(const RecordBinaries&) = delete;
+
+ private:
+  PortableBinaries* into_;
+};
+// While alive (in any thread), get_or_compile looks a call's portable text up in `*from` first
+// (a hit that `valid` accepts counts stats().kernels_reused, compiles and reads nothing).
+class ProvideBinaries {
+ public:
+  explicit ProvideBinaries(const PortableBinaries* from);
+  ~ProvideBinaries();
+  ProvideBinaries(const ProvideBinaries&) = delete;
+  ProvideBinaries& operator=(const ProvideBinaries&) = delete;
+
+ private:
+  const PortableBinaries* from_;
+};
+
 class CompileCache {
  public:
   // The cache folder of `backend` at the location support::options() names (off when disabled).
   static CompileCache for_backend(const std::string& backend);
   explicit CompileCache(DiskCache disk) : disk_(std::move(disk)) {}
 
-  // The binary for `key`; `kernels` is how many kernels it holds (for the counters).
+  // The binary for `key`; `kernels` is how many kernels it holds (for the counters). `portable`
+  // is the part of the key that decides the binary apart from the toolchain's version (the source,
+  // the target and kiln's own options): provided and recorded binaries go by it.
   absl::StatusOr<std::string> get_or_compile(
       std::string_view key, int kernels, const std::function<absl::StatusOr<std::string>()>& compile,
-      const std::function<bool(std::string_view)>& valid = [](std::string_view b) { return !b.empty(); }) const;
+      const std::function<bool(std::string_view)>& valid = [](std::string_view b) { return !b.empty(); },
+      std::string_view portable = {}) const;
 
   // The file `key` is stored in ("" when the cache is off).
   std::string path_for(std::string_view key) const { return disk_.enabled() ? disk_.path_for(key) : ""; }
@@ -49,6 +87,9 @@ class CompileCache {
 
  private:
   // The disk, then the compiler (get_or_compile's part after memory).
+  absl::StatusOr<std::string> remembered_or_compile(std::string_view key, int kernels,
+                                                    const std::function<absl::StatusOr<std::string>()>& compile,
+                                                    const std::function<bool(std::string_view)>& valid) const;
   absl::StatusOr<std::string> lookup_or_compile(std::string_view key, int kernels,
                                                 const std::function<absl::StatusOr<std::string>()>& compile,
                                                 const std::function<bool(std::string_view)>& valid) const;

@@ -42,7 +42,8 @@ absl::StatusOr<CompiledProgram> CpuCompiler::compile(const ir::Program& p) const
   const std::string key = absl::StrCat("kiln cpu object\n", codegen::cpu::compiler_identity(), "\n", c.target_key, "\n",
                                        mod->unoptimized_ir());
   auto object = CompileCache::for_backend("cpu").get_or_compile(
-      key, int(p.kernels.size()), [&] { return mod->emit_object(); }, is_object);
+      key, int(p.kernels.size()), [&] { return mod->emit_object(); }, is_object,
+      absl::StrCat("kiln cpu object\n", c.target_key, "\n", mod->unoptimized_ir()));
   if (!object.ok()) return object.status();
   c.module = *std::move(object);
   const std::vector<codegen::cpu::KernelEntry>& entries = mod->kernels();

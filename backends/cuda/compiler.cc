@@ -54,7 +54,8 @@ absl::StatusOr<CudaBinary> compile_module(const std::string& source, int cc, int
         if (!b.ok()) return b.status();
         return pack(*b);
       },
-      [](std::string_view b) { return unpack(b, false, nullptr); });
+      [](std::string_view b) { return unpack(b, false, nullptr); },
+      absl::StrCat("kiln cuda module v1\nsm_", cc, arch_specific ? "a" : "", "\n", source));
   if (!blob.ok()) return blob.status();
   CudaBinary out;
   unpack(*blob, keep_ptx, &out);

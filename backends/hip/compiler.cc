@@ -29,7 +29,8 @@ absl::StatusOr<CompiledProgram> HipCompiler::compile(const ir::Program& p) const
         key, int(rendered->kernels.size()),
         [&]() -> absl::StatusOr<std::string> { return comgr_compile(rendered->module_source, gfx); },
         // A code object is an ELF file.
-        [](std::string_view b) { return b.size() > 4 && b.substr(0, 4) == "\x7f" "ELF"; });
+        [](std::string_view b) { return b.size() > 4 && b.substr(0, 4) == "\x7f" "ELF"; },
+        absl::StrCat("kiln hip module v1\n", gfx, "\n", rendered->module_source));
     if (!bin.ok()) return bin.status();
     c.module = *std::move(bin);
     if (support::options().keep_sources()) c.module_source = rendered->module_source;

@@ -96,7 +96,7 @@ absl::StatusOr<CompiledProgram> VulkanCompiler::compile_rendered(const ir::Progr
           if (!words.ok()) return words.status();
           return std::string(reinterpret_cast<const char*>(words->data()), words->size() * sizeof(uint32_t));
         },
-        is_spirv);
+        is_spirv, absl::StrCat("kiln vulkan spirv v2\n", key_, "\n", glsl));
   });
   for (size_t i = 0; i < r.kernels.size(); ++i) {
     const codegen::gpu::KernelSource& k = r.kernels[i];

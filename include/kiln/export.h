@@ -25,8 +25,16 @@ struct ExportNames {
 };
 
 // Throws kiln::Error for a bad name or count, aliased arguments, or an fn that fails to trace.
-std::string export_graph(const Jit::Fn& fn, const std::vector<Tensor>& example_inputs, const ExportNames& names = {});
-// The function of a kiln::Jit, traced on `example_inputs`.
+//
+// Symbolic dimensions: with `dims` (kiln::Jit's declaration: kiln::Dim("batch") for a dim whose
+// size may change), the text serves every size of them (ir/symbolic_graph.h): `fn` is traced at
+// the examples' sizes (at least 2), twice those and three times those, and each integer of the
+// graph that changes between them is written as a polynomial in the symbols (2*batch+4, the
+// 1/batch of a mean). kiln::Error names the node when `fn` records another graph at another size
+// or a size that is no such polynomial (a dim of batch/2, a branch on the size); at most 3 symbols.
+std::string export_graph(const Jit::Fn& fn, const std::vector<Tensor>& example_inputs, const ExportNames& names = {},
+                         const InputDims& dims = {});
+// The function of a kiln::Jit, traced on `example_inputs`, with the Jit's declared dims.
 std::string export_graph(const Jit& jit, const std::vector<Tensor>& example_inputs, const ExportNames& names = {});
 
 }  // namespace kiln

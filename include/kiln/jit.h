@@ -59,8 +59,9 @@ class Jit {
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
   // Number of distinct input signatures traced so far.
   int traces() const;
-  // The traced function (kiln::export_graph traces it too).
+  // The traced function (kiln::export_graph traces it too) and its declared dims.
   const Fn& function() const;
+  const InputDims& dims() const;
 
  private:
   struct Impl;

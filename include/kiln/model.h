@@ -8,7 +8,14 @@
 //   auto probs = m({{"x", x}, {"w", w}})[0];           // by name
 //
 // Inputs are checked against the signature (count, names, dtypes, shapes, device); a mismatch
-// throws kiln::Error naming the input. A corrupted, truncated or other-version artifact, or one
+// throws kiln::Error naming the input.
+//
+// Symbolic dimensions (exported with kiln::export_graph's dims, or kilnc --input-shape x=batch,784):
+// the model takes any size of them, read from its inputs (one symbol bound to two sizes is an
+// error naming both inputs). The first call at a size other than the exported one plans the graph
+// at that size and loads an executable for it (kept for the 16 most recent sizes); its code comes
+// from the artifact, found by its source, so nothing compiles unless that size plans other kernels
+// than the template (KILN_DEBUG=1 says so; stats().kernels_compiled counts them). A corrupted, truncated or other-version artifact, or one
 // without a section for the device, throws kiln::Error saying so.
 #pragma once
 
@@ -26,7 +33,10 @@ namespace kiln {
 struct TensorInfo {
   std::string name;
   DType dtype = DType::kFloat32;
-  Shape shape;
+  Shape shape;  // a symbolic dim holds its size at the sizes the model was exported at
+  // Symbolic dimensions: per dim, its expression ("batch", "2*batch+4") or "" for a fixed dim;
+  // empty when every dim is fixed.
+  std::vector<std::string> dims;
 };
 
 class Model {

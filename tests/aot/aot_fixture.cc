@@ -34,7 +34,7 @@ std::string scratch_dir(const std::string& name) {
 }
 
 artifact::Artifact compile_to(const Example& e, const std::string& targets, const std::string& path) {
-  auto graph = ir::parse_exported(export_graph(e.fn, e.inputs, e.names));
+  auto graph = ir::parse_exported(export_graph(e.fn, e.inputs, e.names, e.dims));
   throw_if_error(graph.status());
   auto specs = artifact::parse_targets(targets);
   throw_if_error(specs.status());

@@ -19,6 +19,7 @@ struct Example {
   Jit::Fn fn;
   std::vector<Tensor> inputs;
   ExportNames names;
+  InputDims dims = {};  // symbolic dimensions (empty: every dim fixed)
 };
 
 // mlp: relu(x @ w1 + b) @ w2 -> softmax, w1 captured (a constant), x, b, w2 arguments.

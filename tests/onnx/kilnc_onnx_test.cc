@@ -57,6 +57,40 @@ TEST(KilncOnnx, CompiledArtifactMatchesTheImportedModel) {
   EXPECT_NEAR(got[0], 6.15f, 1e-5);
 }
 
+TEST(KilncOnnx, ANamedInputShapeKeepsTheBatchSymbolic) {
+  KILN_AOT_REQUIRE_DEVICE();
+  std::string dir = scratch_dir("kilnc_onnx");
+  std::string model = write(dir, "batch.onnx", mlp(-1)), out;
+  std::string art = dir + "/batch.kiln";
+  ASSERT_EQ(run_kilnc("compile " + model + " -o " + art + " --target " + default_device().name() + " --input-shape x=batch:4,3", &out), 0)
+      << out;
+  ASSERT_EQ(run_kilnc("inspect " + art, &out), 0) << out;
+  EXPECT_NE(out.find("  symbol batch (any size; the sections below are planned at 4)\n  input  x : f32[batch,3]\n  output y : f32[batch]\n"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find(" binaries shared by every size"), std::string::npos) << out;
+  Model compiled = load(art);
+  EXPECT_EQ(compiled.inputs()[0].dims, (std::vector<std::string>{"batch", ""}));
+  std::vector<Tensor> xs;
+  std::vector<std::vector<float>> got;
+  reset_stats();
+  for (int64_t batch : {4, 9, 1, 300}) {
+    std::vector<float> v;
+    for (int64_t i = 0; i < batch * 3; ++i) v.push_back(float((i * 7) % 11) * 0.25f - 1.0f);
+    xs.push_back(from_vector<float>(v, {batch, 3}));
+    got.push_back(compiled({xs.back()})[0].to_vector<float>());
+    ASSERT_EQ(got.back().size(), size_t(batch));
+  }
+  EXPECT_EQ(stats().kernels_compiled, 0) << "every size's code is in the artifact";
+  onnx::Model imported = onnx::load(model);
+  for (size_t k = 0; k < xs.size(); ++k) {
+    std::vector<float> want = imported({xs[k]})[0].to_vector<float>();
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[k][i], want[i], 1e-5) << "batch " << xs[k].shape()[0] << " row " << i;
+  }
+  EXPECT_EQ(run_kilnc("compile " + model + " -o " + art + " --target cpu --input-shape x=batch:0,3", &out), 1);
+  EXPECT_NE(out.find("--input-shape x=batch:0,3: expected NAME=d0,d1,... (a dim is a size, or a symbol: batch or batch:16)"), std::string::npos)
+      << out;
+}
+
 TEST(KilncOnnx, SymbolicDimensionsNeedAnInputShape) {
   KILN_AOT_REQUIRE_DEVICE();
   std::string dir = scratch_dir("kilnc_onnx");

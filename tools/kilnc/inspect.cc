@@ -14,10 +14,14 @@ int inspect_command(const Args& a) {
   if (!art.ok()) return fail("inspect", art.status());
   std::string out = absl::StrCat(a.positional[0], ": kiln artifact format ", art->format_version, ", written by kiln ",
                                  art->kiln_version, "\nsignature (", art->signature_bytes, " bytes with the graph):\n");
-  for (const ir::TensorSpec& t : art->graph.signature.inputs)
-    absl::StrAppend(&out, "  input  ", t.name, " : ", ir::type_str(t.dtype, t.shape), t.used ? "" : " (unused)", "\n");
-  for (const ir::TensorSpec& t : art->graph.signature.outputs)
-    absl::StrAppend(&out, "  output ", t.name, " : ", ir::type_str(t.dtype, t.shape), "\n");
+  const ir::ExportedGraph& g = art->graph;
+  for (size_t s = 0; s < g.symbols.names.size(); ++s)
+    absl::StrAppend(&out, "  symbol ", g.symbols.names[s], " (any size; the sections below are planned at ", g.symbols.base[s], ")\n");
+  for (size_t i = 0; i < g.signature.inputs.size(); ++i)
+    absl::StrAppend(&out, "  input  ", g.signature.inputs[i].name, " : ", ir::sym_type_str(g, true, int(i)),
+                    g.signature.inputs[i].used ? "" : " (unused)", "\n");
+  for (size_t i = 0; i < g.signature.outputs.size(); ++i)
+    absl::StrAppend(&out, "  output ", g.signature.outputs[i].name, " : ", ir::sym_type_str(g, false, int(i)), "\n");
   absl::StrAppend(&out, "constants: ", art->graph.constants.size(), " (", art->constants_bytes, " bytes, ",
                   art->weights_file.empty() ? "stored in the artifact" : "in the weights file " + art->weights_file + " beside it",
                   ")\n");
@@ -32,6 +36,9 @@ int inspect_command(const Args& a) {
                     p.module.empty() ? "one per kernel" : absl::StrCat(p.module.size(), " bytes in one module"),
                     p.portable_module.empty() ? "" : absl::StrCat(" + ", p.portable_module.size(), " bytes of PTX for newer GPUs"),
                     "\n",
+                    g.symbols.empty() ? ""
+                                      : absl::StrCat("    symbolic: ", t.code.marked(), " kernel axes follow the symbols; ",
+                                                     t.binaries.size(), " binaries shared by every size\n"),
                     "    memory plan: peak ", p.arena_bytes, " bytes of intermediates (one arena), ", io, " bytes of inputs and outputs\n",
                     "    kernels: ", p.kernels.size(), " (", p.steps.size(), " steps");
     int loops = 0, branches = 0;

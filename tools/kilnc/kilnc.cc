@@ -21,8 +21,10 @@ usage:
       signature, the constants and one section per target. Needs no GPU. With --weights NAME the
       constants go to the file NAME beside the artifact instead (left untouched when it already
       holds the same weights, so recompiling code does not rewrite them). A .onnx model goes
-      through kiln::onnx::load (its initializers become constants); --input-shape fixes the
-      symbolic dimensions of an input.
+      through kiln::onnx::load (its initializers become constants); --input-shape gives an
+      input's dims: a number fixes one, a name (batch, or batch:16 to trace at 16; default 8)
+      keeps it symbolic: the artifact then serves every size of it (ir/symbolic_graph.h). An
+      .ir file exported with symbolic dims (kiln::export_graph's dims) is symbolic too.
       TARGETS: comma-separated; a backend alone is this machine's device of that backend, a
       backend:profile is a named target (several profiles of one backend with |):
         cpu[:x86-64|x86-64-v2|x86-64-v3|x86-64-v4]

@@ -1,0 +1,146 @@
+// Symbolic dimensions ahead of time: a function exported with kiln::Dim("batch") becomes one graph
+// text for every batch size (polynomials in the symbols, ir/symbolic_graph.h), kilnc compiles it
+// once, and the loaded model runs any batch size against the reference interpreter, finding every
+// kernel's binary in the artifact (stats().kernels_compiled stays 0). Errors name what is wrong.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "aot/aot_fixture.h"
+#include "ir/signature.h"
+#include "runtime/compile_cache.h"
+#include "testing/error_of.h"
+#include "testing/reference.h"
+
+namespace kiln::testing {
+namespace {
+
+// An MLP over a batch of rows: relu(x @ w1 + b) @ w2, softmax, plus each row's mean (a reduce
+// over a fixed axis); the batch is symbolic.
+Example batched_mlp() {
+  Tensor w1 = random_tensor({16, 32}, float32, 11, -0.5, 0.5);
+  return Example{"mlp",
+                 [w1](const std::vector<Tensor>& in) {
+                   Tensor h = relu(matmul(in[0], w1) + in[1]);
+                   return std::vector<Tensor>{softmax(matmul(h, in[2]), -1), mean(h, {1}, true)};
+                 },
+                 {random_tensor({8, 16}, float32, 1), random_tensor({32}, float32, 2), random_tensor({32, 10}, float32, 3, -0.5, 0.5)},
+                 {{"x", "b", "w2"}, {"probs", "h_mean"}},
+                 {{Dim("batch"), 16}}};
+}
+
+std::vector<Tensor> inputs_at(const Example& e, int64_t batch, uint32_t seed) {
+  std::vector<Tensor> in = e.inputs;
+  in[0] = random_tensor({batch, 16}, float32, seed);
+  return in;
+}
+
+TEST(AotSymbolic, ExportWritesTheSizesAsPolynomials) {
+  Example e = batched_mlp();
+  std::string text = export_graph(e.fn, e.inputs, e.names, e.dims);
+  EXPECT_NE(text.find("  symbol batch = 8\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  input x : f32[batch,16]\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  output probs : f32[batch,10]\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  output h_mean : f32[batch,1]\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(" shape 0 = batch\n"), std::string::npos) << text;
+  auto parsed = ir::parse_exported(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(ir::print(*parsed), text);
+  // Written at another size, the graph is the one tracing at that size records.
+  auto at5 = ir::instantiate(*parsed, {5});
+  ASSERT_TRUE(at5.ok()) << at5.status();
+  auto traced5 = ir::parse_exported(export_graph(e.fn, inputs_at(e, 5, 7), e.names));
+  ASSERT_TRUE(traced5.ok());
+  EXPECT_EQ(ir::print(*at5), ir::print(*traced5));
+}
+
+TEST(AotSymbolic, TheMeanOverASymbolicAxisIsOneOverItsSize) {
+  Example e = batched_mlp();
+  auto over_batch = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{mean(in[0] * 2.0, {0}, false)}; };
+  std::string text = export_graph(over_batch, {e.inputs[0]}, {{"x"}, {"m"}}, {{Dim("batch"), 16}});
+  EXPECT_NE(text.find(" scalar = 1/(batch)\n"), std::string::npos) << text;
+  auto g = ir::parse_exported(text);
+  ASSERT_TRUE(g.ok()) << g.status();
+  for (int64_t n : {3, 40}) {
+    auto at = ir::instantiate(*g, {n});
+    ASSERT_TRUE(at.ok()) << at.status();
+    auto traced = ir::parse_exported(export_graph(over_batch, {random_tensor({n, 16}, float32, 1)}, {{"x"}, {"m"}}));
+    ASSERT_TRUE(traced.ok());
+    EXPECT_EQ(ir::print(*at), ir::print(*traced)) << "batch " << n;
+  }
+}
+
+TEST(AotSymbolic, EveryBatchSizeRunsWithoutCompiling) {
+  KILN_AOT_REQUIRE_DEVICE();
+  Example e = batched_mlp();
+  std::string path = scratch_dir("mlp") + "/mlp.kiln";
+  compile_to(e, default_device().name(), path);
+  runtime::forget_binaries();  // what compile_to compiled: the sizes must find it in the artifact
+  reset_stats();
+  Model m = load(path);
+  ASSERT_EQ(m.inputs()[0].dims, (std::vector<std::string>{"batch", ""}));
+  EXPECT_TRUE(m.inputs()[1].dims.empty());
+  EXPECT_EQ(m.outputs()[0].dims, (std::vector<std::string>{"batch", ""}));
+  for (int64_t batch : {8, 3, 100, 1000, 37, 3, 1, 2}) {
+    SCOPED_TRACE(absl::StrCat("batch ", batch));
+    std::vector<Tensor> in = inputs_at(e, batch, uint32_t(batch));
+    std::vector<Tensor> got = m(in);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].shape(), (Shape{batch, 10}));
+    EXPECT_EQ(got[1].shape(), (Shape{batch, 1}));
+    EXPECT_TRUE(MatchesInterpreter(e.fn(in), got));
+  }
+  EXPECT_EQ(stats().kernels_compiled, 0);
+  EXPECT_EQ(stats().kernel_disk_cache_hits, 0);
+  EXPECT_GT(stats().kernels_reused, 0);
+}
+
+TEST(AotSymbolic, ABatchReductionCompilesItsOwnKernelAndStaysExact) {
+  KILN_AOT_REQUIRE_DEVICE();
+  Example e{"colmean", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{mean(in[0], {0}, true) + in[0]}; },
+            {random_tensor({8, 16}, float32, 1)}, {{"x"}, {"y"}}, {{Dim("batch"), 16}}};
+  std::string path = scratch_dir("colmean") + "/colmean.kiln";
+  compile_to(e, default_device().name(), path);
+  Model m = load(path);
+  for (int64_t batch : {8, 5, 300}) {
+    std::vector<Tensor> in{random_tensor({batch, 16}, float32, uint32_t(batch))};
+    EXPECT_TRUE(MatchesInterpreter(e.fn(in), m(in))) << "batch " << batch;
+  }
+}
+
+TEST(AotSymbolic, InputsThatDoNotFitTheSymbolsAreErrors) {
+  KILN_AOT_REQUIRE_DEVICE();
+  Example e{"pair", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + in[1]}; },
+            {random_tensor({8, 4}, float32, 1), random_tensor({8, 4}, float32, 2)}, {{"a", "b"}, {"c"}},
+            {{Dim("batch"), 4}, {Dim("batch"), 4}}};
+  std::string path = scratch_dir("pair") + "/pair.kiln";
+  compile_to(e, default_device().name(), path);
+  Model m = load(path);
+  std::string err = error_of([&] { m({random_tensor({6, 4}, float32, 1), random_tensor({7, 4}, float32, 2)}); });
+  EXPECT_NE(err.find("input 'b' dim 0 binds batch to 7, but input 'a' dim 0 bound it to 6"), std::string::npos) << err;
+  err = error_of([&] { m({random_tensor({6, 5}, float32, 1), random_tensor({6, 5}, float32, 2)}); });
+  EXPECT_NE(err.find("input 'a' dim 1 is 5; the graph takes f32[batch,4]"), std::string::npos) << err;
+  err = error_of([&] { m({random_tensor({6}, float32, 1), random_tensor({6, 4}, float32, 2)}); });
+  EXPECT_NE(err.find("input 'a' has rank 1; the graph takes f32[batch,4]"), std::string::npos) << err;
+}
+
+TEST(AotSymbolic, FunctionsThatDoNotScaleAreRefusedAtExport) {
+  Tensor x = random_tensor({8, 4}, float32, 1);
+  // A dim of batch / 2 is no polynomial with integer coefficients.
+  std::string err = error_of([&] {
+    export_graph([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].reshape({in[0].shape()[0] / 2, 8})}; }, {x}, {},
+                 {{Dim("batch"), 4}});
+  });
+  EXPECT_NE(err.find("is not a polynomial with integer coefficients in the symbolic sizes"), std::string::npos) << err;
+  // A branch on the size records another graph.
+  err = error_of([&] {
+    export_graph([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].shape()[0] > 10 ? relu(in[0]) : in[0] * 2.0}; },
+                 {x}, {}, {{Dim("batch"), 4}});
+  });
+  EXPECT_NE(err.find("records another graph at batch=16 than at batch=8"), std::string::npos) << err;
+  // Declared dims must fit the examples.
+  err = error_of([&] { export_graph([](const std::vector<Tensor>& in) { return in; }, {x}, {}, {{Dim("batch"), 5}}); });
+  EXPECT_NE(err.find("dim 1 of input 0 is declared 5; its example has 4"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace kiln::testing
