@@ -120,6 +120,7 @@ Stats stats() {
   s.executable_cache_bytes = replay::cache_bytes();
   s.kernels_autotuned = c.kernels_autotuned.load();
   s.autotune_cache_hits = c.autotune_cache_hits.load();
+  s.executables_resized = c.executables_resized.load();
   s.memory_blocks = c.memory_blocks.load();
   s.memory_block_bytes = c.memory_block_bytes.load();
   s.memory_block_used_bytes = c.memory_block_used_bytes.load();
@@ -140,6 +141,7 @@ void reset_stats() {
   c.executables_evicted = 0;
   c.kernels_autotuned = 0;
   c.autotune_cache_hits = 0;
+  c.executables_resized = 0;
 }
 
 void set_executable_cache_budget(int64_t bytes) {
@@ -158,7 +160,7 @@ std::string Stats::to_string() const {
                       " executable_cache_bytes=", executable_cache_bytes, " kernels_autotuned=", kernels_autotuned,
                       " autotune_cache_hits=", autotune_cache_hits, " memory_blocks=", memory_blocks,
                       " memory_block_bytes=", memory_block_bytes, " memory_block_used_bytes=", memory_block_used_bytes,
-                      " device_communicators=", device_communicators);
+                      " device_communicators=", device_communicators, " executables_resized=", executables_resized);
 }
 
 }  // namespace kiln

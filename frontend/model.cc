@@ -14,6 +14,7 @@
 #include "frontend/lazy.h"
 #include "frontend/model_loader.h"
 #include "replay/compile_or_replay.h"
+#include "replay/shared_sizes.h"
 #include "runtime/compile_cache.h"
 #include "runtime/registry.h"
 #include "runtime/stats.h"
@@ -45,6 +46,7 @@ struct Model::Impl {
   std::shared_ptr<const runtime::Compiler> compiler;
   mutable std::mutex mu;
   mutable std::vector<SizeExe> sizes;
+  mutable replay::SharedSizes shared;  // the sizes' executables (one, resized per size, on CUDA)
 
   // The executable and output shapes for inputs of `shapes` (symbolic models; throws for inputs
   // that do not fit the signature).
@@ -101,10 +103,10 @@ Model detail::load_model(const artifact::Artifact& art, runtime::Device* dev, co
   }
   for (size_t i = 0; i < g.signature.inputs.size(); ++i) m->inputs.push_back(info(g, true, i));
   for (size_t i = 0; i < g.signature.outputs.size(); ++i) m->outputs.push_back(info(g, false, i));
+  m->graph = g;  // the signature (and a symbolic model's template); the constants are on the device
+  for (ir::ConstantData& c : m->graph.constants) c.bytes.clear();
   if (!g.symbols.empty()) {
     m->compiled.params = loaded->section->program.params;
-    m->graph = g;
-    for (ir::ConstantData& c : m->graph.constants) c.bytes.clear();
     m->section.backend = loaded->section->backend;
     m->section.profile = loaded->section->profile;
     m->section.code = loaded->section->code;
@@ -143,7 +145,7 @@ SizeExe Model::Impl::at(const std::vector<int64_t>& sizes_of) const {
     program = artifact::compile_at(graph, *values, *compiler, section.code, section.fusion);
   }
   throw_if_error(program.status());
-  auto exe = this->compiled.device->load(*program);
+  auto exe = shared.load(this->compiled.device, *program);
   throw_if_error(exe.status());
   const int64_t own = runtime::counters().kernels_compiled - compiled_before;
   if (own > 0 && support::debug_level() >= 1) {

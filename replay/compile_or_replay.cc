@@ -11,6 +11,7 @@
 #include "passes/pipeline.h"
 #include "passes/symbolic.h"
 #include "replay/autotune.h"
+#include "replay/shared_sizes.h"
 #include "runtime/compile_cache.h"
 #include "runtime/registry.h"
 #include "runtime/stats.h"
@@ -61,6 +62,7 @@ void trace_compiled(const CompiledGraph& e, passes::Compiled planned, double com
 struct SymbolicCode {
   passes::SymbolicTemplate tmpl;
   std::string variant;  // names the template in the executable cache's key
+  mutable SharedSizes sizes;  // the sizes' executables: one, resized per size, where the backend can
 };
 
 namespace {
@@ -111,7 +113,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile_graph_as(runtime::D
   absl::StatusOr<std::unique_ptr<runtime::Executable>> exe;
   {
     support::TraceSpan span("load", "compile");
-    exe = device->load(*compiled);
+    exe = sym ? sym->sizes.load(device, *compiled) : device->load(*compiled);
   }
   if (!exe.ok()) return exe.status();
   auto e = std::make_shared<CompiledGraph>();

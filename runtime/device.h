@@ -91,6 +91,19 @@ class Executable {
     (void)inputs, (void)outputs, (void)params;
     return absl::UnimplementedError("this backend does not time kernels one by one");
   }
+  // Symbolic dimensions (passes/symbolic.h): whether resize() can work at all here.
+  virtual bool resizable() const { return false; }
+  // Makes this executable run `c` from now on: another size of the program it was loaded from,
+  // with the same module and kernels, steps and buffers in the same order, and other launch
+  // shapes, params, tensor maps and memory plan. Runs already issued are not affected. CUDA
+  // updates the instantiated graph's kernel nodes in place (no new instantiation), growing the
+  // arena when the size needs more. FailedPrecondition (saying what differs) when `c` is not such
+  // a program, or the executable holds what cannot be resized (loops, branches, collectives);
+  // the executable is unchanged then.
+  virtual absl::Status resize(const CompiledProgram& c) {
+    (void)c;
+    return absl::UnimplementedError("this backend does not resize executables");
+  }
 };
 
 // Turns kernel IR into a CompiledProgram for one target, without a device.

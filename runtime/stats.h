@@ -18,6 +18,7 @@ struct Counters {
   std::atomic<int64_t> executables_evicted{0};
   std::atomic<int64_t> kernels_autotuned{0};
   std::atomic<int64_t> autotune_cache_hits{0};
+  std::atomic<int64_t> executables_resized{0};
   // Gauges (not reset): device memory blocks that sub-allocating backends hold (Vulkan), their
   // bytes, and the bytes of the buffers placed in them.
   std::atomic<int64_t> memory_blocks{0};

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/bindings.h"
+#include "runtime/disk_cache.h"
 #include "backends/cpu/memory.h"
 #include "backends/cpu/target.h"
 #include "runtime/stats.h"
@@ -34,7 +35,48 @@ absl::StatusOr<std::unique_ptr<Executable>> CpuExecutable::load(const CompiledPr
     code = *std::move(linked);
     for (size_t i = 0; i < kernels.size(); ++i) kernels[i].fn = code->functions()[i];
   }
-  return std::unique_ptr<Executable>(new CpuExecutable(c, std::move(code), std::move(kernels), device, pool));
+  auto e = std::unique_ptr<CpuExecutable>(new CpuExecutable(c, std::move(code), std::move(kernels), device, pool));
+  e->module_hash_ = stable_hash64(c.module);
+  return std::unique_ptr<Executable>(std::move(e));
+}
+
+absl::Status CpuExecutable::resize(const CompiledProgram& c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto refuse = [](const std::string& why) {
+    return absl::FailedPreconditionError(absl::StrCat("cpu: this executable cannot take the program: ", why));
+  };
+  if (stable_hash64(c.module) != module_hash_) return refuse("its module differs");
+  if (c.kernels.size() != kernels_.size() || c.buffers.size() != buffers_.size() || c.params.size() != num_params_ ||
+      c.num_inputs != num_inputs_ || c.num_outputs != num_outputs_ || c.steps.size() != steps_.size())
+    return refuse("its kernels, steps, buffers or params differ");
+  for (size_t i = 0; i < c.steps.size(); ++i)
+    if (c.steps[i].kernel != steps_[i].kernel || c.steps[i].kind != steps_[i].kind || c.steps[i].deps != steps_[i].deps)
+      return refuse("its steps differ");
+  for (size_t b = 0; b < c.buffers.size(); ++b)
+    if (c.buffers[b].kind != buffers_[b].kind || c.buffers[b].index != buffers_[b].index) return refuse("its buffers differ");
+  for (size_t i = 0; i < c.kernels.size(); ++i) {
+    const CompiledKernel& k = c.kernels[i];
+    std::vector<int32_t> index(k.buffers.begin(), k.buffers.end());
+    for (int p : k.params) index.push_back(int32_t(c.buffers.size()) + p);
+    if (index != kernels_[i].index || k.tiles < 0 || k.work < 0)
+      return refuse(absl::StrCat(k.name, " takes other arguments"));
+  }
+  if (free_.size() != arenas_.size()) return refuse("a run is using its arena");
+  if (c.arena_bytes > arena_bytes_) {  // the arenas kept are too small for this size
+    for (void* a : arenas_) std::free(a);
+    arenas_.clear();
+    free_.clear();
+    arena_bytes_ = c.arena_bytes;
+  }
+  buffers_ = c.buffers;
+  for (size_t i = 0; i < c.kernels.size(); ++i) {
+    kernels_[i].tiles = c.kernels[i].tiles;
+    kernels_[i].work = c.kernels[i].work;
+    kernels_[i].bytes = c.kernels[i].bytes;
+    kernels_[i].flops = c.kernels[i].flops;
+  }
+  counters().executables_resized++;
+  return absl::OkStatus();
 }
 
 CpuExecutable::CpuExecutable(const CompiledProgram& c, std::unique_ptr<LinkedObject> code, std::vector<Kernel> kernels,

@@ -28,6 +28,10 @@ class CpuExecutable : public Executable {
   int kernels_per_run() const override {
     return int(std::count_if(steps_.begin(), steps_.end(), [](const ir::Step& s) { return s.is_kernel(); }));
   }
+  // Another size of a symbolic dimension (runtime/device.h): new tile counts, buffers and arena
+  // size for the same linked code.
+  bool resizable() const override { return true; }
+  absl::Status resize(const CompiledProgram& c) override;
 
  private:
   struct Kernel {
@@ -58,6 +62,7 @@ class CpuExecutable : public Executable {
   size_t num_params_;
   int64_t arena_bytes_;
   std::unique_ptr<LinkedObject> code_;
+  uint64_t module_hash_ = 0;  // of the object the code was linked from (resize() takes the same)
   std::vector<Kernel> kernels_;  // parallel to CompiledProgram::kernels
   Device* device_;
   ThreadPool* pool_;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/bindings.h"
+#include "runtime/disk_cache.h"
 #include "backends/cuda/control_gates.h"
 #include "backends/cuda/nccl.h"
 #include "backends/cuda/driver_api.h"
@@ -15,11 +16,7 @@
 #include "support/trace.h"
 
 namespace kiln::runtime::cuda {
-namespace {
 
-constexpr uint32_t kDefaultSharedLimit = 48 * 1024;  // dynamic shared memory without opting in
-
-// What the plan cannot know: the limits of this GPU.
 absl::Status check_launch(const CompiledKernel& k, const Context& ctx) {
   if (k.launches_nothing()) return absl::OkStatus();
   auto where = [&] { return absl::StrCat("cuda: kernel ", k.name, " "); };
@@ -37,8 +34,6 @@ absl::Status check_launch(const CompiledKernel& k, const Context& ctx) {
                                                       " (compiled for a target with more)"));
   return absl::OkStatus();
 }
-
-}  // namespace
 
 // Encodes a tensor map of `d` over the buffer at `base`.
 absl::Status encode_map(const TensorMapDesc& d, CUdeviceptr base, CUtensorMap* out) {
@@ -129,6 +124,8 @@ absl::StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(Device* d
     e->branch_gate_ = *branch;
   }
   e->module_ = std::move(module);
+  e->module_hash_ = stable_hash64(c.module);
+  e->program_steps_ = c.steps;
   if (absl::Status s = e->build(c, functions); !s.ok()) return s;
   return e;
 }
@@ -304,7 +301,7 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
     // Only nodes whose pointers moved or whose param values changed get new parameters; launches
     // already queued keep theirs.
     for (Node& n : nodes_) {
-      bool dirty = false;
+      bool dirty = resized_;  // resize() gave it new launch shapes
       if (new_values)
         for (size_t v = 0; v < n.slots.size(); ++v) {
           dirty |= values_unknown_ || n.values[v] != params[size_t(n.slots[v])];
@@ -372,6 +369,7 @@ absl::Status CudaExecutable::update(const std::vector<Buffer*>& inputs, const st
     bound_ = next_;  // same size: no allocation
     params_ = params;
     values_unknown_ = false;
+    resized_ = false;
   }
   return absl::OkStatus();
 }

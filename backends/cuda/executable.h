@@ -41,6 +41,11 @@ class Module {
   CUmodule m_;
 };
 
+inline constexpr uint32_t kDefaultSharedLimit = 48 * 1024;  // dynamic shared memory without opting in
+
+// What a plan cannot know: the limits of this GPU (block and grid sizes, shared memory).
+absl::Status check_launch(const CompiledKernel& k, const Context& ctx);
+
 // Encodes a tensor map of `d` over the buffer at `base` (cuTensorMapEncodeTiled).
 absl::Status encode_map(const TensorMapDesc& d, CUdeviceptr base, CUtensorMap* out);
 
@@ -55,6 +60,8 @@ class CudaExecutable : public Executable {
   absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
                    const ParamValues& params) override;
   int kernels_per_run() const override { return int(nodes_.size()); }
+  bool resizable() const override { return !control_ && colls_.empty(); }
+  absl::Status resize(const CompiledProgram& c) override;
   // The graph's kernels launched one at a time between timing events (as a profiled run).
   absl::StatusOr<std::vector<double>> kernel_times(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
                                                    const ParamValues& params) override;
@@ -162,6 +169,9 @@ class CudaExecutable : public Executable {
   int num_inputs_ = 0, num_outputs_ = 0, num_kernels_ = 0;
   ParamValues params_;  // the values the instantiated graph's nodes hold (zeros until a run)
   bool values_unknown_ = false;  // a failed update left nodes' values unknown: rewrite all next run
+  bool resized_ = false;         // resize() changed launch shapes: every node gets new parameters next run
+  uint64_t module_hash_ = 0;     // of the module's cubin (resize() takes programs of the same module)
+  std::vector<ir::Step> program_steps_;  // the program's steps (resize() takes programs of the same steps)
   CUdeviceptr arena_ = 0;
   int64_t arena_size_ = 0;
   CUgraph graph_ = nullptr;

@@ -47,10 +47,12 @@ using InputDims = std::vector<std::vector<Dim>>;
 // fixed dim of another size, or one symbol bound to two sizes in one call throws kiln::Error
 // (InvalidArgument) naming the input and dim. Where a size plans other kernels than the probes
 // (size 1 does), or a kernel reduces over a symbolic dim or steps through memory by it, that size
-// compiles what differs (KILN_DEBUG=1 says so); results are always exact. Each size's executable
-// (its launch shapes and memory plan) lives in the bounded executable cache
-// (set_executable_cache_budget): a size it evicted is planned and loaded again on its next call,
-// compiling nothing.
+// compiles what differs (KILN_DEBUG=1 says so); results are always exact. On the CPU and CUDA
+// the sizes run through one executable, resized when the size changes (CUDA: the instantiated
+// graph's nodes updated in place, no new instantiation; stats().executables_resized). Each size's
+// entry (its launch shapes and memory plan) lives in the bounded executable cache
+// (set_executable_cache_budget): a size it evicted is planned again on its next call, compiling
+// nothing.
 class Jit {
  public:
   using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;

@@ -19,6 +19,9 @@ struct Stats {
   int64_t executable_cache_bytes = 0; // device bytes the cached executables hold now (not reset)
   int64_t kernels_autotuned = 0;      // kernels whose code variants were timed on the device (KILN_AUTOTUNE)
   int64_t autotune_cache_hits = 0;    // kernels given a variant an earlier tuning kept on disk
+  // A symbolic dimension's new size taken by the executable of an earlier size, resized in place
+  // (CUDA: the instantiated graph's kernel nodes updated; kiln::Dim).
+  int64_t executables_resized = 0;
   // Device memory blocks buffers are placed in (Vulkan: one VkDeviceMemory holds many buffers),
   // now (not reset): how many, their bytes, and the bytes buffers use in them (the rest is free
   // space or alignment: 1 - used / bytes is the fragmentation).

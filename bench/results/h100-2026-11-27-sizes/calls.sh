@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Device calls of this folder's README: `bash calls.sh N` from the bundle folder (bundle-att/,
+# carried to the GPU machine; bundle.sh puts run_on_gpu.sh there); each call writes
+# $OUT/call<N>.log.
+cd "$(dirname "$0")"
+export OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+. ./run_on_gpu.sh --env
+set +u
+
+# Symbolic sizes through one resized executable (CUDA: the instantiated graph's nodes updated in
+# place) and symbolic artifacts (kiln::Model planning new sizes from the artifact's code): the
+# tests on cuda and vulkan, memcheck and racecheck of the resizing path, W11 with a symbolic
+# batch in fresh processes, and the suites the change touches.
+call1() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  for dev in cuda vulkan; do
+    KILN_DEVICE=$dev timeout 400 bin/ops_test --gtest_filter='Symbolic.*:Jit.*' 2>&1 | grep -E "^\[  FAILED|Failure|PASSED|tests ran|Expected|Which" | head -20 | sed "s/^/[$dev Symbolic] /"
+    KILN_DEVICE=$dev timeout 400 bin/aot_symbolic_test 2>&1 | grep -E "^\[  FAILED|Failure|PASSED|tests ran|Expected|Which" | head -20 | sed "s/^/[$dev aot_symbolic] /"
+  done
+  for tool in memcheck racecheck; do
+    KILN_DEVICE=cuda timeout 400 compute-sanitizer --tool $tool bin/ops_test --gtest_filter='Symbolic.NewSizes*:Symbolic.Threads*' 2>&1 | tail -2 | sed "s/^/[$tool] /"
+  done
+  KILN_DEVICE=cuda timeout 300 compute-sanitizer --tool memcheck bin/aot_symbolic_test --gtest_filter='*EveryBatch*' 2>&1 | tail -2 | sed "s/^/[memcheck aot] /"
+  echo "--- W11 with a symbolic batch (fresh process, empty kernel cache), twice"
+  for rep in 1 2; do
+    KILN_CACHE_DIR=/tmp/kc$rep timeout 150 bin/anchor_bench --device cuda --w11-dim --results $OUT/w11.jsonl 2>&1 | grep -E "W11|rror"
+    KILN_CACHE_DIR=/tmp/kd$rep timeout 150 bin/anchor_bench --device cuda --w11 --results $OUT/w11.jsonl 2>&1 | grep -E "W11|rror"
+  done
+  echo "--- suites"
+  KILN_DEVICE=cuda timeout 600 bin/ops_test --gtest_brief=1 2>&1 | tail -3 | sed "s/^/[cuda ops_test] /"
+  KILN_DEVICE=cuda timeout 600 bin/cuda_test --gtest_brief=1 2>&1 | tail -3 | sed "s/^/[cuda_test] /"
+  timeout 300 bin/kiln_fuzz --device cuda --count 100 2>&1 | tail -2 | sed "s/^/[fuzz cuda] /"
+}
+
+case "$1" in
+1) call1 2>&1 | tee $OUT/call1.log ;;
+esac
