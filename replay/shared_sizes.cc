@@ -52,8 +52,11 @@ class View : public runtime::Executable {
   int kernels_ = 0;
 };
 
+// A view's program: the executable's module was checked when the view was made (resize() with the
+// whole program), so switches pass none (runtime::Executable::resize).
 runtime::CompiledProgram without_code(const runtime::CompiledProgram& c) {
   runtime::CompiledProgram p = c;
+  p.module.clear();
   p.module_source.clear();
   p.portable_module.clear();
   for (runtime::CompiledKernel& k : p.kernels) k.source.clear();

@@ -97,9 +97,11 @@ class Executable {
   // with the same module and kernels, steps and buffers in the same order, and other launch
   // shapes, params, tensor maps and memory plan. Runs already issued are not affected. CUDA
   // updates the instantiated graph's kernel nodes in place (no new instantiation), growing the
-  // arena when the size needs more. FailedPrecondition (saying what differs) when `c` is not such
-  // a program, or the executable holds what cannot be resized (loops, branches, collectives);
-  // the executable is unchanged then.
+  // arena when the size needs more. An empty `c.module` stands for the module the executable
+  // runs (a caller that checked it once, replay::SharedSizes, need not pass megabytes of it to be
+  // hashed on every switch). FailedPrecondition (saying what differs) when `c` is not such a
+  // program, or the executable holds what cannot be resized (loops, branches, collectives); the
+  // executable is unchanged then.
   virtual absl::Status resize(const CompiledProgram& c) {
     (void)c;
     return absl::UnimplementedError("this backend does not resize executables");

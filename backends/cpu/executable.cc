@@ -45,7 +45,7 @@ absl::Status CpuExecutable::resize(const CompiledProgram& c) {
   auto refuse = [](const std::string& why) {
     return absl::FailedPreconditionError(absl::StrCat("cpu: this executable cannot take the program: ", why));
   };
-  if (stable_hash64(c.module) != module_hash_) return refuse("its module differs");
+  if (!c.module.empty() && stable_hash64(c.module) != module_hash_) return refuse("its module differs");
   if (c.kernels.size() != kernels_.size() || c.buffers.size() != buffers_.size() || c.params.size() != num_params_ ||
       c.num_inputs != num_inputs_ || c.num_outputs != num_outputs_ || c.steps.size() != steps_.size())
     return refuse("its kernels, steps, buffers or params differ");

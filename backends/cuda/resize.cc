@@ -30,7 +30,7 @@ absl::Status CudaExecutable::resize(const CompiledProgram& c) {
     return absl::FailedPreconditionError(absl::StrCat("cuda: this executable cannot take the program: ", why));
   };
   if (control_ || !colls_.empty() || deferred_) return refuse("it has loops, branches or collectives");
-  if (stable_hash64(c.module) != module_hash_) return refuse("its module differs");
+  if (!c.module.empty() && stable_hash64(c.module) != module_hash_) return refuse("its module differs");
   if (int(c.kernels.size()) != num_kernels_ || !same_steps(c.steps, program_steps_)) return refuse("its kernels or steps differ");
   if (c.buffers.size() != buffers_.size() || c.num_inputs != num_inputs_ || c.num_outputs != num_outputs_ ||
       c.params.size() != params_.size())
