@@ -160,7 +160,9 @@ absl::StatusOr<int> Renderer::attention(KernelSource* out) {
   w_.line("unsigned short* Ks = Qs + " + S(kBR * D) + ";");
   w_.line("unsigned short* Vs = Ks + " + S(2 * kBC * D) + ";");
   w_.line("const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, tq = lane % 4;");
-  grid_loop("tile", tiles, idx_cast("blockIdx.x"), idx_cast("gridDim.x"));
+  // A symbolic batch (passes/symbolic.h) reads its size: the text serves every batch size.
+  grid_loop("tile", k_.any_symbolic() ? absl::StrCat("(", w_.extent_product(batch_axes), " * ", w_.ilit(MT), ")") : w_.ilit(tiles),
+            idx_cast("blockIdx.x"), idx_cast("gridDim.x"));
   // Longest query tiles first (causal rows near the end see the most keys).
   w_.line(absl::StrCat(it, " mt = ", w_.ilit(MT - 1), " - tile % ", w_.ilit(MT), ";"));
   w_.line(absl::StrCat(it, " bt = tile / ", w_.ilit(MT), ";"));

@@ -259,7 +259,10 @@ int Renderer::attention_sm90(KernelSource* out) {
   // tiles), uu the tiles before (the q barriers' phase).
   auto open_tiles = [&] {
     w_.line("int g0 = 0, uu = 0;");
-    w_.open(absl::StrCat("for (long long item = cid; item < ", blocks / C, "LL; item += ncl)"));
+    // A symbolic batch (passes/symbolic.h) reads its size: the text serves every batch size.
+    const std::string items = k_.any_symbolic() ? absl::StrCat("(long long)", w_.extent_product(ax.batch), " * ", P / C, "LL")
+                                                : absl::StrCat(blocks / C, "LL");
+    w_.open(absl::StrCat("for (long long item = cid; item < ", items, "; item += ncl)"));
     w_.line(absl::StrCat("const long long b = item * ", C, " + rank, pair = b % ", P, "LL;"));
     w_.line(absl::StrCat("const int ntiles = pair == ", MT - 1, "LL - pair ? 1 : 2;"));
     w_.open("for (int u = 0; u < ntiles; g0 += nkv_of(pair, u), ++u, ++uu)");

@@ -17,10 +17,13 @@ using ir::Op;
 
 KernelWriter::KernelWriter(const ir::Program& p, const ir::Kernel& k, const DialectOps& d)
     : p_(p), k_(k), d_(d), axis_(k.shape.size()) {
-  // 64-bit index arithmetic only when some buffer or an iterated range needs it (a contraction
-  // never walks its flattened M*N*K space, only the axes themselves).
+  // 64-bit index arithmetic only when some buffer or an iterated range needs it (a contraction or
+  // an attention never walks its flattened space, only the axes themselves: an attention's
+  // [batch, Sq, Dv, Sk, D] space would otherwise make its index width depend on a symbolic batch).
   int64_t biggest = 1;
-  if (k.contraction.reduce >= 0) {
+  bool attention = false;
+  for (const ir::KNode& n : k.nodes) attention = attention || n.op == Op::kAttention;
+  if (k.contraction.reduce >= 0 || attention) {
     for (int64_t d : k.shape) biggest = std::max(biggest, d * 256);  // tile counters stay small
   } else {
     biggest = shape_numel(k.shape);

@@ -31,22 +31,35 @@ ir::Graph mlp(int64_t n, DType dt) {
   return detail::capture({layer_norm(y, g, b, 1e-5), softmax(y.cast(float32), -1)}, &bufs);
 }
 
-ir::Program plan(int64_t n, DType dt, const ir::TargetInfo& t) {
+// Causal attention over a batch of n (2 heads, 192 queries and keys of 64).
+ir::Graph attention(int64_t n, DType dt) {
+  Tensor q = random_tensor({n, 2, 192, 64}, dt, 1, -1, 1), k = random_tensor({n, 2, 192, 64}, dt, 2, -1, 1);
+  Tensor v = random_tensor({n, 2, 192, 64}, dt, 3, -1, 1);
+  AttentionOptions o;
+  o.causal = true;
+  std::vector<std::shared_ptr<runtime::Buffer>> bufs;
+  return detail::capture({scaled_dot_product_attention(q, k, v, o)}, &bufs);
+}
+
+using GraphOf = ir::Graph (*)(int64_t, DType);
+
+ir::Program plan(int64_t n, DType dt, const ir::TargetInfo& t, GraphOf graph_of = mlp) {
   passes::Options opts;
   opts.split = false;  // as symbolic compiles plan
-  auto c = passes::compile_graph(mlp(n, dt), t, opts);
+  auto c = passes::compile_graph(graph_of(n, dt), t, opts);
   EXPECT_TRUE(c.ok()) << c.status();
   return c.ok() ? std::move(c->program) : ir::Program{};
 }
 
-// `strategy`: what the contraction kernels' strategies say.
-void check_dialect(codegen::gpu::Dialect d, const ir::TargetInfo& target, DType dt, const std::string& strategy) {
-  const auto tmpl = passes::derive_template(plan(300, dt, target), {300}, {plan(301, dt, target)}, {301});
+// `strategy`: what the strategies of the kernels whose strategy names `kind` say.
+void check_dialect(codegen::gpu::Dialect d, const ir::TargetInfo& target, DType dt, const std::string& strategy,
+                   GraphOf graph_of = mlp, const std::string& kind = "contraction") {
+  const auto tmpl = passes::derive_template(plan(300, dt, target, graph_of), {300}, {plan(301, dt, target, graph_of)}, {301});
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
   EXPECT_GT(tmpl->marked(), 0);
   std::vector<std::string> texts;
   for (int64_t n : {2, 7, 300, 1000, 4097}) {
-    ir::Program p = plan(n, dt, target);
+    ir::Program p = plan(n, dt, target, graph_of);
     passes::apply_template(*tmpl, {n}, &p);
     bool marked = false;
     for (const ir::Kernel& k : p.kernels) marked = marked || k.any_symbolic();
@@ -55,7 +68,7 @@ void check_dialect(codegen::gpu::Dialect d, const ir::TargetInfo& target, DType 
     ASSERT_TRUE(r.ok()) << r.status();
     std::string text;
     for (const auto& k : r->kernels) {
-      if (k.strategy.find("contraction") != std::string::npos) {
+      if (k.strategy.find(kind) != std::string::npos) {
         EXPECT_NE(k.strategy.find(strategy), std::string::npos) << k.strategy;
       }
       absl::StrAppend(&text, k.source, "\n");
@@ -80,6 +93,13 @@ TEST(SymbolicKernels, CudaModuleIsOneTextForEverySizeAndCompiles) {
   check_dialect(codegen::gpu::Dialect::kCuda, h100, float32, "shared-memory k slices");
   check_dialect(codegen::gpu::Dialect::kCuda, h100, bfloat16, "wgmma");  // the Hopper GEMM
   check_dialect(codegen::gpu::Dialect::kCuda, a100, bfloat16, "mma.sync m16n8k16");  // cp.async + mma.sync
+}
+
+TEST(SymbolicKernels, AttentionKernelsReadABatchSize) {
+  // The fused attention kernels' tile loops read a symbolic batch: one text for every batch size.
+  const ir::TargetInfo h100 = runtime::cuda::cuda_target_info(132, 232448), a100 = runtime::cuda::cuda_target_info(108, 166912, 80);
+  check_dialect(codegen::gpu::Dialect::kCuda, h100, bfloat16, "wgmma", attention, "attention");
+  check_dialect(codegen::gpu::Dialect::kCuda, a100, bfloat16, "mma.sync", attention, "attention");
 }
 
 TEST(SymbolicKernels, GlslShadersAreOneTextForEverySize) {

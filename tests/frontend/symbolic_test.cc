@@ -160,6 +160,31 @@ TEST(Symbolic, NewSizesResizeOneExecutable) {
   EXPECT_EQ(stats().executables_resized, resizes ? 6 : 0) << "every call after the first switches the size";
 }
 
+TEST(Symbolic, AttentionSharesItsKernelAcrossBatchSizes) {
+  // Causal attention over a symbolic batch (on CUDA the fused attention kernel, whose tile loop
+  // reads the batch size): the first call compiles, later batch sizes compile nothing.
+  auto fn = [](const std::vector<Tensor>& in) {
+    AttentionOptions o;
+    o.causal = true;
+    return std::vector<Tensor>{scaled_dot_product_attention(in[0], in[1], in[2], o)};
+  };
+  Dim b("batch");
+  Jit f(fn, {{b, 2, 192, 64}, {b, 2, 192, 64}, {b, 2, 192, 64}});
+  auto inputs = [](int64_t n, uint32_t seed) {
+    std::vector<Tensor> in;
+    for (uint32_t i = 0; i < 3; ++i) in.push_back(random_tensor({n, 2, 192, 64}, bfloat16, seed + i, -1, 1));
+    return in;
+  };
+  std::vector<Tensor> first = inputs(3, 10);
+  EXPECT_TRUE(testing::MatchesInterpreter(fn(first), f(first)));
+  reset_stats();
+  for (int64_t n : {2, 5, 9}) {
+    std::vector<Tensor> in = inputs(n, uint32_t(20 * n));
+    EXPECT_TRUE(testing::MatchesInterpreter(fn(in), f(in))) << "batch " << n;
+  }
+  EXPECT_EQ(stats().kernels_compiled + stats().kernel_disk_cache_hits, 0) << "a batch size compiled code of its own";
+}
+
 TEST(Symbolic, ThreadsCallingWithDifferentSizesGetTheirOwnValues) {
   Mlp mlp;
   Jit f([&](const std::vector<Tensor>& in) { return mlp(in); }, {{Dim("batch"), 24}});
