@@ -32,6 +32,26 @@ call1() {
   timeout 300 bin/kiln_fuzz --device cuda --count 100 2>&1 | tail -2 | sed "s/^/[fuzz cuda] /"
 }
 
+# The fused attention kernels with a symbolic batch (their tile loops read its size; their index
+# width now comes from the operands): the attention and symbolic suites on cuda on both attention
+# kernels, memcheck, W9 and W8 against the previous numbers and torch in the same call, and the
+# views' switches without hashing the module (alternating sizes).
+call2() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  KILN_DEVICE=cuda timeout 400 bin/ops_test --gtest_filter='Symbolic.*:Jit.*:Attention*' 2>&1 | grep -E "^\[  FAILED|Failure|PASSED|tests ran" | head | sed "s/^/[sm90 attention] /"
+  KILN_CUDA_SM90_ATTENTION=0 KILN_DEVICE=cuda timeout 400 bin/ops_test --gtest_filter='Symbolic.Attention*:Attention*' 2>&1 | grep -E "^\[  FAILED|Failure|PASSED|tests ran" | head | sed "s/^/[mma.sync attention] /"
+  KILN_DEVICE=cuda timeout 300 compute-sanitizer --tool memcheck bin/ops_test --gtest_filter='Symbolic.Attention*:Symbolic.NewSizes*' 2>&1 | tail -2 | sed "s/^/[memcheck] /"
+  KILN_DEVICE=cuda timeout 300 compute-sanitizer --tool racecheck bin/ops_test --gtest_filter='Symbolic.Attention*' 2>&1 | tail -2 | sed "s/^/[racecheck] /"
+  KILN_DEVICE=cuda timeout 300 bin/aot_symbolic_test 2>&1 | grep -E "^\[  FAILED|Failure|PASSED" | sed "s/^/[aot_symbolic] /"
+  echo "--- W9, W9n, W8 (kiln, then torch)"
+  for rep in 1 2; do
+    timeout 200 bin/anchor_bench --device cuda --only W9,W9n,W8 2>&1 | grep -E "^W[89]" | grep -v realize | cut -c1-150
+  done
+  timeout 300 python3 attention_torch.py W9 W9n W8 2>&1 | grep -E "^W[89]"
+  KILN_DEVICE=cuda timeout 600 bin/cuda_test --gtest_brief=1 2>&1 | tail -3 | sed "s/^/[cuda_test] /"
+}
+
 case "$1" in
 1) call1 2>&1 | tee $OUT/call1.log ;;
+2) call2 2>&1 | tee $OUT/call2.log ;;
 esac
