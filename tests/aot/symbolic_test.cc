@@ -10,6 +10,7 @@
 #include "runtime/compile_cache.h"
 #include "testing/error_of.h"
 #include "testing/reference.h"
+#include "tools/kilnc/npy.h"
 
 namespace kiln::testing {
 namespace {
@@ -152,6 +153,27 @@ TEST(AotSymbolic, TwoSymbolsRunAtAnySizes) {
   }
   std::string err = error_of([&] { m({random_tensor({2, 3, 16}, float32, 1), random_tensor({2, 4, 1}, float32, 2)}); });
   EXPECT_NE(err.find("input 'gate' dim 1 binds seq to 4, but input 'x' dim 1 bound it to 3"), std::string::npos) << err;
+}
+
+TEST(AotSymbolic, AFreshKilncProcessRunsANewBatchSizeWithoutCompiling) {
+  KILN_AOT_REQUIRE_DEVICE();
+  Example e = batched_mlp();
+  std::string dir = scratch_dir("mlp");
+  compile_to(e, default_device().name(), dir + "/mlp.kiln");
+  std::vector<Tensor> in = inputs_at(e, 37, 5);
+  std::string args = dir + "/mlp.kiln --output-dir " + dir + "/out --device " + default_device().name();
+  for (size_t i = 0; i < in.size(); ++i) {
+    std::string npy = dir + "/" + e.names.inputs[i] + ".npy";
+    ASSERT_TRUE(kilnc::write_npy(npy, {in[i].dtype(), in[i].shape(), bytes_of(in[i])}).ok());
+    args += " --input " + e.names.inputs[i] + "=" + npy;
+  }
+  std::string out;
+  ASSERT_EQ(run_kilnc("run " + args, &out), 0) << out;
+  EXPECT_NE(out.find("kernels_compiled=0 kernel_disk_cache_hits=0"), std::string::npos) << out;
+  auto written = kilnc::read_npy(dir + "/out/probs.npy");
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(written->shape, (Shape{37, 10}));
+  EXPECT_EQ(written->data, bytes_of(load(dir + "/mlp.kiln")(in)[0]));
 }
 
 TEST(AotSymbolic, ABatchReductionCompilesItsOwnKernelAndStaysExact) {
