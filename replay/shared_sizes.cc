@@ -41,6 +41,7 @@ class View : public runtime::Executable {
   // Makes the executable hold this view's size (s_->mu held).
   absl::Status take() {
     if (s_->current == this) return absl::OkStatus();
+    s_->current = nullptr;  // a resize that fails part way leaves no size held: the next run resizes
     if (absl::Status s = s_->exe->resize(program_); !s.ok()) return s;
     s_->current = this;
     return absl::OkStatus();
@@ -69,6 +70,7 @@ absl::StatusOr<std::unique_ptr<runtime::Executable>> SharedSizes::load(runtime::
   std::lock_guard<std::mutex> lock(mu_);
   if (std::shared_ptr<Shared> s = shared_.lock()) {
     std::unique_lock<std::mutex> held(s->mu);
+    s->current = nullptr;  // (as in View::take)
     absl::Status taken = s->exe->resize(c);
     if (taken.ok()) {
       auto v = std::make_unique<View>(s, without_code(c));
