@@ -176,6 +176,34 @@ TEST(AotSymbolic, AFreshKilncProcessRunsANewBatchSizeWithoutCompiling) {
   EXPECT_EQ(written->data, bytes_of(load(dir + "/mlp.kiln")(in)[0]));
 }
 
+TEST(AotSymbolic, EverySectionCarriesItsTemplateAndBinaries) {
+  // Sections for targets other than this device's (no GPU needed) plan their own templates.
+  Example e = batched_mlp();
+  artifact::Artifact a;
+  const std::string path = scratch_dir("mlp") + "/mlp.kiln";
+  try {
+    a = compile_to(e, "cuda:sm_90,cuda:sm_80,vulkan:lavapipe", path);
+  } catch (const Error& err) {
+    GTEST_SKIP() << "this build cannot compile those targets: " << err.what();
+  }
+  ASSERT_EQ(a.targets.size(), 3u);
+  for (const artifact::TargetSection& s : a.targets) {
+    EXPECT_EQ(s.code.symbols, 1) << s.label();
+    EXPECT_GT(s.code.marked(), 0) << s.label();
+    EXPECT_FALSE(s.binaries.empty()) << s.label();
+  }
+  // Written and read back: the templates and binaries survive.
+  auto back = artifact::read_file(path);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->targets.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back->targets[i].code.axes, a.targets[i].code.axes);
+    EXPECT_EQ(back->targets[i].binaries.size(), a.targets[i].binaries.size());
+    EXPECT_EQ(back->targets[i].fusion, a.targets[i].fusion);
+  }
+  EXPECT_EQ(back->graph.symbols.names, (std::vector<std::string>{"batch"}));
+}
+
 TEST(AotSymbolic, ABatchReductionCompilesItsOwnKernelAndStaysExact) {
   KILN_AOT_REQUIRE_DEVICE();
   Example e{"colmean", [](const std::vector<Tensor>& in) { return std::vector<Tensor>{mean(in[0], {0}, true) + in[0]}; },

@@ -86,6 +86,12 @@ TEST(KilncOnnx, ANamedInputShapeKeepsTheBatchSymbolic) {
     std::vector<float> want = imported({xs[k]})[0].to_vector<float>();
     for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[k][i], want[i], 1e-5) << "batch " << xs[k].shape()[0] << " row " << i;
   }
+  // A dim the model fixes cannot be made symbolic.
+  std::string fixed = write(dir, "fixed.onnx", mlp(4));
+  EXPECT_EQ(run_kilnc("compile " + fixed + " -o " + art + " --target cpu --input-shape x=batch,3", &out), 1);
+  EXPECT_NE(out.find("--input-shape names dim 0 of 'x' batch, but the model fixes it at 4 (the model declares x as [4,3]"),
+            std::string::npos)
+      << out;
   EXPECT_EQ(run_kilnc("compile " + model + " -o " + art + " --target cpu --input-shape x=batch:0,3", &out), 1);
   EXPECT_NE(out.find("--input-shape x=batch:0,3: expected NAME=d0,d1,... (a dim is a size, or a symbol: batch or batch:16)"), std::string::npos)
       << out;

@@ -54,6 +54,13 @@ absl::StatusOr<ir::ExportedGraph> read_onnx_file(const std::string& path, const 
       if (auto it = given.find(in.name); it != given.end()) {
         bool fits = it->second.size() == s.size();
         for (size_t d = 0; fits && d < s.size(); ++d) fits = s[d] < 0 || s[d] == it->second[d];
+        if (auto sym = declared.find(in.name); !fits && sym != declared.end() && it->second.size() == s.size())
+          for (size_t d = 0; d < s.size(); ++d)
+            if (sym->second[d].symbolic() && s[d] >= 0)
+              return absl::InvalidArgumentError(absl::StrCat(path, ": --input-shape names dim ", d, " of '", in.name, "' ",
+                                                             sym->second[d].name(), ", but the model fixes it at ", s[d],
+                                                             " (the model declares ", in.name, " as ", shape_str(s),
+                                                             "; only its symbolic dims, -1 there, can stay symbolic)"));
         if (!fits)
           return absl::InvalidArgumentError(absl::StrCat(path, ": --input-shape ", in.name, "=", shape_str(it->second),
                                                          " does not fit the model's ", shape_str(s)));
