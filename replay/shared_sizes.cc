@@ -60,7 +60,7 @@ runtime::CompiledProgram without_code(const runtime::CompiledProgram& c) {
   p.module.clear();
   p.module_source.clear();
   p.portable_module.clear();
-  for (runtime::CompiledKernel& k : p.kernels) k.source.clear();
+  for (runtime::CompiledKernel& k : p.kernels) k.source.clear(), k.binary.clear();
   return p;
 }
 

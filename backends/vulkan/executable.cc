@@ -1,5 +1,7 @@
 #include "backends/vulkan/executable.h"
 
+#include "runtime/disk_cache.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -8,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/vulkan/peaks.h"
 #include "runtime/bindings.h"
+#include "runtime/disk_cache.h"
 #include "support/options.h"
 #include "support/trace.h"
 #include "backends/vulkan/memory.h"
@@ -148,6 +151,7 @@ absl::Status VulkanExecutable::build_pipelines(const CompiledProgram& c) {
       pipeline_refs_.push_back(*std::move(pipeline));
     }
     grids_.push_back(k.grid);
+    binary_hash_.push_back(stable_hash64(k.binary));
     support::KernelRun info;
     info.name = k.name;
     info.kernel = int(kernels_.size());

@@ -52,6 +52,11 @@ class VulkanExecutable : public Executable {
   absl::Status run(const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs,
                    const ParamValues& params) override;
   int kernels_per_run() const override { return kernel_steps_; }  // a loop's body counts once
+  // Another size of a symbolic dimension (runtime/device.h; resize.cc): new dispatch sizes and
+  // memory plan for the same pipelines, every slot's command buffer recorded again after the runs
+  // in flight. Straight-line programs only.
+  bool resizable() const override { return kernel_steps_ == int(steps_.size()); }
+  absl::Status resize(const CompiledProgram& c) override;
 
  private:
   // One replayable command buffer with its own address table, so a run never rewrites a table
@@ -111,6 +116,7 @@ class VulkanExecutable : public Executable {
   // address is filled in when recording, then the table index of each binding.
   std::vector<std::vector<uint32_t>> pushed_ids_;
   std::vector<std::array<uint32_t, 3>> grids_;
+  std::vector<uint64_t> binary_hash_;  // per kernel, of its SPIR-V (resize() takes the same shaders)
   std::vector<support::KernelRun> kernels_;  // per kernel: name and costs, for profiles
   support::Peaks peaks_;                     // for profiles (set when the first is taken)
   Allocation arena_;
