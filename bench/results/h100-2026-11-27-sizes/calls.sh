@@ -51,7 +51,24 @@ call2() {
   KILN_DEVICE=cuda timeout 600 bin/cuda_test --gtest_brief=1 2>&1 | tail -3 | sed "s/^/[cuda_test] /"
 }
 
+# Vulkan executables resized per size (command buffers recorded again): the symbolic suites on
+# vulkan with the validation layer (synchronization validation), vulkan_test, W11 with a
+# symbolic batch on vulkan and cuda (fresh processes), and the cuda symbolic suites again.
+call3() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 400 bin/ops_test --gtest_filter='Symbolic.*:Jit.*' 2>&1 | grep -E "^\[  FAILED|Failure|PASSED|VUID|Validation" | head | sed "s/^/[vulkan+validation Symbolic] /"
+  KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 400 bin/aot_symbolic_test 2>&1 | grep -E "^\[  FAILED|Failure|PASSED|VUID" | head | sed "s/^/[vulkan+validation aot_symbolic] /"
+  KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 400 bin/vulkan_test --gtest_brief=1 2>&1 | tail -3 | sed "s/^/[vulkan_test] /"
+  KILN_DEVICE=cuda timeout 400 bin/ops_test --gtest_filter='Symbolic.*:Jit.*' 2>&1 | grep -E "^\[  FAILED|Failure|PASSED" | head | sed "s/^/[cuda Symbolic] /"
+  echo "--- W11 with a symbolic batch (fresh process, empty kernel cache)"
+  for dev in vulkan cuda; do
+    KILN_CACHE_DIR=/tmp/kw$dev timeout 200 bin/anchor_bench --device $dev --w11-dim --results $OUT/w11.jsonl 2>&1 | grep -E "W11|rror"
+  done
+  KILN_DEVICE=vulkan timeout 600 bin/ops_test --gtest_brief=1 2>&1 | tail -3 | sed "s/^/[vulkan ops_test] /"
+}
+
 case "$1" in
 1) call1 2>&1 | tee $OUT/call1.log ;;
 2) call2 2>&1 | tee $OUT/call2.log ;;
+3) call3 2>&1 | tee $OUT/call3.log ;;
 esac
