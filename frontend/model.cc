@@ -127,22 +127,21 @@ Model detail::load_model(const artifact::Artifact& art, runtime::Device* dev, co
   return detail::Access::model(std::move(m));
 }
 
-SizeExe Model::Impl::at(const std::vector<int64_t>& sizes_of) const {
-  const std::vector<int64_t>* values = &sizes_of;
+SizeExe Model::Impl::at(const std::vector<int64_t>& values) const {
   std::lock_guard<std::mutex> lock(mu);
   for (size_t i = 0; i < sizes.size(); ++i)
-    if (sizes[i].values == *values) {
+    if (sizes[i].values == values) {
       std::rotate(sizes.begin(), sizes.begin() + long(i), sizes.begin() + long(i) + 1);
       return sizes[0];
     }
-  auto shaped = ir::instantiate(graph, *values);
+  auto shaped = ir::instantiate(graph, values);
   if (!shaped.ok()) fail(std::string(shaped.status().message()));
   const int64_t compiled_before = runtime::counters().kernels_compiled;
   absl::StatusOr<runtime::CompiledProgram> program;
   {
     runtime::ProvideBinaries provide(&section.binaries);
     runtime::RememberBinaries remember;
-    program = artifact::compile_at(graph, *values, *compiler, section.code, section.fusion);
+    program = artifact::compile_at(graph, values, *compiler, section.code, section.fusion);
   }
   throw_if_error(program.status());
   auto exe = shared.load(this->compiled.device, *program);
@@ -150,7 +149,7 @@ SizeExe Model::Impl::at(const std::vector<int64_t>& sizes_of) const {
   const int64_t own = runtime::counters().kernels_compiled - compiled_before;
   if (own > 0 && support::debug_level() >= 1) {
     std::string s;
-    for (size_t k = 0; k < values->size(); ++k) absl::StrAppend(&s, k ? ", " : "", graph.symbols.names[k], "=", (*values)[k]);
+    for (size_t k = 0; k < values.size(); ++k) absl::StrAppend(&s, k ? ", " : "", graph.symbols.names[k], "=", values[k]);
     std::fprintf(stderr, "kiln: model %s: %s compiled %lld kernel(s) of its own (it plans other code than the template)\n",
                  path.c_str(), s.c_str(), (long long)own);
   }
@@ -160,7 +159,7 @@ SizeExe Model::Impl::at(const std::vector<int64_t>& sizes_of) const {
   c->buffers = program->buffers;
   c->outputs = program->outputs;
   c->params = program->params;
-  SizeExe e{*values, std::move(c), {}};
+  SizeExe e{values, std::move(c), {}};
   for (const ir::TensorSpec& t : shaped->signature.outputs) e.out_shapes.push_back(t.shape);
   sizes.insert(sizes.begin(), e);
   if (sizes.size() > kModelSizes) sizes.pop_back();
