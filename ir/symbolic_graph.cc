@@ -107,11 +107,13 @@ struct Deriver {
       SymField f{SymField::kScalar, id, 0, {}};
       f.expr.reciprocal = reciprocal;
       std::vector<long double> c;
+      bool finite = true;
       for (size_t i = 0; i < corners.size(); ++i) {
-        const double x = v[i].as_double();
-        c.push_back(reciprocal ? (long double)std::llround(1.0 / x) : (long double)x);
+        const double x = v[i].as_double(), r = reciprocal ? 1.0 / x : x;
+        finite = finite && std::isfinite(r) && std::fabs(r) < 1e15;
+        c.push_back(!finite ? 0.0L : reciprocal ? (long double)std::llround(r) : (long double)r);
       }
-      bool ok = fit(c, lo, hi, &f.expr);
+      bool ok = finite && fit(c, lo, hi, &f.expr);
       for (size_t i = 0; ok && i < points.size(); ++i) ok = scalar_of(f.expr, points[i], n.dtype, v[i].is_int) == v[i];
       if (ok) {
         out.fields.push_back(std::move(f));

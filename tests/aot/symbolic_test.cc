@@ -70,6 +70,20 @@ TEST(AotSymbolic, TheMeanOverASymbolicAxisIsOneOverItsSize) {
   }
 }
 
+TEST(AotSymbolic, AScalarComputedFromTheSizeIsItsPolynomial) {
+  // x * (batch - 8): zero at the example's size, -5 at batch 3.
+  auto fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * double(in[0].shape()[0] - 8)}; };
+  std::string text = export_graph(fn, {random_tensor({8, 4}, float32, 1)}, {{"x"}, {"y"}}, {{Dim("batch"), 4}});
+  EXPECT_NE(text.find(" scalar = batch-8\n"), std::string::npos) << text;
+  auto g = ir::parse_exported(text);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto at = ir::instantiate(*g, {3});
+  ASSERT_TRUE(at.ok()) << at.status();
+  auto traced = ir::parse_exported(export_graph(fn, {random_tensor({3, 4}, float32, 2)}, {{"x"}, {"y"}}));
+  ASSERT_TRUE(traced.ok());
+  EXPECT_EQ(ir::print(*at), ir::print(*traced));
+}
+
 TEST(AotSymbolic, EveryBatchSizeRunsWithoutCompiling) {
   KILN_AOT_REQUIRE_DEVICE();
   Example e = batched_mlp();
