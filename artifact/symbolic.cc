@@ -15,13 +15,17 @@ passes::Options plan_options(bool fusion) {
   return o;
 }
 
+absl::StatusOr<ir::Program> plan(const ir::Graph& graph, const runtime::Compiler& c, bool fusion) {
+  auto planned = passes::compile_graph(graph, c.target(), plan_options(fusion));
+  if (!planned.ok()) return planned.status();
+  return std::move(planned->program);
+}
+
 absl::StatusOr<ir::Program> plan_at(const ir::ExportedGraph& g, const std::vector<int64_t>& values, const runtime::Compiler& c,
                                     bool fusion) {
   auto at = ir::instantiate(g, values);
   if (!at.ok()) return at.status();
-  auto planned = passes::compile_graph(at->graph, c.target(), plan_options(fusion));
-  if (!planned.ok()) return planned.status();
-  return std::move(planned->program);
+  return plan(at->graph, c, fusion);
 }
 
 }  // namespace
@@ -53,12 +57,19 @@ absl::StatusOr<ir::SymbolicTemplate> derive_code(const ir::ExportedGraph& g, con
   return none;
 }
 
-absl::StatusOr<runtime::CompiledProgram> compile_at(const ir::ExportedGraph& g, const std::vector<int64_t>& values,
+absl::StatusOr<runtime::CompiledProgram> compile_at(const ir::Graph& graph, const std::vector<int64_t>& values,
                                                     const runtime::Compiler& c, const ir::SymbolicTemplate& code, bool fusion) {
-  auto p = plan_at(g, values, c, fusion);
+  auto p = plan(graph, c, fusion);
   if (!p.ok()) return p.status();
   passes::apply_template(code, values, &*p);
   return c.compile(*p);
+}
+
+absl::StatusOr<runtime::CompiledProgram> compile_at(const ir::ExportedGraph& g, const std::vector<int64_t>& values,
+                                                    const runtime::Compiler& c, const ir::SymbolicTemplate& code, bool fusion) {
+  auto at = ir::instantiate(g, values);
+  if (!at.ok()) return at.status();
+  return compile_at(at->graph, values, c, code, fusion);
 }
 
 }  // namespace kiln::artifact

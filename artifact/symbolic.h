@@ -27,8 +27,12 @@ std::vector<int64_t> probe_base(const std::vector<int64_t>& base);
 // (no axis follows a symbol) gets an empty template: every size then compiles its own code.
 absl::StatusOr<ir::SymbolicTemplate> derive_code(const ir::ExportedGraph& g, const runtime::Compiler& c, bool fusion);
 
-// `g` written at `values`, planned (no splits: the sizes share their plans) and marked by `code`,
-// compiled by `c` (through the kernel cache and any runtime::ProvideBinaries scope).
+// `graph`, a graph written at `values` (ir::instantiate), planned (no splits: the sizes share their
+// plans) and marked by `code`, compiled by `c` (through the kernel cache and any
+// runtime::ProvideBinaries scope).
+absl::StatusOr<runtime::CompiledProgram> compile_at(const ir::Graph& graph, const std::vector<int64_t>& values,
+                                                    const runtime::Compiler& c, const ir::SymbolicTemplate& code, bool fusion);
+// The same for `g` written at `values` first.
 absl::StatusOr<runtime::CompiledProgram> compile_at(const ir::ExportedGraph& g, const std::vector<int64_t>& values,
                                                     const runtime::Compiler& c, const ir::SymbolicTemplate& code, bool fusion);
 

@@ -103,8 +103,11 @@ Model detail::load_model(const artifact::Artifact& art, runtime::Device* dev, co
   }
   for (size_t i = 0; i < g.signature.inputs.size(); ++i) m->inputs.push_back(info(g, true, i));
   for (size_t i = 0; i < g.signature.outputs.size(); ++i) m->outputs.push_back(info(g, false, i));
-  m->graph = g;  // the signature (and a symbolic model's template); the constants are on the device
-  for (ir::ConstantData& c : m->graph.constants) c.bytes.clear();
+  // The signature (and a symbolic model's template); the constants' bytes are on the device only.
+  m->graph.signature = g.signature;
+  m->graph.symbols = g.symbols;
+  if (!g.symbols.empty()) m->graph.graph = g.graph;
+  for (const ir::ConstantData& c : g.constants) m->graph.constants.push_back({c.dtype, c.shape, {}});
   if (!g.symbols.empty()) {
     m->compiled.params = loaded->section->program.params;
     m->section.backend = loaded->section->backend;
@@ -141,7 +144,7 @@ SizeExe Model::Impl::at(const std::vector<int64_t>& values) const {
   {
     runtime::ProvideBinaries provide(&section.binaries);
     runtime::RememberBinaries remember;
-    program = artifact::compile_at(graph, values, *compiler, section.code, section.fusion);
+    program = artifact::compile_at(shaped->graph, values, *compiler, section.code, section.fusion);
   }
   throw_if_error(program.status());
   auto exe = shared.load(this->compiled.device, *program);

@@ -272,18 +272,16 @@ absl::StatusOr<SymbolicDims> derive_symbols(const std::vector<std::string>& name
       if (o.constants[k].shape != b.constants[k].shape || o.constants[k].dtype != b.constants[k].dtype)
         return differs(absl::StrCat("captured tensor ", k, " has another shape (a captured tensor cannot depend on the sizes)"));
   }
-  for (size_t k = 0; k < b.signature.inputs.size(); ++k)
-    for (size_t a = 0; a < b.signature.inputs[k].shape.size(); ++a)
-      if (absl::Status s = d.integer(SymField::kInputDim, int(k), int(a), absl::StrCat("dim ", a, " of input ", b.signature.inputs[k].name),
-                                     [&](const ExportedGraph& e) { return e.signature.inputs[k].shape[a]; });
-          !s.ok())
-        return s;
-  for (size_t k = 0; k < b.signature.outputs.size(); ++k)
-    for (size_t a = 0; a < b.signature.outputs[k].shape.size(); ++a)
-      if (absl::Status s = d.integer(SymField::kOutputDim, int(k), int(a), absl::StrCat("dim ", a, " of output ", b.signature.outputs[k].name),
-                                     [&](const ExportedGraph& e) { return e.signature.outputs[k].shape[a]; });
-          !s.ok())
-        return s;
+  for (const bool in : {true, false}) {
+    auto list = [in](const ExportedGraph& e) -> const std::vector<TensorSpec>& { return in ? e.signature.inputs : e.signature.outputs; };
+    for (size_t k = 0; k < list(b).size(); ++k)
+      for (size_t a = 0; a < list(b)[k].shape.size(); ++a)
+        if (absl::Status s = d.integer(in ? SymField::kInputDim : SymField::kOutputDim, int(k), int(a),
+                                       absl::StrCat("dim ", a, in ? " of input " : " of output ", list(b)[k].name),
+                                       [&](const ExportedGraph& e) { return list(e)[k].shape[a]; });
+            !s.ok())
+          return s;
+  }
   for (size_t n = 0; n < b.graph.size(); ++n) {
     const Node& node = b.graph.node(NodeId(n));
     const std::string where = absl::StrCat("node %", n, " (", op_name(node.op), ")");

@@ -86,32 +86,21 @@ void record(std::string_view portable, const std::string& blob) {
   for (PortableBinaries* into : p.recorders) (*into)[h] = {portable.size(), blob};
 }
 
+// A scope's table joins (`enter`) or leaves `list` (Portable::recorders or providers).
+template <class T>
+void scope_of(std::vector<T*> Portable::*list, T* table, bool enter) {
+  Portable& p = portable_scopes();
+  std::lock_guard<std::mutex> lock(p.mu);
+  if (enter) (p.*list).push_back(table), p.scopes++;
+  else std::erase(p.*list, table), p.scopes--;
+}
+
 }  // namespace
 
-RecordBinaries::RecordBinaries(PortableBinaries* into) : into_(into) {
-  Portable& p = portable_scopes();
-  std::lock_guard<std::mutex> lock(p.mu);
-  p.recorders.push_back(into_);
-  p.scopes++;
-}
-RecordBinaries::~RecordBinaries() {
-  Portable& p = portable_scopes();
-  std::lock_guard<std::mutex> lock(p.mu);
-  std::erase(p.recorders, into_);
-  p.scopes--;
-}
-ProvideBinaries::ProvideBinaries(const PortableBinaries* from) : from_(from) {
-  Portable& p = portable_scopes();
-  std::lock_guard<std::mutex> lock(p.mu);
-  p.providers.push_back(from_);
-  p.scopes++;
-}
-ProvideBinaries::~ProvideBinaries() {
-  Portable& p = portable_scopes();
-  std::lock_guard<std::mutex> lock(p.mu);
-  std::erase(p.providers, from_);
-  p.scopes--;
-}
+RecordBinaries::RecordBinaries(PortableBinaries* into) : into_(into) { scope_of(&Portable::recorders, into_, true); }
+RecordBinaries::~RecordBinaries() { scope_of(&Portable::recorders, into_, false); }
+ProvideBinaries::ProvideBinaries(const PortableBinaries* from) : from_(from) { scope_of(&Portable::providers, from_, true); }
+ProvideBinaries::~ProvideBinaries() { scope_of(&Portable::providers, from_, false); }
 
 RememberBinaries::RememberBinaries() { remembered().scopes++; }
 RememberBinaries::~RememberBinaries() { remembered().scopes--; }

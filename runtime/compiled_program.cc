@@ -347,6 +347,20 @@ absl::Status check_consistent(const CompiledProgram& c) {
   return absl::OkStatus();
 }
 
+std::string differs_beyond_sizes(const CompiledProgram& c, const std::vector<ir::Step>& steps,
+                                 const std::vector<ir::BufferDesc>& buffers, size_t kernels, int num_inputs, int num_outputs,
+                                 size_t params) {
+  if (c.kernels.size() != kernels || c.steps.size() != steps.size() || c.buffers.size() != buffers.size() ||
+      c.num_inputs != num_inputs || c.num_outputs != num_outputs || c.params.size() != params)
+    return "its kernels, steps, buffers or params differ";
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (c.steps[i].kernel != steps[i].kernel || c.steps[i].kind != steps[i].kind || c.steps[i].deps != steps[i].deps)
+      return "its steps differ";
+  for (size_t b = 0; b < buffers.size(); ++b)
+    if (c.buffers[b].kind != buffers[b].kind || c.buffers[b].index != buffers[b].index) return "its buffers differ";
+  return "";
+}
+
 absl::Status refuse_collectives(const CompiledProgram& c, const std::string& backend) {
   for (const ir::Step& s : c.steps)
     if (s.is_collective())

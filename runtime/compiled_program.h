@@ -124,6 +124,14 @@ absl::StatusOr<CompiledProgram> deserialize(std::string_view bytes);
 // bindings name existing buffers. InvalidArgument naming the first problem.
 absl::Status check_consistent(const CompiledProgram& c);
 
+// What every backend's Executable::resize (runtime/device.h) asks of another size's program `c`
+// against the one it holds (`steps`, `buffers`, kernel count, inputs, outputs, params): the same
+// steps (kernels, kinds, dependencies) and buffers of the same kinds at the same positions. "" when
+// so, else what differs.
+std::string differs_beyond_sizes(const CompiledProgram& c, const std::vector<ir::Step>& steps,
+                                 const std::vector<ir::BufferDesc>& buffers, size_t kernels, int num_inputs, int num_outputs,
+                                 size_t params);
+
 // Unimplemented, naming the backend and the first collective, when `c` has collective steps:
 // the load check of a device whose collectives_status() is not OK.
 absl::Status refuse_collectives(const CompiledProgram& c, const std::string& backend);

@@ -46,14 +46,8 @@ absl::Status CpuExecutable::resize(const CompiledProgram& c) {
     return absl::FailedPreconditionError(absl::StrCat("cpu: this executable cannot take the program: ", why));
   };
   if (!c.module.empty() && stable_hash64(c.module) != module_hash_) return refuse("its module differs");
-  if (c.kernels.size() != kernels_.size() || c.buffers.size() != buffers_.size() || c.params.size() != num_params_ ||
-      c.num_inputs != num_inputs_ || c.num_outputs != num_outputs_ || c.steps.size() != steps_.size())
-    return refuse("its kernels, steps, buffers or params differ");
-  for (size_t i = 0; i < c.steps.size(); ++i)
-    if (c.steps[i].kernel != steps_[i].kernel || c.steps[i].kind != steps_[i].kind || c.steps[i].deps != steps_[i].deps)
-      return refuse("its steps differ");
-  for (size_t b = 0; b < c.buffers.size(); ++b)
-    if (c.buffers[b].kind != buffers_[b].kind || c.buffers[b].index != buffers_[b].index) return refuse("its buffers differ");
+  if (std::string why = differs_beyond_sizes(c, steps_, buffers_, kernels_.size(), num_inputs_, num_outputs_, num_params_); !why.empty())
+    return refuse(why);
   for (size_t i = 0; i < c.kernels.size(); ++i) {
     const CompiledKernel& k = c.kernels[i];
     std::vector<int32_t> index(k.buffers.begin(), k.buffers.end());

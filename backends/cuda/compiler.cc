@@ -94,22 +94,14 @@ absl::StatusOr<CompiledProgram> CudaCompiler::compile(const ir::Program& p) cons
     // PTX of arch-specific code (sm_90a) does not run on any other architecture.
     if (!rendered->arch_specific) c.portable_module = std::move(bin->ptx);
   }
-  if (rendered->kernels.size() != c.kernels.size())
-    return absl::InternalError(absl::StrCat("cuda: ", rendered->kernels.size(), " rendered kernels for a program of ",
-                                            c.kernels.size()));
+  if (absl::Status s = codegen::gpu::take_kernels("cuda", &*rendered, &c.kernels); !s.ok()) return s;
+  // Tensor maps and strided tiles are CUDA's own (TMA, persistent kernels).
   for (size_t i = 0; i < c.kernels.size(); ++i) {
-    codegen::gpu::KernelSource& k = rendered->kernels[i];
+    const codegen::gpu::KernelSource& k = rendered->kernels[i];
     CompiledKernel& out = c.kernels[i];
-    out.name = std::move(k.name);
-    out.twin = k.twin;
-    out.buffers = std::move(k.buffers);
-    out.params = std::move(k.params);  // the argument order of its signature
-    for (int i = 0; i < 3; ++i) out.grid[size_t(i)] = k.grid[i], out.block[size_t(i)] = k.block[i];
-    out.shared_bytes = k.shared_bytes;
     for (const codegen::gpu::TensorMapSpec& m : k.tensor_maps)
       out.tensor_maps.push_back({m.buffer, m.elem_bytes == 4 ? TensorMapDesc::kFloat32 : m.bf16 ? TensorMapDesc::kBFloat16 : TensorMapDesc::kFloat16,
                                  m.offset, m.dims, m.strides, m.box, m.swizzle});
-    out.strategy = std::move(k.strategy);
     out.tiles = k.strided_tiles;
   }
   return c;

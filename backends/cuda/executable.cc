@@ -183,12 +183,7 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
   for (size_t i = 0; i < buffers_.size(); ++i)
     if (buffers_[i].kind == ir::BufferKind::kIntermediate) bound_[i] = next_[i] = arena_ + CUdeviceptr(buffers_[i].offset);
   // Zeroed intermediates (a chained kernel's tickets) start at zero; the kernels keep them so.
-  for (const ir::BufferDesc& b : buffers_)
-    if (b.zeroed && b.bytes() > 0)
-      if (absl::Status s = cu_check(api().cuMemsetD8Async(arena_ + CUdeviceptr(b.offset), 0, size_t(b.bytes()), ctx_->stream),
-                                    "zeroing a chained kernel's tickets");
-          !s.ok())
-        return s;
+  if (absl::Status s = zero_tickets(); !s.ok()) return s;
 
   for (size_t i = 0; i < c.kernels.size(); ++i) {
     const CompiledKernel& k = c.kernels[i];
@@ -219,6 +214,16 @@ absl::Status CudaExecutable::build(const CompiledProgram& c, const std::vector<C
       return absl::OkStatus();
     }
   return build_graph(c, functions, std::move(grid_x));
+}
+
+absl::Status CudaExecutable::zero_tickets() {
+  for (const ir::BufferDesc& b : buffers_)
+    if (b.zeroed && b.bytes() > 0)
+      if (absl::Status s = cu_check(api().cuMemsetD8Async(arena_ + CUdeviceptr(b.offset), 0, size_t(b.bytes()), ctx_->stream),
+                                    "zeroing a chained kernel's tickets");
+          !s.ok())
+        return s;
+  return absl::OkStatus();
 }
 
 absl::Status CudaExecutable::build_graph(const CompiledProgram& c, const std::vector<CUfunction>& functions,

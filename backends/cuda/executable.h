@@ -121,6 +121,9 @@ class CudaExecutable : public Executable {
 
   CudaExecutable(Device* device, Context* ctx) : device_(device), ctx_(ctx) {}
   absl::Status build(const CompiledProgram& c, const std::vector<CUfunction>& functions);
+  // Fills the zeroed intermediates (chained kernels' tickets) of the arena with zeros, on the
+  // stream (after the runs before).
+  absl::Status zero_tickets();
   // The CUDA graph of `c` over bound_, instantiated.
   absl::Status build_graph(const CompiledProgram& c, const std::vector<CUfunction>& functions, std::vector<uint32_t> grid_x);
   // Adds steps [begin, end) to graph g after the nodes `frontier`; returns the nodes the steps

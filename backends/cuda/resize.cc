@@ -13,17 +13,6 @@
 #include "runtime/stats.h"
 
 namespace kiln::runtime::cuda {
-namespace {
-
-bool same_steps(const std::vector<ir::Step>& a, const std::vector<ir::Step>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].kernel != b[i].kernel || a[i].deps != b[i].deps || a[i].kind != b[i].kind) return false;
-  return true;
-}
-
-}  // namespace
-
 absl::Status CudaExecutable::resize(const CompiledProgram& c) {
   std::lock_guard<std::mutex> lock(mu_);
   auto refuse = [](const std::string& why) {
@@ -31,12 +20,9 @@ absl::Status CudaExecutable::resize(const CompiledProgram& c) {
   };
   if (control_ || !colls_.empty() || deferred_) return refuse("it has loops, branches or collectives");
   if (!c.module.empty() && stable_hash64(c.module) != module_hash_) return refuse("its module differs");
-  if (int(c.kernels.size()) != num_kernels_ || !same_steps(c.steps, program_steps_)) return refuse("its kernels or steps differ");
-  if (c.buffers.size() != buffers_.size() || c.num_inputs != num_inputs_ || c.num_outputs != num_outputs_ ||
-      c.params.size() != params_.size())
-    return refuse("its buffers or params differ");
-  for (size_t b = 0; b < c.buffers.size(); ++b)
-    if (c.buffers[b].kind != buffers_[b].kind || c.buffers[b].index != buffers_[b].index) return refuse("its buffers differ");
+  if (std::string why = differs_beyond_sizes(c, program_steps_, buffers_, size_t(num_kernels_), num_inputs_, num_outputs_, params_.size());
+      !why.empty())
+    return refuse(why);
   // The kernel nodes: one per launching kernel step, in step order.
   size_t node = 0;
   for (const ir::Step& s : c.steps) {
@@ -78,12 +64,7 @@ absl::Status CudaExecutable::resize(const CompiledProgram& c) {
     bound_[b] = next_[b] = buffers_[b].kind == ir::BufferKind::kIntermediate ? arena_ + CUdeviceptr(buffers_[b].offset) : 0;
   // Zeroed intermediates (chained kernels' tickets) at their new places; stream-ordered after the
   // runs before.
-  for (const ir::BufferDesc& b : buffers_)
-    if (b.zeroed && b.bytes() > 0)
-      if (absl::Status s = cu_check(api().cuMemsetD8Async(arena_ + CUdeviceptr(b.offset), 0, size_t(b.bytes()), ctx_->stream),
-                                    "zeroing a chained kernel's tickets");
-          !s.ok())
-        return s;
+  if (absl::Status s = zero_tickets(); !s.ok()) return s;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
     const CompiledKernel& k = c.kernels[size_t(node_info_[i].kernel)];

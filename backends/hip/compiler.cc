@@ -35,20 +35,7 @@ absl::StatusOr<CompiledProgram> HipCompiler::compile(const ir::Program& p) const
     c.module = *std::move(bin);
     if (support::options().keep_sources()) c.module_source = rendered->module_source;
   }
-  if (rendered->kernels.size() != c.kernels.size())
-    return absl::InternalError(absl::StrCat("hip: ", rendered->kernels.size(), " rendered kernels for a program of ",
-                                            c.kernels.size()));
-  for (size_t i = 0; i < c.kernels.size(); ++i) {
-    codegen::gpu::KernelSource& k = rendered->kernels[i];
-    CompiledKernel& out = c.kernels[i];
-    out.name = std::move(k.name);
-    out.twin = k.twin;
-    out.buffers = std::move(k.buffers);
-    out.params = std::move(k.params);  // the argument order of its signature
-    for (int d = 0; d < 3; ++d) out.grid[size_t(d)] = k.grid[d], out.block[size_t(d)] = k.block[d];
-    out.shared_bytes = k.shared_bytes;
-    out.strategy = std::move(k.strategy);
-  }
+  if (absl::Status s = codegen::gpu::take_kernels("hip", &*rendered, &c.kernels); !s.ok()) return s;
   return c;
 }
 

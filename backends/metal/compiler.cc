@@ -38,19 +38,7 @@ absl::StatusOr<CompiledProgram> MetalCompiler::compile(const ir::Program& p) con
   c.target_key = target_key();
   c.module = rendered->module_source;
   if (support::options().keep_sources()) c.module_source = rendered->module_source;
-  if (rendered->kernels.size() != c.kernels.size())
-    return absl::InternalError(absl::StrCat("metal: ", rendered->kernels.size(), " rendered kernels for a program of ",
-                                            c.kernels.size()));
-  for (size_t i = 0; i < c.kernels.size(); ++i) {
-    codegen::gpu::KernelSource& k = rendered->kernels[i];
-    CompiledKernel& out = c.kernels[i];
-    out.name = std::move(k.name);
-    out.twin = k.twin;
-    out.buffers = std::move(k.buffers);
-    out.params = std::move(k.params);  // the argument block's order after the buffers
-    for (int d = 0; d < 3; ++d) out.grid[size_t(d)] = k.grid[d], out.block[size_t(d)] = k.block[d];
-    out.strategy = std::move(k.strategy);
-  }
+  if (absl::Status s = codegen::gpu::take_kernels("metal", &*rendered, &c.kernels); !s.ok()) return s;
   return c;
 }
 

@@ -110,6 +110,29 @@ std::string canonical_text(const std::string& text, const KernelSource& k);
 
 absl::StatusOr<RenderedProgram> render(const ir::Program& p, Dialect d, const ir::TargetInfo& t);
 
+// What the C-like backends (cuda, hip, metal) put into each runtime::CompiledKernel from its
+// rendered kernel, moved out of `r`: entry point, twin, bindings, params, launch shape, dynamic
+// shared memory, strategy. A template: runtime/compiled_program.h is a layer above this one.
+// InternalError naming `backend` when the counts differ.
+template <class CompiledKernel>
+absl::Status take_kernels(const char* backend, RenderedProgram* r, std::vector<CompiledKernel>* out) {
+  if (r->kernels.size() != out->size())
+    return absl::InternalError(std::string(backend) + ": " + std::to_string(r->kernels.size()) +
+                               " rendered kernels for a program of " + std::to_string(out->size()));
+  for (size_t i = 0; i < out->size(); ++i) {
+    KernelSource& k = r->kernels[i];
+    CompiledKernel& o = (*out)[i];
+    o.name = std::move(k.name);
+    o.twin = k.twin;
+    o.buffers = std::move(k.buffers);
+    o.params = std::move(k.params);  // after the buffers, in the kernel's signature or argument block
+    for (int d = 0; d < 3; ++d) o.grid[size_t(d)] = k.grid[d], o.block[size_t(d)] = k.block[d];
+    o.shared_bytes = k.shared_bytes;
+    o.strategy = std::move(k.strategy);
+  }
+  return absl::OkStatus();
+}
+
 // Autotuning: the values of ir::Kernel::config worth timing for kernel `k` (the heuristic's own
 // choice first) and the shape class the fastest depends on; empty when the renderer has nothing
 // to choose for it (today: the CUDA sm_90a contraction's tile width, schedule and cluster, and
