@@ -135,6 +135,8 @@ Options options() {
   read_int(o, "KILN_CUDA_SM90_GROUP", &o.cuda_sm90_group);
   read_int(o, "KILN_CUDA_SM90_CLUSTER", &o.cuda_sm90_cluster);
   read_switch("KILN_CUDA_SM90_STAGED", &o.cuda_sm90_staged);
+  read_int(o, "KILN_CUDA_SM90_TMA_STORE", &o.cuda_sm90_tma_store);
+  read_int(o, "KILN_CUDA_SM90_TMA_BUFFERS", &o.cuda_sm90_tma_buffers);
   read_int(o, "KILN_CUDA_SM90_GRID", &o.cuda_sm90_grid);
   if (const char* v = env("KILN_CUDA_SM90_SCHEDULE")) {
     if (std::string(v) == "pingpong" || std::string(v) == "cooperative") {

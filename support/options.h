@@ -73,6 +73,10 @@ struct Options {
   std::string cuda_sm90_schedule;  // KILN_CUDA_SM90_SCHEDULE=pingpong: warpgroups take turns on 128x128 tiles
   int cuda_sm90_grid = 0;        // KILN_CUDA_SM90_GRID: at most this many CTAs (tests; 0: one per SM)
   bool cuda_sm90_staged = true;  // KILN_CUDA_SM90_STAGED=0: epilogue stores straight from registers
+  // KILN_CUDA_SM90_TMA_STORE: how a staged epilogue stores: 0 by 16-byte st.global, 1 by TMA at
+  // any k; unset (-1): by TMA where k >= 512.
+  int cuda_sm90_tma_store = -1;
+  int cuda_sm90_tma_buffers = 0;     // KILN_CUDA_SM90_TMA_BUFFERS=2|4: the TMA epilogue's chunk buffers per warpgroup (0: by k)
   int cuda_sm90_group = 8;       // KILN_CUDA_SM90_GROUP: m-tiles per group of the tile order
   bool cuda_cp_async = true;     // KILN_CUDA_CP_ASYNC=0: bf16/f16 mma.sync contractions stage operands through registers
   bool vulkan_coop_matrix = true;  // KILN_VULKAN_COOP_MATRIX=0: Vulkan devices open without cooperative matrices

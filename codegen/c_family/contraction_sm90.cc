@@ -251,6 +251,74 @@ bool staged_store(const ir::Program& p, const ir::Kernel& k, int* elem_bytes) {
   return true;
 }
 
+// The staged epilogue through the tensor copy engine: each warpgroup writes a chunk (64 rows of
+// 128 bytes) into one of its buffers in the 128-byte-swizzled layout a tensor map reads, and one
+// thread stores it with cp.async.bulk.tensor, which clips at the tensor's edges; the warpgroup
+// goes on to its next chunk, and its next tile's main loop, while the stores drain. One
+// warpgroup barrier per chunk (a buffer's store has read it before the buffer is written again).
+// It applies where the staged store does, to float32, bf16 and f16 results whose view the copy
+// engine can address (16-byte strides, at most 5 dims), with k of 512 or more
+// (KILN_CUDA_SM90_TMA_STORE=1: any k; 0: never). Measured on an H100 (bench/results/gpu-2026-11-27-tmastore): W5
+// 0.452 -> 0.409 ms, 4096^3 0.200 -> 0.192 ms; but the batched product with k = 128, whose
+// tiles are mostly epilogue and whose stores saturate the memory, runs 7% slower than with
+// 16-byte st.global, so short k keeps those.
+constexpr int kTmaChunk = 64 * kChunkBytes, kTmaMinK = 512;
+
+// Chunk buffers per warpgroup: 4 for 256-wide tiles (more stores in flight; W5 and 4096^3 1-3%
+// faster than with 2, although the 64 KiB leave the main loop 3 stages instead of 4), else 2
+// (narrower tiles: decode-like products want their stages). KILN_CUDA_SM90_TMA_BUFFERS=2|4
+// forces one.
+int tma_buffers(int bn) {
+  const int forced = support::options().cuda_sm90_tma_buffers;
+  if (forced == 2 || forced == 4) return forced;
+  return bn == 256 ? 4 : 2;
+}
+
+bool tma_store(const ir::Program& p, const ir::Kernel& k, TensorMapSpec* map) {
+  int eb = 0;
+  const int mode = support::options().cuda_sm90_tma_store;
+  if (mode == 0 || !staged_store(p, k, &eb)) return false;
+  const ir::Store& st = k.stores[0];
+  const DType dt = p.buffers[st.buffer].dtype;
+  if (dt != DType::kFloat32 && dt != DType::kBFloat16 && dt != DType::kFloat16) return false;
+  const ir::View& v = st.map.views[0];
+  const ir::Contraction& c = k.contraction;
+  const int64_t M = k.shape[c.m_axis], N = k.shape[c.n_axis], per16 = 16 / eb;
+  if (mode != 1 && k.shape[c.k_axis] < kTmaMinK) return false;
+  TensorMapSpec m;
+  m.buffer = st.buffer;
+  m.elem_bytes = eb;
+  m.bf16 = dt == DType::kBFloat16;
+  m.offset = v.offset;
+  m.swizzle = 128;
+  // A single row may have any stride: the engine writes only row 0.
+  const int64_t row_stride = M == 1 ? per16 * ceil_div(N, per16) : v.strides[c.m_axis];
+  if (row_stride <= 0) return false;
+  m.dims = {N, M};
+  m.strides = {row_stride};
+  m.box = {uint32_t(kChunkBytes / eb), 64u};
+  int64_t batch = 1;
+  for (int a : batch_axes_of(k, &batch)) {
+    if (k.shape[a] == 1) continue;
+    if (v.strides[a] <= 0) return false;  // every batch entry writes its own place
+    m.dims.push_back(k.shape[a]);
+    m.strides.push_back(v.strides[a]);
+    m.box.push_back(1);
+  }
+  if (m.dims.size() > 5) return false;
+  for (int64_t d : m.dims)
+    if (d >= (int64_t(1) << 31)) return false;
+  if (map) *map = m;
+  return true;
+}
+
+// Shared bytes of the epilogue's staging buffers with tiles `bn` wide.
+int64_t epilogue_bytes(const ir::Program& p, const ir::Kernel& k, int bn) {
+  int eb = 0;
+  if (!staged_store(p, k, &eb)) return 0;
+  return tma_store(p, k, nullptr) ? 2 * tma_buffers(bn) * kTmaChunk : kStagedBytes;
+}
+
 // Device helpers of the sm_90a path (once per module).
 const char* kHelpers = R"(#ifndef KILN_SM90_HELPERS
 #define KILN_SM90_HELPERS
@@ -313,6 +381,18 @@ std::string tma_helpers() {
                       ";\"\n               :: \"r\"(dst), \"l\"(m), \"r\"(bar)", operands, mc ? ", \"h\"(mask)" : "",
                       " : \"memory\");\n}\n");
     }
+  for (int rank = 2; rank <= 5; ++rank) {
+    std::string params, coords, operands;
+    for (int i = 0; i < rank; ++i) {
+      absl::StrAppend(&params, ", int c", i);
+      absl::StrAppend(&coords, i ? ", " : "", "%", i + 2);
+      absl::StrAppend(&operands, ", \"r\"(c", i, ")");
+    }
+    absl::StrAppend(&out, "__device__ __forceinline__ void kiln_tma", rank, "_store(const KilnTensorMap* m, unsigned src",
+                    params, ") {\n  asm volatile(\"cp.async.bulk.tensor.", rank,
+                    "d.global.shared::cta.bulk_group [%0, {", coords, "}], [%1];\"\n               :: \"l\"(m), \"r\"(src)",
+                    operands, " : \"memory\");\n}\n");
+  }
   return out + "#endif\n";
 }
 
@@ -360,8 +440,7 @@ bool Renderer::sm90_applies(std::string* why) const {
   }
   const TileConfig cfg = tile_config(k_, t_.parallelism);
   const int bn = cfg.bn;
-  int eb = 0;
-  if (stages_for(bn, tf32 ? 4 : 2, t_.shared_memory, staged_store(p_, k_, &eb) ? kStagedBytes : 0) < 2) {
+  if (stages_for(bn, tf32 ? 4 : 2, t_.shared_memory, epilogue_bytes(p_, k_, bn)) < 2) {
     *why = absl::StrCat("the target's ", t_.shared_memory, " bytes of shared memory hold fewer than 2 stages");
     return false;
   }
@@ -396,7 +475,7 @@ std::vector<std::string> Renderer::contraction_sm90_candidates(std::string* shap
   };
   for (int bn : {256, 128, 64}) {
     if (bn > 64 && N <= bn / 2) continue;  // half the tile or more would be empty
-    if (stages_for(bn, tf32 ? 4 : 2, t_.shared_memory, staged ? kStagedBytes : 0) < 2) continue;
+    if (stages_for(bn, tf32 ? 4 : 2, t_.shared_memory, epilogue_bytes(p_, k_, bn)) < 2) continue;
     add(bn, 1, false);
     if (bn <= 128) add(bn, 1, true);
     if (bn >= 128 && ceil_div(M, int64_t(kBM)) >= 2) add(bn, 2, false);
@@ -406,7 +485,8 @@ std::vector<std::string> Renderer::contraction_sm90_candidates(std::string* shap
   analyze(p_, k_, operand(c.rhs), c.n_axis, c.k_axis, c.m_axis, batch_axes, 64, &b, &why);
   *shape_class = absl::StrCat("cuda sm_90a contraction ", tf32 ? "tf32" : a.map.bf16 ? "bf16" : "f16", " batch ", batch,
                               " m ", M, " n ", N, " k ", K, " lhs ", a.mn_major ? "m" : "k", "-major rhs ",
-                              b.mn_major ? "n" : "k", "-major", staged ? absl::StrCat(" staged ", eb) : " unstaged");
+                              b.mn_major ? "n" : "k", "-major", staged ? absl::StrCat(" staged ", eb) : " unstaged",
+                              tma_store(p_, k_, nullptr) ? " tma" : "");
   return out;
 }
 
@@ -439,7 +519,9 @@ int Renderer::contraction_sm90(KernelSource* out) {
   const bool staged = staged_store(p_, k_, &eb);
   const bool tf32 = !half_mma_applies();  // else float32 operands taken as TF32
   const int ob = tf32 ? 4 : 2;            // operand bytes
-  const int S = stages_for(BN, ob, t_.shared_memory, staged ? kStagedBytes : 0);
+  TensorMapSpec omap;
+  const bool tmast = tma_store(p_, k_, &omap);
+  const int S = stages_for(BN, ob, t_.shared_memory, epilogue_bytes(p_, k_, BN));
   const int RB = row_bytes(ob), kBK = RB / ob;  // a stage's k rows: bytes, elements
   const bool wait0 = wait0_knob();
   Operand A, B;
@@ -461,8 +543,10 @@ int Renderer::contraction_sm90(KernelSource* out) {
   analyze(p_, k_, operand(c.rhs), c.n_axis, c.k_axis, c.m_axis, batch_axes, BN / C, &B, &unused);
   sm90_ = true;
   sm90_cluster_ = C;
-  sm90_maps_ = 2;
+  sm90_maps_ = tmast ? 3 : 2;
+  if (tmast) helpers_ = attention_device_helpers();  // kiln_pack_bf / kiln_pack_h
   out->tensor_maps = {A.map, B.map};
+  if (tmast) out->tensor_maps.push_back(omap);
   // Tiles are walked per cluster: a cluster tile is C m-tiles of one n-tile (C = 1: one tile).
   const int64_t mt = ceil_div(ceil_div(M, kBM), C), nt = ceil_div(N, BN), per_batch = mt * nt, tiles = batch * per_batch;
   // The tile counts as text: symbolic extents (m, batch) read their params, so the code holds for
@@ -482,7 +566,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   auto S_ = [](int64_t v) { return std::to_string(v); };
 
   w_.line("const unsigned smem = (kiln_smem_u32(kiln_dsmem) + 1023u) & ~1023u;");
-  const int64_t ebuf_at = int64_t(S) * stage_bytes, ebytes = staged ? kStagedBytes : 0;
+  const int64_t ebuf_at = int64_t(S) * stage_bytes, ebytes = epilogue_bytes(p_, k_, BN);
   w_.line("const unsigned full0 = smem + " + S_(ebuf_at + ebytes) + ", empty0 = full0 + " + S_(8 * S) + ";");
   w_.line("const int tid = (int)threadIdx.x;");
   w_.open("if (tid == 0)");
@@ -573,6 +657,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   w_.line("float acc[" + S_(P * BN / 2) + "];");
   w_.line("int s = 0, prev = 0;");
   w_.line("unsigned ph = 0;");
+  if (tmast) w_.line("unsigned ech = 0;  // the epilogue's chunks so far (its staging buffer: ech % buffers)");
   if (!pp) {
     w_.open(tile_loop);
   } else {
@@ -681,6 +766,71 @@ int Renderer::contraction_sm90(KernelSource* out) {
       const DType odt = p_.buffers[st.buffer].dtype;
       const std::string et = d_.storage_type(odt), out = DialectOps::buffer_name(st.buffer);
       const int cols = kChunkBytes / eb, vec = 16 / eb;  // columns per chunk, elements per vector
+      if (tmast) {
+        const int NB = tma_buffers(BN);
+        if (h == 0) w_.line(absl::StrCat("const unsigned ebuf = smem + ", ebuf_at, " + wg * ", NB * kTmaChunk, ";"));
+        // Per chunk c: this thread's elements into buffer c % NB (16-byte piece x of row r at
+        // piece x ^ (r % 8)), made visible to the copy engine; the leader waits until the store
+        // of chunk c + 1 - NB has read its buffer (chunk c + 1 writes it next: at most NB - 2
+        // stores stay pending); after the barrier it stores this chunk.
+        w_.line("#pragma unroll");  // the accumulator index must be known at compile time
+        w_.open(absl::StrCat("for (int ch = 0; ch < ", BN / cols, "; ++ch, ++ech)"));
+        w_.line(absl::StrCat("unsigned char* const cb = kiln_dsmem + (ebuf + (ech % ", NB, "u) * ", kTmaChunk,
+                             " - kiln_smem_u32(kiln_dsmem));"));
+        // 16-bit results: the two adjacent columns a thread holds (v = 2 vpair + 0, 1) rounded as
+        // one pair (cvt.rn.{bf16,f16}x2) and written as one 32-bit word.
+        const bool pairs = eb == 2;
+        w_.line("#pragma unroll");
+        w_.open(absl::StrCat("for (int jj = 0; jj < ", cols / 8, "; ++jj)"));
+        w_.line("#pragma unroll");
+        w_.open(pairs ? "for (int vpair = 0; vpair < 2; ++vpair)" : "for (int v = 0; v < 4; ++v)");
+        if (pairs) {
+          w_.line("float pv[2] = {0.0f, 0.0f};");
+          w_.line("#pragma unroll");
+          w_.open("for (int velem = 0; velem < 2; ++velem)");
+          w_.line("const int v = 2 * vpair + velem;");
+        }
+        element(absl::StrCat("ch * ", cols / 8, " + jj"));
+        const std::string value = w_.eval(st.value);
+        auto at = [&](const std::string& rows, const std::string& col) {
+          w_.line("const int srow = cw * 16 + lane / 4 + 8 * " + rows + ";");
+          w_.line(absl::StrCat("const int sbyte = (8 * jj + 2 * (lane % 4)", col, ") * ", eb, ";"));
+          return absl::StrCat("cb + srow * ", kChunkBytes, " + ((((sbyte >> 4) ^ (srow & 7)) << 4) | (sbyte & 15))");
+        };
+        if (pairs) {
+          w_.line("pv[velem] = " + value + ";");
+          w_.close();
+          w_.close();
+          const std::string addr = at("vpair", "");
+          w_.line(absl::StrCat("*reinterpret_cast<unsigned*>(", addr, ") = ", odt == DType::kBFloat16 ? "kiln_pack_bf" : "kiln_pack_h",
+                               "(pv[0], pv[1]);"));
+        } else {
+          const std::string addr = at("(v >> 1)", " + (v & 1)");
+          w_.line(absl::StrCat("*reinterpret_cast<", et, "*>(", addr, ") = ", d_.to_storage(odt, value), ";"));
+          w_.close();
+        }
+        w_.close();
+        w_.close();
+        w_.line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+        w_.line(absl::StrCat("if (tid % 128 == 0) asm volatile(\"cp.async.bulk.wait_group.read ", NB - 2, ";\" ::: \"memory\");"));
+        w_.line("asm volatile(\"bar.sync %0, 128;\" :: \"r\"(wg + 1) : \"memory\");");
+        w_.open("if (tid % 128 == 0)");
+        std::string coords = absl::StrCat("n0 + ch * ", cols, ", ", row0);
+        int64_t nb = 0;
+        for (int a : batch_axes)
+          if (k_.shape[a] > 1) {
+            absl::StrAppend(&coords, ", (int)", w_.axis(a));
+            ++nb;
+          }
+        w_.open(absl::StrCat("if (n0 + ch * ", cols, " < ", N, " && ", row0, " < ", Mx, ")"));
+        w_.line(absl::StrCat("kiln_tma", 2 + nb, "_store(&tm2, ebuf + (ech % ", NB, "u) * ", kTmaChunk, ", ", coords, ");"));
+        w_.close();
+        w_.line("asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\");");
+        w_.close();
+        w_.close();
+        w_.pop_scope();
+        continue;
+      }
       if (h == 0) {
         w_.line(absl::StrCat("const unsigned ebuf = smem + ", ebuf_at, " + wg * ", 64 * kChunkPitch, ";"));
         w_.line(absl::StrCat("unsigned char* const ebuf_p = kiln_dsmem + (ebuf - kiln_smem_u32(kiln_dsmem));"));
@@ -728,6 +878,8 @@ int Renderer::contraction_sm90(KernelSource* out) {
     w_.pop_scope();
   }
   w_.close();
+  // The last stores have read their buffers before the CTA's shared memory goes (and written).
+  if (tmast) w_.line("if (tid % 128 == 0) asm volatile(\"cp.async.bulk.wait_group 0;\" ::: \"memory\");");
   w_.close();
   // No CTA leaves while its peer may still arrive on its barriers.
   if (C > 1) w_.line("kiln_cluster_sync();");
@@ -746,7 +898,9 @@ int Renderer::contraction_sm90(KernelSource* out) {
                                C > 1 ? absl::StrCat(", clusters of ", C, " sharing the rhs tile (multicast)") : "",
                                a_rows != kBM ? absl::StrCat(", lhs boxes of ", a_rows, " rows") : "",
                                idle_wg1 ? ", the second consumer idle (m <= 64)" : "",
-                               staged ? ", epilogue staged through shared memory (16-byte stores)" : ", epilogue in registers",
+                               tmast    ? absl::StrCat(", epilogue staged through shared memory (TMA stores, ", tma_buffers(BN), " buffers)")
+                               : staged ? ", epilogue staged through shared memory (16-byte stores)"
+                                        : ", epilogue in registers",
                                wait0 ? ", wgmma waited per k block" : "");
   return kThreads;
 }

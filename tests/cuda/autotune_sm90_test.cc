@@ -72,7 +72,7 @@ TEST_F(AutotuneSm90Compile, ContractionCandidatesRenderTheirVariant) {
   std::vector<std::string> candidates = compiler.tuning_candidates(p, 0, &cls);
   // Widths 256/128/64 cooperative, 128/64 ping-pong, 256/128 in clusters of 2.
   EXPECT_EQ(candidates.size(), 7u);
-  EXPECT_EQ(cls, "sm_90 cuda sm_90a contraction bf16 batch 1 m 1024 n 2048 k 512 lhs k-major rhs n-major staged 2");
+  EXPECT_EQ(cls, "sm_90 cuda sm_90a contraction bf16 batch 1 m 1024 n 2048 k 512 lhs k-major rhs n-major staged 2 tma");
   expect_candidates_render(p, candidates, [](const std::string& config, const std::string& strategy) {
     for (const char* bn : {"64", "128", "256"}) {
       if (config.find(absl::StrCat("bn=", bn, " ")) != std::string::npos) {

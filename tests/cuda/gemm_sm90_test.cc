@@ -277,6 +277,73 @@ TEST_F(GemmSm90Compile, TileWidthAndClusterFollowTheShape) {
   }
 }
 
+// A staged float32, bf16 or f16 result whose view the copy engine can address, with k of 512 or
+// more, is stored by TMA from swizzled chunk buffers (4 per warpgroup for 256-wide tiles, else 2;
+// a third tensor map, over the output); short k, other dtypes, and KILN_CUDA_SM90_TMA_STORE=0
+// keep the 16-byte st.global stores; every variant compiles and assembles for sm_90a.
+TEST_F(GemmSm90Compile, StagedResultsStoreThroughTheCopyEngine) {
+  // 9 x 19 tiles of 128 x 64 (enough for every multiprocessor: no split-K); 256-wide tiles below.
+  Tensor a = random_tensor({1030, 520}, bfloat16, 1), b = random_tensor({520, 1160}, bfloat16, 2);
+  Tensor wide_a = random_tensor({2048, 512}, bfloat16, 3), wide_b = random_tensor({512, 4096}, bfloat16, 4);
+  Tensor x3 = random_tensor({3, 520, 520}, bfloat16, 5), w3 = random_tensor({3, 520, 1000}, bfloat16, 6);
+  Tensor short_a = random_tensor({1030, 128}, bfloat16, 7), short_b = random_tensor({128, 1160}, bfloat16, 8);
+  Tensor bias = random_tensor({1160}, bfloat16, 9);
+  struct Case {
+    std::vector<Tensor> outs;
+    const char* how;   // the strategy's epilogue (cooperative schedule)
+    const char* ptx;   // what the PTX must hold
+    size_t maps;       // tensor maps of the kernel
+  };
+  std::vector<Case> cases = {
+      {{gelu(matmul(a, b) + bias, true)}, "(TMA stores, 2 buffers)", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", 3},
+      {{matmul(wide_a, wide_b).cast(float32)}, "(TMA stores, 4 buffers)", "cp.async.bulk.wait_group.read 2", 3},
+      {{matmul(x3, w3).cast(float16)}, "(TMA stores", "cp.async.bulk.tensor.3d.global.shared::cta", 3},
+      {{matmul(a, b).cast(int32)}, "(16-byte stores)", "st.global.v4", 2},  // no tensor map type for int32 here
+      {{matmul(short_a, short_b)}, "(16-byte stores)", "st.global.v4", 2},  // k = 128: the stores saturate memory
+  };
+  for (const char* schedule : {"cooperative", "pingpong"})
+    for (size_t i = 0; i < cases.size(); ++i) {
+      SCOPED_TRACE(::testing::Message() << schedule << " case " << i);
+      ScopedEnv env({{"KILN_CUDA_SM90_SCHEDULE", schedule}});
+      Rendered r = render_h100(cases[i].outs);
+      ASSERT_EQ(r.r.kernels.size(), 1u);
+      const auto& k = r.r.kernels[0];
+      // Ping-pong tiles are 128 wide: 2 buffers.
+      const std::string how = schedule == std::string("pingpong") && i == 1 ? "(TMA stores, 2 buffers)" : cases[i].how;
+      EXPECT_NE(k.strategy.find(how), std::string::npos) << k.strategy;
+      ASSERT_EQ(k.tensor_maps.size(), cases[i].maps);
+      if (cases[i].maps == 3) {  // the output's map: 64 rows of 128 bytes per box
+        const auto& m = k.tensor_maps[2];
+        EXPECT_EQ(m.buffer, r.program.kernels[0].stores[0].buffer);
+        EXPECT_EQ(m.box[0] * uint32_t(m.elem_bytes), 128u);
+        EXPECT_EQ(m.box[1], 64u);
+      }
+      auto bin = runtime::cuda::nvrtc_compile(r.r.module_source, 90, /*keep_ptx=*/true, /*arch_specific=*/true);
+      ASSERT_TRUE(bin.ok()) << bin.status() << "\n" << r.r.module_source;
+      if (!(schedule == std::string("pingpong") && i == 1)) {
+        EXPECT_NE(bin->ptx.find(cases[i].ptx), std::string::npos);
+      }
+      expect_assembles_for_sm90a(bin->ptx);
+    }
+  {
+    // Two buffers: a store may stay pending only until the next chunk is written.
+    Rendered r = render_h100({matmul(a, b)});
+    ASSERT_EQ(r.r.kernels.size(), 1u);
+    auto bin = runtime::cuda::nvrtc_compile(r.r.module_source, 90, /*keep_ptx=*/true, /*arch_specific=*/true);
+    ASSERT_TRUE(bin.ok()) << bin.status();
+    EXPECT_NE(bin->ptx.find("cp.async.bulk.wait_group.read 0"), std::string::npos);
+  }
+  {
+    ScopedEnv any_k({{"KILN_CUDA_SM90_TMA_STORE", "1"}});
+    EXPECT_NE(strategy_of(matmul(short_a, short_b)).find("(TMA stores"), std::string::npos);
+  }
+  ScopedEnv off({{"KILN_CUDA_SM90_TMA_STORE", "0"}});
+  Rendered r = render_h100({matmul(a, b)});
+  ASSERT_EQ(r.r.kernels.size(), 1u);
+  EXPECT_NE(r.r.kernels[0].strategy.find("(16-byte stores)"), std::string::npos) << r.r.kernels[0].strategy;
+  EXPECT_EQ(r.r.kernels[0].tensor_maps.size(), 2u);
+}
+
 // The clustered and ping-pong variants compile for sm_90a and assemble (no GPU needed).
 TEST_F(GemmSm90Compile, ClusterAndPingPongKernelsCompileAndAssemble) {
   // k-major (a transposed view) and n-major rhs, a transposed lhs, batched, two results.
@@ -319,7 +386,7 @@ TEST_F(GemmSm90Compile, CompiledFormCarriesTheTensorMaps) {
   EXPECT_EQ(c->target_key, "sm_90a");
   size_t maps = 0;
   for (const auto& k : c->kernels) maps += k.tensor_maps.size();
-  ASSERT_EQ(maps, 2u);
+  ASSERT_EQ(maps, 2u);  // lhs and rhs (k = 128: the epilogue stores by st.global)
   auto back = runtime::deserialize(runtime::serialize(*c));
   ASSERT_TRUE(back.ok()) << back.status();
   for (size_t i = 0; i < c->kernels.size(); ++i) {
@@ -419,19 +486,28 @@ TEST_F(GemmSm90Run, EveryTileWidthWithAndWithoutClusters) {
   Tensor x3 = random_tensor({2, 384, 72}, bfloat16, 4), w3 = random_tensor({2, 72, 520}, bfloat16, 5);
   Tensor at = random_tensor({264, 520}, bfloat16, 7);  // a transposed (m-major) lhs
   Tensor deep = random_tensor({136, 1024}, bfloat16, 8), deep_b = random_tensor({1024, 200}, bfloat16, 9);  // 16 k blocks
+  // staged: 1 through TMA stores at any k (2 or 4 buffers forced), 16 through 16-byte st.global,
+  // 0 from registers.
   std::vector<std::array<const char*, 3>> configs;
   for (const char* bn : {"64", "128", "256"})
     for (const char* cluster : {"1", "2"}) configs.push_back({bn, cluster, "1"});
   configs.push_back({"256", "2", "0"});
   configs.push_back({"128", "1", "0"});
+  configs.push_back({"256", "1", "16"});
+  configs.push_back({"128", "1", "16"});
+  configs.push_back({"256", "1", "2"});  // TMA stores, 2 buffers per warpgroup at every k
+  configs.push_back({"128", "2", "4"});  // ... 4 buffers
   for (auto [bn, cluster, staged] : configs) {
     for (const char* schedule : {"cooperative", "pingpong"}) {
       if (schedule == std::string("pingpong") && (cluster == std::string("2") || bn == std::string("256"))) continue;
       SCOPED_TRACE(::testing::Message() << "BN " << bn << ", cluster " << cluster << ", staged " << staged << ", "
                                         << schedule);
-      // Four CTAs: each walks many tiles, so the stage ring wraps within and across tiles and
-      // the ping-pong warpgroups take many turns.
-      ScopedEnv env({{"KILN_CUDA_SM90_BN", bn}, {"KILN_CUDA_SM90_CLUSTER", cluster}, {"KILN_CUDA_SM90_STAGED", staged},
+      // Four CTAs: each walks many tiles, so the stage ring wraps within and across tiles, the
+      // epilogue's two buffers alternate across tiles, and the ping-pong warpgroups take many turns.
+      ScopedEnv env({{"KILN_CUDA_SM90_BN", bn}, {"KILN_CUDA_SM90_CLUSTER", cluster},
+                     {"KILN_CUDA_SM90_STAGED", staged == std::string("0") ? "0" : "1"},
+                     {"KILN_CUDA_SM90_TMA_STORE", staged == std::string("0") || staged == std::string("16") ? "0" : "1"},
+                     {"KILN_CUDA_SM90_TMA_BUFFERS", staged == std::string("2") || staged == std::string("4") ? staged : "0"},
                      {"KILN_CUDA_SM90_SCHEDULE", schedule}, {"KILN_CUDA_SM90_GRID", "4"}});
       EXPECT_MATCHES_REFERENCE({matmul(a, b), matmul(a, bt.t()), matmul(x3, w3), matmul(a.slice(0, 0, 1), b203.t()),
                                 matmul(at.t(), b), matmul(deep, deep_b)},

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Device calls of this folder's README: `bash calls.sh N` from the bundle folder (bundle-att/,
+# carried to the GPU machine, with this file and bench/gpu/{mm_sweep_torch,attention_torch}.py
+# copied beside run_on_gpu.sh); each call writes $OUT/call<N>.log.
+cd "$(dirname "$0")"
+export OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+. ./run_on_gpu.sh --env
+set +u
+SWEEP=MM4096,MM8192,MM8192x8192x16384,MM16x8192x8192,MM128x8192x8192,BMM64x1024x1024x128
+f() { grep -E "^\[  FAILED|Failure|PASSED|tests ran|Expected|Which|HUNG" | head -20; }
+
+# The Hopper GEMM's epilogue stored by TMA (cp.async.bulk.tensor from swizzled shared-memory
+# chunks) instead of 16-byte st.global: a first run that stops the call if a kernel hangs, the
+# GEMM and op suites on cuda, then the sweep, W5 and W8 with TMA stores (default) and without
+# (KILN_CUDA_SM90_TMA_STORE=0), twice in alternation, and torch in the same call.
+call1() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+  timeout 120 bin/cuda_test --gtest_filter='GemmSm90Run.EveryTileWidthWithAndWithoutClusters' > $OUT/first.log 2>&1
+  rc=$?; echo "first run exit $rc"; f < $OUT/first.log
+  if [ $rc -eq 124 ]; then echo HUNG; return 1; fi
+  timeout 200 bin/cuda_test --gtest_filter='GemmSm90*:CudaCompiler*:CudaGraph*:Autotune*:SymbolicKernels*' 2>&1 | f | sed "s/^/[cuda_test] /"
+  KILN_DEVICE=cuda timeout 200 bin/ops_test --gtest_filter='Matmul*:Jit*:Attention*:Symbolic*' 2>&1 | f | sed "s/^/[ops_test] /"
+  echo "--- bench (kiln: TMA stores, then 16-byte stores, twice; then torch)"
+  for rep in 1 2; do
+    timeout 150 bin/anchor_bench --device cuda --only "$SWEEP,W5,W8" 2>&1 | grep -E "^(B?MM|W[58])" | grep -v realize | cut -c1-120 | sed "s/^/[tma $rep] /"
+    KILN_CUDA_SM90_TMA_STORE=0 timeout 150 bin/anchor_bench --device cuda --only "$SWEEP,W5,W8" 2>&1 | grep -E "^(B?MM|W[58])" | grep -v realize | cut -c1-120 | sed "s/^/[st.global $rep] /"
+  done
+  timeout 120 python3 mm_sweep_torch.py ${SWEEP//,/ } 2>&1 | grep -v RESULT
+  timeout 120 python3 -u anchors/wl_torch.py W5 2>&1 | grep -E "W5" | grep -v RESULT | head -4
+  timeout 150 python3 attention_torch.py W8 2>&1 | grep -E "^W8"
+}
+
+# How many chunk buffers the TMA epilogue keeps per warpgroup (2 or 4 forced, then the rule
+# that shipped: 4 where k <= 256), against the 16-byte st.global epilogue, on the shapes where
+# the epilogue weighs most; the GEMM tests again; sanitizers over the TMA-store epilogue (every
+# tile width, cluster, schedule and buffer count; every epilogue); the whole cuda suites.
+call2() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  timeout 120 bin/cuda_test --gtest_filter='GemmSm90Run.EveryTileWidthWithAndWithoutClusters' > $OUT/first.log 2>&1
+  rc=$?; echo "first run exit $rc"; f < $OUT/first.log
+  if [ $rc -eq 124 ]; then echo HUNG; return 1; fi
+  W=BMM64x1024x1024x128,MM4096,W5
+  for rep in 1 2; do
+    for nb in 2 4 0; do
+      KILN_CUDA_SM90_TMA_BUFFERS=$nb timeout 100 bin/anchor_bench --device cuda --only "$W" 2>&1 | grep -E "^(B?MM|W[58])" | grep -v realize | cut -c1-60 | sed "s/^/[tma buffers=$nb $rep] /"
+    done
+    KILN_CUDA_SM90_TMA_STORE=0 timeout 100 bin/anchor_bench --device cuda --only "$W" 2>&1 | grep -E "^(B?MM|W[58])" | grep -v realize | cut -c1-60 | sed "s/^/[st.global $rep] /"
+  done
+  timeout 120 bin/cuda_test --gtest_filter='GemmSm90*:Autotune*' 2>&1 | f | sed "s/^/[cuda_test] /"
+  for tool in memcheck racecheck; do
+    timeout 130 compute-sanitizer --tool $tool bin/cuda_test --gtest_filter='GemmSm90Run.EveryTileWidthWithAndWithoutClusters:GemmSm90Run.EveryEpilogue' 2>&1 | tail -2 | sed "s/^/[$tool] /"
+  done
+  KILN_DEVICE=cuda timeout 120 bin/ops_test --gtest_brief=1 2>&1 | tail -3 | sed "s/^/[cuda ops_test] /"
+}
+
+# The rule that shipped (TMA stores where k >= 512, 4 buffers for 256-wide tiles): the GEMM
+# tests, memcheck and racecheck over every tile width (TMA stores forced at any k there), the
+# sweep, W5 and W8 by default and with KILN_CUDA_SM90_TMA_STORE=0, twice in alternation, torch in
+# the same call; the whole cuda_test.
+call3() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+  timeout 120 bin/cuda_test --gtest_filter='GemmSm90Run.EveryTileWidthWithAndWithoutClusters' > $OUT/first.log 2>&1
+  rc=$?; echo "first run exit $rc"; f < $OUT/first.log
+  if [ $rc -eq 124 ]; then echo HUNG; return 1; fi
+  for tool in memcheck racecheck; do
+    timeout 100 compute-sanitizer --tool $tool bin/cuda_test --gtest_filter='GemmSm90Run.EveryTileWidthWithAndWithoutClusters' 2>&1 | tail -2 | sed "s/^/[$tool] /"
+  done
+  echo "--- bench (kiln: default, then 16-byte stores, twice; then torch)"
+  for rep in 1 2; do
+    timeout 150 bin/anchor_bench --device cuda --only "$SWEEP,W5,W8" 2>&1 | grep -E "^(B?MM|W[58])" | grep -v realize | cut -c1-120 | sed "s/^/[default $rep] /"
+    KILN_CUDA_SM90_TMA_STORE=0 timeout 150 bin/anchor_bench --device cuda --only "$SWEEP,W5,W8" 2>&1 | grep -E "^(B?MM|W[58])" | grep -v realize | cut -c1-120 | sed "s/^/[st.global $rep] /"
+  done
+  timeout 120 python3 mm_sweep_torch.py ${SWEEP//,/ } 2>&1 | grep -v RESULT
+  timeout 120 python3 -u anchors/wl_torch.py W5 > $OUT/w5_torch.log 2>&1; grep -oE '"var": "[a-z-]+"|"ms": [0-9.]+' $OUT/w5_torch.log | paste - - | head -4
+  timeout 150 python3 attention_torch.py W8 2>&1 | grep -E "^W8"
+  timeout 150 bin/cuda_test --gtest_brief=1 2>&1 | tail -3 | sed "s/^/[cuda_test] /"
+}
+
+# Call 3's torch side did not run (the scripts were missing from the bundle) and its cuda_test
+# ran past its time: the sweep, W5 and W8 by default again with torch in the same call, then the
+# whole cuda_test.
+call4() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+  for rep in 1 2; do
+    timeout 150 bin/anchor_bench --device cuda --only "$SWEEP,W5,W8" 2>&1 | grep -E "^(B?MM|W[58])" | grep -v realize | cut -c1-120 | sed "s/^/[default $rep] /"
+  done
+  timeout 120 python3 mm_sweep_torch.py ${SWEEP//,/ } 2>&1 | grep -v RESULT
+  timeout 120 python3 -u anchors/wl_torch.py W5 > $OUT/w5_torch.log 2>&1; grep -oE '"var": "[a-z-]+"|"ms": [0-9.]+' $OUT/w5_torch.log | paste - - | head -4
+  timeout 150 python3 attention_torch.py W8 2>&1 | grep -E "^W8"
+  timeout 280 bin/cuda_test --gtest_brief=1 > $OUT/cuda_test.log 2>&1; echo "cuda_test exit $?"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED)|tests ran" $OUT/cuda_test.log | head | sed "s/^/[cuda_test] /"
+}
+
+case "$1" in
+1) call1 2>&1 | tee $OUT/call1.log ;;
+2) call2 2>&1 | tee $OUT/call2.log ;;
+3) call3 2>&1 | tee $OUT/call3.log ;;
+4) call4 2>&1 | tee $OUT/call4.log ;;
+esac
