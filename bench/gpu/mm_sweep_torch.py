@@ -1,10 +1,11 @@
 """torch side of kiln's bf16 matmul sweep (anchor_bench --only MM4096,MM16x8192x8192,BMM64x1024x1024x128,...):
 torch.mm / torch.bmm on the same shapes, timed like the anchors (triton.testing.do_bench medians, CUDA
-events, L2 flushed). Arguments are the workload ids (MM<n>, MM<m>x<n>x<k>, BMM<b>x<m>x<n>x<k>);
+events, L2 flushed), and again back to back without a flush, timed as anchor_bench times kiln. Arguments are the workload ids (MM<n>, MM<m>x<n>x<k>, BMM<b>x<m>x<n>x<k>);
 prints one line and one RESULT json line per shape. FMM<...> ids: float32 operands, timed exact and
 with TF32 allowed (torch.backends.cuda.matmul.allow_tf32); FMMT<...>: the same with the rhs stored
 [n x k] and transposed (a @ b.t()); HMM<...>: float16 operands."""
 import json
+import statistics
 import sys
 
 import torch
@@ -32,6 +33,25 @@ def run(wl, shape_id, dtype, var, rhs_t=False):
     print(f"torch.{op} {var} {wl}: {ms:.4f} ms -> {tf:.1f} TFLOP/s")
     print("RESULT " + json.dumps({"sec": "MM", "wl": wl, "fw": "torch", "var": op if var == "bf16" else f"{op} {var}", "ms": ms,
                                   "TFLOPs": tf, "device": torch.cuda.get_device_name(0)}))
+    # As anchor_bench times kiln (and the anchors' events_median torch): CUDA events around each of
+    # back-to-back calls, no L2 flush between them, median. A GPU at its power limit clocks lower
+    # when nothing rests between runs, so this is the like-for-like number for kiln's.
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    reps = 100
+    st = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    en = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        st[i].record()
+        fn()
+        en[i].record()
+    torch.cuda.synchronize()
+    ms_b2b = statistics.median(s.elapsed_time(e) for s, e in zip(st, en))
+    tf_b2b = 2 * bs * m * n * k / (ms_b2b * 1e-3) / 1e12
+    print(f"torch.{op} {var} {wl} back-to-back: {ms_b2b:.4f} ms -> {tf_b2b:.1f} TFLOP/s")
+    print("RESULT " + json.dumps({"sec": "MM", "wl": wl, "fw": "torch", "var": (op if var == "bf16" else f"{op} {var}") + " back-to-back",
+                                  "ms": ms_b2b, "TFLOPs": tf_b2b, "device": torch.cuda.get_device_name(0)}))
 
 
 for wl in ids:

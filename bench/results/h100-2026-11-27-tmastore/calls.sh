@@ -91,9 +91,22 @@ call4() {
   grep -E "^\[  (PASSED|FAILED|SKIPPED)|tests ran" $OUT/cuda_test.log | head | sed "s/^/[cuda_test] /"
 }
 
+# Like for like: torch.mm timed both as do_bench does (L2 flushed between runs) and back to back
+# with CUDA events per call, as anchor_bench times kiln; kiln's sweep and W5 by default and in
+# the variants the TMA stores might have changed the ranking of (2-CTA clusters, ping-pong).
+call5() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+  timeout 150 bin/anchor_bench --device cuda --only "$SWEEP,W5" 2>&1 | grep -E "^(B?MM|W[58])" | grep -v realize | cut -c1-120 | sed "s/^/[default] /"
+  KILN_CUDA_SM90_CLUSTER=2 timeout 100 bin/anchor_bench --device cuda --only MM4096,MM8192,W5 2>&1 | grep -E "^(B?MM|W[58])" | grep -v realize | cut -c1-60 | sed "s/^/[cluster 2] /"
+  KILN_CUDA_SM90_SCHEDULE=pingpong timeout 100 bin/anchor_bench --device cuda --only MM4096,MM8192,W5 2>&1 | grep -E "^(B?MM|W[58])" | grep -v realize | cut -c1-60 | sed "s/^/[pingpong] /"
+  timeout 200 python3 mm_sweep_torch.py ${SWEEP//,/ } 2>&1 | grep -v RESULT
+  timeout 150 bin/anchor_bench --device cuda --only "$SWEEP,W5" 2>&1 | grep -E "^(B?MM|W[58])" | grep -v realize | cut -c1-120 | sed "s/^/[default again] /"
+}
+
 case "$1" in
 1) call1 2>&1 | tee $OUT/call1.log ;;
 2) call2 2>&1 | tee $OUT/call2.log ;;
 3) call3 2>&1 | tee $OUT/call3.log ;;
 4) call4 2>&1 | tee $OUT/call4.log ;;
+5) call5 2>&1 | tee $OUT/call5.log ;;
 esac
