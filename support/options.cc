@@ -146,6 +146,7 @@ Options options() {
       std::fprintf(stderr, "kiln: KILN_CUDA_SM90_SCHEDULE=%s is neither cooperative nor pingpong; using cooperative\n", v);
     }
   }
+  read_switch("KILN_SIMT_RUNS", &o.simt_runs);
   read_switch("KILN_CUDA_CP_ASYNC", &o.cuda_cp_async);
   read_switch("KILN_VULKAN_COOP_MATRIX", &o.vulkan_coop_matrix);
   read_int(o, "KILN_VULKAN_COOP_WARPS", &o.vulkan_coop_warps);

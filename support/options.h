@@ -78,6 +78,7 @@ struct Options {
   int cuda_sm90_tma_store = -1;
   int cuda_sm90_tma_buffers = 0;     // KILN_CUDA_SM90_TMA_BUFFERS=2|4: the TMA epilogue's chunk buffers per warpgroup (0: by k)
   int cuda_sm90_group = 8;       // KILN_CUDA_SM90_GROUP: m-tiles per group of the tile order
+  bool simt_runs = true;  // KILN_SIMT_RUNS=0: the SIMT contraction keeps strided rows and columns at every k (comparisons)
   bool cuda_cp_async = true;     // KILN_CUDA_CP_ASYNC=0: bf16/f16 mma.sync contractions stage operands through registers
   bool vulkan_coop_matrix = true;  // KILN_VULKAN_COOP_MATRIX=0: Vulkan devices open without cooperative matrices
   int vulkan_coop_warps = 4;  // KILN_VULKAN_COOP_WARPS=8: subgroups per cooperative-matrix tile (64x32 each)

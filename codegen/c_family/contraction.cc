@@ -50,9 +50,20 @@ int Renderer::contraction(KernelSource* out) {
   const bool big = !wide && N >= 128 &&
                    (k_.any_symbolic() || (M >= 128 && batch * ceil_div(M, 128) * ceil_div(N, 128) >= 2 * int64_t(t_.parallelism)));
   const int BM = big ? 128 : 64, BN = BM, BK = big || wide ? 8 : 16, TM = BM / 16, TN = BN / 16, block = 256;
+  // Large tiles with a long k walk (k >= 256) put each thread on rows and columns in runs of 4
+  // (4 ty + r + 64 q, 4 tx + r + 64 q): its operands are 4 adjacent values of a shared k row,
+  // which the compiler reads as one 16-byte load (a quarter of the shared-memory instructions
+  // per multiply-add). Its stores are then 16 bytes apart across a warp instead of adjacent, so
+  // products with a short k keep the strided rows and columns (ty + 16 i, tx + 16 j), as every
+  // product does with KILN_SIMT_RUNS=0.
+  const bool runs = big && K >= 256 && support::options().simt_runs;
+  auto row_of = [&](const std::string& t, const std::string& i) {
+    return runs ? absl::StrCat("4 * ", t, " + (", i, ") % 4 + 64 * ((", i, ") / 4)") : absl::StrCat(t, " + 16 * (", i, ")");
+  };
   // The lhs slice is staged with k fastest across threads (coalesced for a k-contiguous lhs), so
-  // its rows are padded by one element: a warp's stores then fall in distinct banks.
-  const int AS = BM + 1, LA = BM * BK / block, LB = BK * BN / block;
+  // its rows are padded: by one element, a warp's stores fall in distinct banks; by four (runs),
+  // rows stay 16-byte aligned and with 8-deep slices a warp's stores still fall in distinct banks.
+  const int AS = BM + (runs ? 4 : 1), LA = BM * BK / block, LB = BK * BN / block;
   int64_t mt = ceil_div(M, BM), nt = ceil_div(N, BN), tiles = batch * mt * nt;
   // The bounds as text: symbolic extents read their params (KernelWriter::extent).
   const std::string Mx = w_.extent(c.m_axis), Nx = w_.extent(c.n_axis), Kx = w_.extent(c.k_axis);
@@ -107,8 +118,8 @@ int Renderer::contraction(KernelSource* out) {
   w_.open(absl::StrCat("for (int kk = 0; kk < ", BK, "; ++kk)"));
   w_.line(absl::StrCat(d_.type(at), " a[", TM, "];"));
   w_.line(absl::StrCat(d_.type(at), " b[", TN, "];"));
-  w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) a[i] = ", as, "[buf * ", BK * AS, " + kk * ", AS, " + ty + 16 * i];"));
-  w_.line(absl::StrCat("for (int j = 0; j < ", TN, "; ++j) b[j] = ", bs, "[buf * ", BK * BN, " + kk * ", BN, " + tx + 16 * j];"));
+  w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) a[i] = ", as, "[buf * ", BK * AS, " + kk * ", AS, " + ", row_of("ty", "i"), "];"));
+  w_.line(absl::StrCat("for (int j = 0; j < ", TN, "; ++j) b[j] = ", bs, "[buf * ", BK * BN, " + kk * ", BN, " + ", row_of("tx", "j"), "];"));
   w_.line(absl::StrCat("for (int i = 0; i < ", TM, "; ++i) for (int j = 0; j < ", TN, "; ++j) acc[i * ", TN,
                        " + j] = ", d_.op(Op::kAdd, at, {absl::StrCat("acc[i * ", TN, " + j]"), d_.op(Op::kMul, at, {"a[i]", "b[j]"})}), ";"));
   w_.close();
@@ -121,8 +132,8 @@ int Renderer::contraction(KernelSource* out) {
   // Epilogue per output of the thread's TM x TN outputs.
   w_.open(absl::StrCat("for (int i = 0; i < ", TM, "; ++i)"));
   w_.open(absl::StrCat("for (int j = 0; j < ", TN, "; ++j)"));
-  w_.line(absl::StrCat(w_.idx_t(), " om = m0 + ", idx_cast("ty + 16 * i"), ";"));
-  w_.line(absl::StrCat(w_.idx_t(), " on = n0 + ", idx_cast("tx + 16 * j"), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " om = m0 + ", idx_cast(row_of("ty", "i")), ";"));
+  w_.line(absl::StrCat(w_.idx_t(), " on = n0 + ", idx_cast(row_of("tx", "j")), ";"));
   w_.open(absl::StrCat("if (om < ", Mx, " && on < ", Nx, ")"));
   w_.set_axis(c.m_axis, "om");
   w_.set_axis(c.n_axis, "on");
@@ -134,7 +145,7 @@ int Renderer::contraction(KernelSource* out) {
   w_.close();
   out->grid[0] = groups_for(tiles, 1);
   out->strategy = absl::StrCat("contraction: ", BM, "x", BN, " tiles, ", BK, "-deep shared-memory k slices, ", TM, "x", TN,
-                               " per thread");
+                               " per thread", runs ? " in runs of 4" : "");
   return block;
 }
 

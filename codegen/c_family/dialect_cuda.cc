@@ -114,7 +114,7 @@ __device__ __forceinline__ long long kiln_lrem(long long x, long long y) { retur
                         absl::StrJoin(params, ", "), ") {\n", shared_decls);
   }
   std::string shared_decl(const std::string& type, const std::string& name, int64_t n) const override {
-    return absl::StrCat("  __shared__ ", type, " ", name, "[", n, "];\n");
+    return absl::StrCat("  __shared__ __align__(16) ", type, " ", name, "[", n, "];\n");  // 16-byte reads of aligned runs
   }
 
   // --- storage primitives (dialect.h)

@@ -344,6 +344,24 @@ TEST_F(GemmSm90Compile, StagedResultsStoreThroughTheCopyEngine) {
   EXPECT_EQ(r.r.kernels[0].tensor_maps.size(), 2u);
 }
 
+// Exact float32 products keep the SIMT kernel; large tiles with a long k put each thread on runs
+// of 4 rows and columns, which NVRTC reads from shared memory in 16-byte loads (ld.shared.v4);
+// a short k keeps the strided rows and columns (coalesced stores).
+TEST_F(GemmSm90Compile, ExactFloat32TilesReadSharedMemoryIn16ByteLoads) {
+  // 16 x 17 tiles of 128 x 128: two per multiprocessor of an H100.
+  Tensor a = random_tensor({2048, 512}, float32, 1), b = random_tensor({512, 2176}, float32, 2);
+  Tensor bias = random_tensor({2176}, float32, 3);
+  Rendered r = render_h100({relu(matmul(a, b) + bias)});
+  ASSERT_EQ(r.r.kernels.size(), 1u);
+  EXPECT_NE(r.r.kernels[0].strategy.find("128x128 tiles"), std::string::npos) << r.r.kernels[0].strategy;
+  EXPECT_NE(r.r.kernels[0].strategy.find("in runs of 4"), std::string::npos) << r.r.kernels[0].strategy;
+  auto bin = runtime::cuda::nvrtc_compile(r.r.module_source, 90, /*keep_ptx=*/true, /*arch_specific=*/false);
+  ASSERT_TRUE(bin.ok()) << bin.status();
+  EXPECT_NE(bin->ptx.find("ld.shared.v4.f32"), std::string::npos);
+  Tensor short_a = random_tensor({2048, 64}, float32, 4), short_b = random_tensor({64, 2176}, float32, 5);
+  EXPECT_EQ(strategy_of(matmul(short_a, short_b)).find("in runs of 4"), std::string::npos);
+}
+
 // The clustered and ping-pong variants compile for sm_90a and assemble (no GPU needed).
 TEST_F(GemmSm90Compile, ClusterAndPingPongKernelsCompileAndAssemble) {
   // k-major (a transposed view) and n-major rhs, a transposed lhs, batched, two results.

@@ -35,6 +35,16 @@ TEST(Matmul, RowBlockGroupsAndLongK) {
   EXPECT_MATCHES_REFERENCE({matmul(a, b), matmul(c, d), matmul(i, j)}, {1e-4, 1e-4});
 }
 
+// Large tiles with a long k (on GPUs whose multiprocessors these shapes give two 128 x 128 tiles
+// each, lavapipe's included: threads on runs of 4 rows and columns): ragged edges, a batch, an
+// epilogue, integers.
+TEST(Matmul, LargeTilesWithLongK) {
+  Tensor a = random_tensor({2, 300, 264}, float32, 60), b = random_tensor({264, 520}, float32, 61);
+  Tensor bias = random_tensor({520}, float32, 62);
+  Tensor i = random_tensor({300, 264}, int32, 63, -4, 4), j = random_tensor({264, 390}, int32, 64, -4, 4);
+  EXPECT_MATCHES_REFERENCE({relu(matmul(a, b) + bias), matmul(i, j)}, {1e-4, 1e-4});
+}
+
 // Decode-like products (few output rows, long k): on a GPU split along k (passes/split_reduce.h)
 // into partial products and their sum, here with a bias and an activation after it and a batch;
 // ragged k is padded. The same values as the reference on every device.

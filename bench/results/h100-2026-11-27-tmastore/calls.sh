@@ -103,10 +103,29 @@ call5() {
   timeout 150 bin/anchor_bench --device cuda --only "$SWEEP,W5" 2>&1 | grep -E "^(B?MM|W[58])" | grep -v realize | cut -c1-120 | sed "s/^/[default again] /"
 }
 
+# The SIMT contraction's threads on runs of 4 rows and columns (16-byte shared-memory reads) for
+# large float32 tiles with a long k: values (the matmul suites on cuda and vulkan), then float32
+# 4096^3 / 8192^3 exact on cuda and vulkan with and without (KILN_SIMT_RUNS=0), twice, and torch's
+# exact float32 in the same call.
+call6() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+  for dev in cuda vulkan; do
+    KILN_DEVICE=$dev timeout 200 bin/ops_test --gtest_filter='Matmul*:Jit*' 2>&1 | f | sed "s/^/[$dev ops_test] /"
+  done
+  for rep in 1 2; do
+    for dev in cuda vulkan; do
+      timeout 100 bin/anchor_bench --device $dev --only FMM4096,FMM8192 2>&1 | grep -E "^FMM" | grep -v realize | cut -c1-110 | sed "s/^/[runs $dev $rep] /"
+      KILN_SIMT_RUNS=0 timeout 100 bin/anchor_bench --device $dev --only FMM4096,FMM8192 2>&1 | grep -E "^FMM" | grep -v realize | cut -c1-110 | sed "s/^/[strided $dev $rep] /"
+    done
+  done
+  timeout 150 python3 mm_sweep_torch.py FMM4096 FMM8192 2>&1 | grep -v RESULT
+}
+
 case "$1" in
 1) call1 2>&1 | tee $OUT/call1.log ;;
 2) call2 2>&1 | tee $OUT/call2.log ;;
 3) call3 2>&1 | tee $OUT/call3.log ;;
 4) call4 2>&1 | tee $OUT/call4.log ;;
 5) call5 2>&1 | tee $OUT/call5.log ;;
+6) call6 2>&1 | tee $OUT/call6.log ;;
 esac
