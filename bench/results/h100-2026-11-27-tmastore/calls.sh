@@ -121,6 +121,24 @@ call6() {
   timeout 150 python3 mm_sweep_torch.py FMM4096 FMM8192 2>&1 | grep -v RESULT
 }
 
+# Two more variants of the runs: warps of 4 x 8 threads (fewer shared-memory wavefronts per
+# read) and 16-deep k slices (half the barriers), float32 exact on cuda and vulkan.
+call7() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+  for rep in 1 2; do
+    for dev in cuda vulkan; do
+      for v in "" "KILN_SIMT_WARP_ROWS=4" "KILN_SIMT_BK=16" "KILN_SIMT_WARP_ROWS=4 KILN_SIMT_BK=16"; do
+        env $v timeout 100 bin/anchor_bench --device $dev --only FMM4096,FMM8192 2>&1 | grep -E "^FMM" | grep -v realize | cut -c1-60 | sed "s/^/[$dev ${v:-default} $rep] /"
+      done
+    done
+  done
+  for v in "KILN_SIMT_WARP_ROWS=4" "KILN_SIMT_BK=16" "KILN_SIMT_WARP_ROWS=4 KILN_SIMT_BK=16"; do
+    for dev in cuda vulkan; do
+      env $v KILN_DEVICE=$dev timeout 100 bin/ops_test --gtest_filter='Matmul*' 2>&1 | f | sed "s/^/[$dev $v ops_test] /"
+    done
+  done
+}
+
 case "$1" in
 1) call1 2>&1 | tee $OUT/call1.log ;;
 2) call2 2>&1 | tee $OUT/call2.log ;;
@@ -128,4 +146,5 @@ case "$1" in
 4) call4 2>&1 | tee $OUT/call4.log ;;
 5) call5 2>&1 | tee $OUT/call5.log ;;
 6) call6 2>&1 | tee $OUT/call6.log ;;
+7) call7 2>&1 | tee $OUT/call7.log ;;
 esac
