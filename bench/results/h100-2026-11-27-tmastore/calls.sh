@@ -139,6 +139,18 @@ call7() {
   done
 }
 
+# With the TMA stores, does another variant of the Hopper kernel beat the default at 4096^3 and
+# in W5? The autotuner's timings of every candidate (KILN_DEBUG=1) and the tile-order group.
+call8() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+  KILN_AUTOTUNE=1 KILN_DEBUG=1 KILN_CACHE_DIR=/tmp/kc8 timeout 200 bin/anchor_bench --device cuda --only MM4096,W5 > $OUT/autotune.log 2>&1
+  grep -iE "autotun|candidate|bn=" $OUT/autotune.log | cut -c1-200 | head -40
+  grep -E "^(MM|W5)" $OUT/autotune.log | grep -v realize | cut -c1-60 | sed "s/^/[tuned] /"
+  for g in 4 8 16; do
+    KILN_CUDA_SM90_GROUP=$g timeout 100 bin/anchor_bench --device cuda --only MM4096,W5 2>&1 | grep -E "^(MM|W5)" | grep -v realize | cut -c1-60 | sed "s/^/[group $g] /"
+  done
+}
+
 case "$1" in
 1) call1 2>&1 | tee $OUT/call1.log ;;
 2) call2 2>&1 | tee $OUT/call2.log ;;
@@ -147,4 +159,5 @@ case "$1" in
 5) call5 2>&1 | tee $OUT/call5.log ;;
 6) call6 2>&1 | tee $OUT/call6.log ;;
 7) call7 2>&1 | tee $OUT/call7.log ;;
+8) call8 2>&1 | tee $OUT/call8.log ;;
 esac
