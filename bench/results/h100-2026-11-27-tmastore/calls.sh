@@ -151,6 +151,17 @@ call8() {
   done
 }
 
+# The stop's last check, from the final tree: the whole op suite on cuda and on vulkan (with the
+# validation layer), the GEMM tests, and the differential fuzzer on cuda and vulkan.
+call9() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  KILN_DEVICE=cuda timeout 200 bin/ops_test --gtest_brief=1 2>&1 | tail -2 | sed "s/^/[cuda ops_test] /"
+  KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 250 bin/ops_test --gtest_brief=1 2>&1 | tail -2 | sed "s/^/[vulkan+validation ops_test] /"
+  timeout 120 bin/cuda_test --gtest_filter='GemmSm90*:GemmSm80*' 2>&1 | f | sed "s/^/[cuda_test] /"
+  timeout 100 bin/kiln_fuzz --device cuda --count 150 2>&1 | tail -2 | sed "s/^/[fuzz cuda] /"
+  timeout 100 bin/kiln_fuzz --device vulkan --count 100 2>&1 | tail -2 | sed "s/^/[fuzz vulkan] /"
+}
+
 case "$1" in
 1) call1 2>&1 | tee $OUT/call1.log ;;
 2) call2 2>&1 | tee $OUT/call2.log ;;
@@ -160,4 +171,5 @@ case "$1" in
 6) call6 2>&1 | tee $OUT/call6.log ;;
 7) call7 2>&1 | tee $OUT/call7.log ;;
 8) call8 2>&1 | tee $OUT/call8.log ;;
+9) call9 2>&1 | tee $OUT/call9.log ;;
 esac
