@@ -151,15 +151,22 @@ call8() {
   done
 }
 
-# The stop's last check, from the final tree: the whole op suite on cuda and on vulkan (with the
-# validation layer), the GEMM tests, and the differential fuzzer on cuda and vulkan.
+# The stop's last check, from the final tree: the whole op suite on cuda and on vulkan, the GEMM
+# tests, the differential fuzzer on cuda and vulkan; and an experiment (a local build reading
+# KILN_X_ATTN_TREE): the Hopper attention's row max and row sum as pairwise trees instead of
+# chains, W9 / W9n / W8 with and without, torch SDPA in the same call.
 call9() {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  KILN_DEVICE=cuda timeout 200 bin/ops_test --gtest_brief=1 2>&1 | tail -2 | sed "s/^/[cuda ops_test] /"
-  KILN_DEVICE=vulkan KILN_VULKAN_VALIDATION=1 timeout 250 bin/ops_test --gtest_brief=1 2>&1 | tail -2 | sed "s/^/[vulkan+validation ops_test] /"
-  timeout 120 bin/cuda_test --gtest_filter='GemmSm90*:GemmSm80*' 2>&1 | f | sed "s/^/[cuda_test] /"
-  timeout 100 bin/kiln_fuzz --device cuda --count 150 2>&1 | tail -2 | sed "s/^/[fuzz cuda] /"
-  timeout 100 bin/kiln_fuzz --device vulkan --count 100 2>&1 | tail -2 | sed "s/^/[fuzz vulkan] /"
+  KILN_X_ATTN_TREE=1 KILN_DEVICE=cuda timeout 100 bin/ops_test --gtest_filter='Attention*' 2>&1 | f | sed "s/^/[tree Attention] /"
+  for rep in 1 2; do
+    timeout 100 bin/anchor_bench --device cuda --only W9,W9n,W8 2>&1 | grep -E "^W[89]" | grep -v realize | cut -c1-60 | sed "s/^/[chains $rep] /"
+    KILN_X_ATTN_TREE=1 timeout 100 bin/anchor_bench --device cuda --only W9,W9n,W8 2>&1 | grep -E "^W[89]" | grep -v realize | cut -c1-60 | sed "s/^/[trees $rep] /"
+  done
+  timeout 150 python3 attention_torch.py W9 W9n 2>&1 | grep -E "^W9"
+  KILN_DEVICE=cuda timeout 150 bin/ops_test --gtest_brief=1 2>&1 | tail -2 | sed "s/^/[cuda ops_test] /"
+  KILN_DEVICE=vulkan timeout 150 bin/ops_test --gtest_brief=1 2>&1 | tail -2 | sed "s/^/[vulkan ops_test] /"
+  timeout 60 bin/kiln_fuzz --device cuda --count 100 2>&1 | tail -2 | sed "s/^/[fuzz cuda] /"
+  timeout 60 bin/kiln_fuzz --device vulkan --count 60 2>&1 | tail -2 | sed "s/^/[fuzz vulkan] /"
 }
 
 case "$1" in
