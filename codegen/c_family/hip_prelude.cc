@@ -12,6 +12,7 @@ std::string hip_prelude() {
   std::string p = R"(#define __global__ __attribute__((global))
 #define __device__ __attribute__((device))
 #define __shared__ __attribute__((shared))
+#define __align__(n) __attribute__((aligned(n)))
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
 #define KILN_HIP static __device__ __forceinline__
