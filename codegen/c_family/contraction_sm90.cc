@@ -252,13 +252,14 @@ bool staged_store(const ir::Program& p, const ir::Kernel& k, int* elem_bytes) {
 }
 
 // The staged epilogue through the tensor copy engine: each warpgroup writes a chunk (64 rows of
-// 128 bytes) into one of its buffers in the 128-byte-swizzled layout a tensor map reads, and one
-// thread stores it with cp.async.bulk.tensor, which clips at the tensor's edges; the warpgroup
-// goes on to its next chunk, and its next tile's main loop, while the stores drain. One
-// warpgroup barrier per chunk (a buffer's store has read it before the buffer is written again).
+// 128 bytes) into one of its buffers in the 128-byte-swizzled layout a tensor map reads, and each
+// warp's lane 0 stores the warp's 16 rows with cp.async.bulk.tensor, which clips at the tensor's
+// edges (a __syncwarp per chunk, no warpgroup barrier: the barrier was the top stall under ncu,
+// and per-warp stores ran 4096^3 1-3% faster than one per warpgroup); the warpgroup goes on to
+// its next chunk, and its next tile's main loop, while the stores drain.
 // It applies where the staged store does, to float32, bf16 and f16 results whose view the copy
 // engine can address (16-byte strides, at most 5 dims), with k of 512 or more
-// (KILN_CUDA_SM90_TMA_STORE=1: any k; 0: never). Measured on an H100 (bench/results/gpu-2026-11-27-tmastore): W5
+// (KILN_CUDA_SM90_TMA_STORE=1: any k; 0: never). Measured on an H100 (bench/results/h100-2026-11-27-tmastore): W5
 // 0.452 -> 0.409 ms, 4096^3 0.200 -> 0.192 ms; but the batched product with k = 128, whose
 // tiles are mostly epilogue and whose stores saturate the memory, runs 7% slower than with
 // 16-byte st.global, so short k keeps those.
@@ -296,7 +297,7 @@ bool tma_store(const ir::Program& p, const ir::Kernel& k, TensorMapSpec* map) {
   if (row_stride <= 0) return false;
   m.dims = {N, M};
   m.strides = {row_stride};
-  m.box = {uint32_t(kChunkBytes / eb), 64u};
+  m.box = {uint32_t(kChunkBytes / eb), 16u};  // each warp stores its own 16 rows of a chunk
   int64_t batch = 1;
   for (int a : batch_axes_of(k, &batch)) {
     if (k.shape[a] == 1) continue;
@@ -770,9 +771,10 @@ int Renderer::contraction_sm90(KernelSource* out) {
         const int NB = tma_buffers(BN);
         if (h == 0) w_.line(absl::StrCat("const unsigned ebuf = smem + ", ebuf_at, " + wg * ", NB * kTmaChunk, ";"));
         // Per chunk c: this thread's elements into buffer c % NB (16-byte piece x of row r at
-        // piece x ^ (r % 8)), made visible to the copy engine; the leader waits until the store
-        // of chunk c + 1 - NB has read its buffer (chunk c + 1 writes it next: at most NB - 2
-        // stores stay pending); after the barrier it stores this chunk.
+        // piece x ^ (r % 8)), made visible to the copy engine. Each warp writes and stores only
+        // its own 16 rows, so a warp sync orders them, no warpgroup barrier: lane 0 waits until
+        // its store of chunk c + 1 - NB has read its rows (chunk c + 1 writes them next: at most
+        // NB - 2 of its stores stay pending), then stores this chunk's rows.
         w_.line("#pragma unroll");  // the accumulator index must be known at compile time
         w_.open(absl::StrCat("for (int ch = 0; ch < ", BN / cols, "; ++ch, ++ech)"));
         w_.line(absl::StrCat("unsigned char* const cb = kiln_dsmem + (ebuf + (ech % ", NB, "u) * ", kTmaChunk,
@@ -811,19 +813,21 @@ int Renderer::contraction_sm90(KernelSource* out) {
         }
         w_.close();
         w_.close();
+        const std::string rows0 = absl::StrCat("(", row0, ") + cw * 16");
         w_.line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
-        w_.line(absl::StrCat("if (tid % 128 == 0) asm volatile(\"cp.async.bulk.wait_group.read ", NB - 2, ";\" ::: \"memory\");"));
-        w_.line("asm volatile(\"bar.sync %0, 128;\" :: \"r\"(wg + 1) : \"memory\");");
-        w_.open("if (tid % 128 == 0)");
-        std::string coords = absl::StrCat("n0 + ch * ", cols, ", ", row0);
+        w_.line(absl::StrCat("if (lane == 0) asm volatile(\"cp.async.bulk.wait_group.read ", NB - 2, ";\" ::: \"memory\");"));
+        w_.line("__syncwarp();");
+        w_.open("if (lane == 0)");
+        std::string coords = absl::StrCat("n0 + ch * ", cols, ", ", rows0);
         int64_t nb = 0;
         for (int a : batch_axes)
           if (k_.shape[a] > 1) {
             absl::StrAppend(&coords, ", (int)", w_.axis(a));
             ++nb;
           }
-        w_.open(absl::StrCat("if (n0 + ch * ", cols, " < ", N, " && ", row0, " < ", Mx, ")"));
-        w_.line(absl::StrCat("kiln_tma", 2 + nb, "_store(&tm2, ebuf + (ech % ", NB, "u) * ", kTmaChunk, ", ", coords, ");"));
+        w_.open(absl::StrCat("if (n0 + ch * ", cols, " < ", N, " && ", rows0, " < ", Mx, ")"));
+        w_.line(absl::StrCat("kiln_tma", 2 + nb, "_store(&tm2, ebuf + (ech % ", NB, "u) * ", kTmaChunk,
+                             " + cw * ", 16 * kChunkBytes, ", ", coords, ");"));
         w_.close();
         w_.line("asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\");");
         w_.close();
@@ -879,7 +883,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   }
   w_.close();
   // The last stores have read their buffers before the CTA's shared memory goes (and written).
-  if (tmast) w_.line("if (tid % 128 == 0) asm volatile(\"cp.async.bulk.wait_group 0;\" ::: \"memory\");");
+  if (tmast) w_.line("if (lane == 0) asm volatile(\"cp.async.bulk.wait_group 0;\" ::: \"memory\");");
   w_.close();
   // No CTA leaves while its peer may still arrive on its barriers.
   if (C > 1) w_.line("kiln_cluster_sync();");

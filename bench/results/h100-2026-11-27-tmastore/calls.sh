@@ -169,6 +169,36 @@ call9() {
   timeout 60 bin/kiln_fuzz --device vulkan --count 60 2>&1 | tail -2 | sed "s/^/[fuzz vulkan] /"
 }
 
+# Where 4096^3's time goes now (for the next step): one kernel under Nsight Compute, the TMA-store
+# epilogue and, for comparison, st.global.
+call10() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  for v in "" "KILN_CUDA_SM90_TMA_STORE=0"; do
+    env $v timeout 200 ncu --kernel-name regex:kiln_k0_dot --launch-skip 3 --launch-count 1 --section SpeedOfLight \
+      --section WarpStateStats --section SchedulerStats \
+      --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.avg.per_second,gpu__time_duration.sum \
+      bin/anchor_bench --device cuda --only MM4096 > $OUT/ncu_mm4096${v:+_stglobal}.txt 2>&1
+    echo "--- ${v:-TMA stores}"
+    grep -E "Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|gmma|per_second|Stall|Issue Slots|Warp Cycles|No Eligible" $OUT/ncu_mm4096${v:+_stglobal}.txt | head -24
+  done
+}
+
+# Each warp stores its own 16 rows of a chunk by TMA (a __syncwarp, no warpgroup barrier: call
+# 10's top stall was the warpgroup barrier) against the warpgroup's 64 rows (a local build
+# reading KILN_X_WG_STORE); racecheck and the GEMM runs with the per-warp stores.
+call11() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  timeout 90 bin/cuda_test --gtest_filter='GemmSm90Run.EveryTileWidthWithAndWithoutClusters' > $OUT/first.log 2>&1
+  rc=$?; echo "first run exit $rc"; f < $OUT/first.log
+  if [ $rc -eq 124 ]; then echo HUNG; return 1; fi
+  for rep in 1 2; do
+    timeout 100 bin/anchor_bench --device cuda --only MM4096,MM8192,W5,W8 2>&1 | grep -E "^(MM|W[58])" | grep -v realize | cut -c1-60 | sed "s/^/[per warp $rep] /"
+    KILN_X_WG_STORE=1 timeout 100 bin/anchor_bench --device cuda --only MM4096,MM8192,W5,W8 2>&1 | grep -E "^(MM|W[58])" | grep -v realize | cut -c1-60 | sed "s/^/[per warpgroup $rep] /"
+  done
+  timeout 100 compute-sanitizer --tool racecheck bin/cuda_test --gtest_filter='GemmSm90Run.EveryTileWidthWithAndWithoutClusters' 2>&1 | tail -1 | sed "s/^/[racecheck] /"
+  timeout 90 bin/cuda_test --gtest_filter='GemmSm90Run.*' 2>&1 | f | sed "s/^/[cuda_test] /"
+}
+
 case "$1" in
 1) call1 2>&1 | tee $OUT/call1.log ;;
 2) call2 2>&1 | tee $OUT/call2.log ;;
@@ -179,4 +209,6 @@ case "$1" in
 7) call7 2>&1 | tee $OUT/call7.log ;;
 8) call8 2>&1 | tee $OUT/call8.log ;;
 9) call9 2>&1 | tee $OUT/call9.log ;;
+10) call10 2>&1 | tee $OUT/call10.log ;;
+11) call11 2>&1 | tee $OUT/call11.log ;;
 esac
