@@ -259,10 +259,10 @@ bool staged_store(const ir::Program& p, const ir::Kernel& k, int* elem_bytes) {
 // its next chunk, and its next tile's main loop, while the stores drain.
 // It applies where the staged store does, to float32, bf16 and f16 results whose view the copy
 // engine can address (16-byte strides, at most 5 dims), with k of 512 or more
-// (KILN_CUDA_SM90_TMA_STORE=1: any k; 0: never). Measured on an H100 (bench/results/h100-2026-11-27-tmastore): W5
-// 0.452 -> 0.409 ms, 4096^3 0.200 -> 0.192 ms; but the batched product with k = 128, whose
-// tiles are mostly epilogue and whose stores saturate the memory, runs 7% slower than with
-// 16-byte st.global, so short k keeps those.
+// (KILN_CUDA_SM90_TMA_STORE=1: any k; 0: never). Measured on an H100
+// (bench/results/h100-2026-11-27-tmastore): W5 0.452 -> 0.409 ms, 4096^3 0.200 -> 0.192 ms; but
+// the batched product with k = 128, whose tiles are mostly epilogue and whose stores saturate
+// the memory, runs 7% slower than with 16-byte st.global, so short k keeps those.
 constexpr int kTmaChunk = 64 * kChunkBytes, kTmaMinK = 512;
 
 // Chunk buffers per warpgroup: 4 for 256-wide tiles (more stores in flight; W5 and 4096^3 1-3%
