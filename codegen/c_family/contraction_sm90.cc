@@ -366,33 +366,36 @@ __device__ __forceinline__ unsigned long long kiln_gmma_desc(unsigned addr, unsi
 // CTA's shared memory, or multicast into the same offset of every CTA of the cluster in `mask`.
 std::string tma_helpers() {
   std::string out = "#ifndef KILN_SM90_TMA\n#define KILN_SM90_TMA\n";
-  for (int rank = 2; rank <= 5; ++rank)
+  // A helper's coordinate parameters c0.., their asm operands from %first on, and their constraints.
+  struct Coords {
+    std::string params, asm_list, operands;
+  };
+  auto coords_of = [](int rank, int first) {
+    Coords c;
+    for (int i = 0; i < rank; ++i) {
+      absl::StrAppend(&c.params, ", int c", i);
+      absl::StrAppend(&c.asm_list, i ? ", " : "", "%", i + first);
+      absl::StrAppend(&c.operands, ", \"r\"(c", i, ")");
+    }
+    return c;
+  };
+  for (int rank = 2; rank <= 5; ++rank) {
     for (bool mc : {false, true}) {
-      std::string params, coords, operands;
-      for (int i = 0; i < rank; ++i) {
-        absl::StrAppend(&params, ", int c", i);
-        absl::StrAppend(&coords, i ? ", " : "", "%", i + 3);
-        absl::StrAppend(&operands, ", \"r\"(c", i, ")");
-      }
+      const Coords c = coords_of(rank, 3);
       absl::StrAppend(&out, "__device__ __forceinline__ void kiln_tma", rank, mc ? "_mc" : "",
-                      "(unsigned dst, const KilnTensorMap* m, unsigned bar", params, mc ? ", unsigned short mask" : "",
+                      "(unsigned dst, const KilnTensorMap* m, unsigned bar", c.params, mc ? ", unsigned short mask" : "",
                       ") {\n  asm volatile(\"cp.async.bulk.tensor.", rank,
                       "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", mc ? ".multicast::cluster" : "",
-                      " [%0], [%1, {", coords, "}], [%2]", mc ? absl::StrCat(", %", rank + 3) : "",
-                      ";\"\n               :: \"r\"(dst), \"l\"(m), \"r\"(bar)", operands, mc ? ", \"h\"(mask)" : "",
+                      " [%0], [%1, {", c.asm_list, "}], [%2]", mc ? absl::StrCat(", %", rank + 3) : "",
+                      ";\"\n               :: \"r\"(dst), \"l\"(m), \"r\"(bar)", c.operands, mc ? ", \"h\"(mask)" : "",
                       " : \"memory\");\n}\n");
     }
-  for (int rank = 2; rank <= 5; ++rank) {
-    std::string params, coords, operands;
-    for (int i = 0; i < rank; ++i) {
-      absl::StrAppend(&params, ", int c", i);
-      absl::StrAppend(&coords, i ? ", " : "", "%", i + 2);
-      absl::StrAppend(&operands, ", \"r\"(c", i, ")");
-    }
+    // kiln_tma<rank>_store(map, src, c0..): one tensor copy from this CTA's shared memory.
+    const Coords c = coords_of(rank, 2);
     absl::StrAppend(&out, "__device__ __forceinline__ void kiln_tma", rank, "_store(const KilnTensorMap* m, unsigned src",
-                    params, ") {\n  asm volatile(\"cp.async.bulk.tensor.", rank,
-                    "d.global.shared::cta.bulk_group [%0, {", coords, "}], [%1];\"\n               :: \"l\"(m), \"r\"(src)",
-                    operands, " : \"memory\");\n}\n");
+                    c.params, ") {\n  asm volatile(\"cp.async.bulk.tensor.", rank,
+                    "d.global.shared::cta.bulk_group [%0, {", c.asm_list, "}], [%1];\"\n               :: \"l\"(m), \"r\"(src)",
+                    c.operands, " : \"memory\");\n}\n");
   }
   return out + "#endif\n";
 }
@@ -522,7 +525,8 @@ int Renderer::contraction_sm90(KernelSource* out) {
   const int ob = tf32 ? 4 : 2;            // operand bytes
   TensorMapSpec omap;
   const bool tmast = tma_store(p_, k_, &omap);
-  const int S = stages_for(BN, ob, t_.shared_memory, epilogue_bytes(p_, k_, BN));
+  const int64_t ebytes = epilogue_bytes(p_, k_, BN);  // the epilogue's staging buffers
+  const int S = stages_for(BN, ob, t_.shared_memory, ebytes);
   const int RB = row_bytes(ob), kBK = RB / ob;  // a stage's k rows: bytes, elements
   const bool wait0 = wait0_knob();
   Operand A, B;
@@ -567,7 +571,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   auto S_ = [](int64_t v) { return std::to_string(v); };
 
   w_.line("const unsigned smem = (kiln_smem_u32(kiln_dsmem) + 1023u) & ~1023u;");
-  const int64_t ebuf_at = int64_t(S) * stage_bytes, ebytes = epilogue_bytes(p_, k_, BN);
+  const int64_t ebuf_at = int64_t(S) * stage_bytes;
   w_.line("const unsigned full0 = smem + " + S_(ebuf_at + ebytes) + ", empty0 = full0 + " + S_(8 * S) + ";");
   w_.line("const int tid = (int)threadIdx.x;");
   w_.open("if (tid == 0)");
