@@ -563,6 +563,10 @@ int Renderer::contraction_sm90(KernelSource* out) {
   const std::string tiles_x = sym ? absl::StrCat("((long long)", w_.extent_product(batch_axes), " * ", per_batch_x, ")")
                                   : absl::StrCat(tiles, "LL");
   const std::string Mx = w_.extent(c.m_axis);
+  // Every tile whole (rows a multiple of the cluster's rows, columns of the tile width): the
+  // epilogue needs no bounds checks, so its loads are unconditional (NVRTC then merges the two
+  // rows' loads of one column and keeps no per-element branch).
+  const bool whole = !sym_m && M % (int64_t(kBM) * C) == 0 && N % BN == 0;
   const int group = std::max(1, kGroupM / C);
   const int64_t KB = ceil_div(K, kBK);
   const int a_bytes = kBM * RB, b_bytes = BN * RB, stage_bytes = a_bytes + b_bytes;
@@ -751,7 +755,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
     auto element = [&](const std::string& j) {  // opens the bounds check of element (j, v)
       w_.line(absl::StrCat(it, " om = ", idx_cast(absl::StrCat("rbase", h, " + 8 * (v >> 1)")), ";"));
       w_.line(absl::StrCat(it, " on = ", idx_cast(absl::StrCat("cbase", h, " + 8 * (", j, ") + (v & 1)")), ";"));
-      w_.open(absl::StrCat("if (om < ", Mx, " && on < ", w_.ilit(N), ")"));
+      w_.open(whole ? std::string("") : absl::StrCat("if (om < ", Mx, " && on < ", w_.ilit(N), ")"));
       w_.set_axis(c.m_axis, "om");
       w_.set_axis(c.n_axis, "on");
       w_.bind(c.reduce, absl::StrCat("acc[", acc0, " + (", j, ") * 4 + v]"));
@@ -829,7 +833,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
             absl::StrAppend(&coords, ", (int)", w_.axis(a));
             ++nb;
           }
-        w_.open(absl::StrCat("if (n0 + ch * ", cols, " < ", N, " && ", rows0, " < ", Mx, ")"));
+        w_.open(whole ? std::string("") : absl::StrCat("if (n0 + ch * ", cols, " < ", N, " && ", rows0, " < ", Mx, ")"));
         w_.line(absl::StrCat("kiln_tma", 2 + nb, "_store(&tm2, ebuf + (ech % ", NB, "u) * ", kTmaChunk,
                              " + cw * ", 16 * kChunkBytes, ", ", coords, ");"));
         w_.close();
