@@ -138,6 +138,7 @@ Options options() {
   read_int(o, "KILN_CUDA_SM90_TMA_STORE", &o.cuda_sm90_tma_store);
   read_int(o, "KILN_CUDA_SM90_TMA_BUFFERS", &o.cuda_sm90_tma_buffers);
   read_int(o, "KILN_CUDA_SM90_GRID", &o.cuda_sm90_grid);
+  read_int(o, "KILN_CUDA_SM90_STREAMK", &o.cuda_sm90_stream_k);
   if (const char* v = env("KILN_CUDA_SM90_SCHEDULE")) {
     if (std::string(v) == "pingpong" || std::string(v) == "cooperative") {
       o.cuda_sm90_schedule = v;

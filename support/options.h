@@ -77,6 +77,9 @@ struct Options {
   // any k; unset (-1): by TMA where k >= 512.
   int cuda_sm90_tma_store = -1;
   int cuda_sm90_tma_buffers = 0;     // KILN_CUDA_SM90_TMA_BUFFERS=2|4: the TMA epilogue's chunk buffers per warpgroup (0: by k)
+  // KILN_CUDA_SM90_STREAMK: 0 never, 1 wherever the tiles are no multiple of the grid; unset (-1):
+  // where the last wave leaves 1% or more of the run idle and k has 8 blocks or more.
+  int cuda_sm90_stream_k = -1;
   int cuda_sm90_group = 8;       // KILN_CUDA_SM90_GROUP: m-tiles per group of the tile order
   bool simt_runs = true;  // KILN_SIMT_RUNS=0: the SIMT contraction keeps strided rows and columns at every k (comparisons)
   bool cuda_cp_async = true;     // KILN_CUDA_CP_ASYNC=0: bf16/f16 mma.sync contractions stage operands through registers

@@ -320,6 +320,51 @@ int64_t epilogue_bytes(const ir::Program& p, const ir::Kernel& k, int bn) {
   return tma_store(p, k, nullptr) ? 2 * tma_buffers(bn) * kTmaChunk : kStagedBytes;
 }
 
+// Stream-K (KILN_CUDA_SM90_STREAMK): a persistent grid of G CTAs over T tiles runs ceil(T / G)
+// waves, the last only (T % G) / G full, so 4096^3's 512 tiles of 128 x 256 on 132 SMs leave an
+// eighth of the SMs idle for a quarter of the time (ncu: the least busy SM 25% below the mean,
+// cuBLAS's kernel alike). Instead the CTAs take the whole tiles of all but the last full wave, then
+// split the k blocks of the remaining G + T % G tiles evenly: each CTA's share is at least one
+// tile's k blocks, so a tile is cut at most once, its first part finishing it (the epilogue) and
+// its later part, the start of the next CTA's share, handed over as float partial sums in a slot
+// of global memory per CTA with a flag (release / acquire at gpu scope; the finisher clears it for
+// the next launch). The finisher waits only for a part its neighbour does first, so no CTA waits
+// on one that waits (all CTAs are resident: one per SM at most). Applies to the cooperative
+// schedule without clusters, fixed sizes, k of 8 blocks or more, where the last wave's idle share
+// is at least 1% of the run (0: never; 1: wherever T % G != 0).
+bool stream_k(int64_t tiles, int64_t grid, int64_t kb) {
+  const int mode = support::options().cuda_sm90_stream_k;
+  if (mode == 0 || tiles <= grid || tiles % grid == 0 || kb < 2) return false;
+  if (mode == 1) return true;
+  const int64_t waves = ceil_div(tiles, grid);
+  return kb >= 8 && double(waves * grid - tiles) / double(waves * grid) >= 0.01;
+}
+
+// The partial-sum slots (128 x 256 floats, the widest tile) and flags of stream-K, one per CTA of
+// the widest grid, module globals shared by the module's kernels (they run one after another).
+std::string stream_k_helpers(int parallelism) {
+  return absl::StrCat(R"(#ifndef KILN_SM90_STREAMK
+#define KILN_SM90_STREAMK
+__device__ float4 kiln_sk_partials[)", parallelism, R"( * 128 * 256 / 4];
+__device__ unsigned kiln_sk_flags[)", parallelism, R"(];
+// The next unit of a CTA's work: whole tiles dp, dp + G, ... below dp_tiles, then its k blocks
+// [it, it_end) of the rest (tile dp_tiles + it / KB), cut at tile ends.
+__device__ __forceinline__ bool kiln_sk_next(long long& dp, long long& it, long long& tile, int& kb0, int& kb1,
+                                             long long dp_tiles, long long it_end, long long G, int KB) {
+  if (dp < dp_tiles) {
+    tile = dp, kb0 = 0, kb1 = KB, dp += G;
+    return true;
+  }
+  if (it >= it_end) return false;
+  tile = dp_tiles + it / KB, kb0 = (int)(it % KB);
+  kb1 = it_end - it + kb0 < KB ? (int)(it_end - it + kb0) : KB;
+  it += kb1 - kb0;
+  return true;
+}
+#endif
+)");
+}
+
 // Device helpers of the sm_90a path (once per module).
 const char* kHelpers = R"(#ifndef KILN_SM90_HELPERS
 #define KILN_SM90_HELPERS
@@ -508,6 +553,45 @@ std::string Renderer::sm90_kernel_open(const std::string& name) const {
                       ") {\n  extern __shared__ __align__(1024) unsigned char kiln_dsmem[];\n");
 }
 
+// After a stream-K unit's main loop (both consumer warpgroups, 256 threads, thread ct = tid - 128
+// holding acc[0 .. BN/2)): a later part of a tile (kb0 > 0) leaves its sums in this CTA's slot,
+// raises its flag and skips the epilogue; a first part that does not reach the tile's end waits
+// for the next CTA's flag and adds that CTA's sums before the epilogue. 16-byte accesses at
+// L2 (cg), thread-major so that a warp's are contiguous.
+void Renderer::stream_k_fixup(int BN, int64_t KB) {
+  const int vecs = BN / 8;  // float4s per thread
+  const std::string slot_floats = std::to_string(128 * BN / 4);
+  w_.line("const int ct = tid - 128;");
+  w_.open("if (kb0 > 0)");
+  w_.line("float4* const part = kiln_sk_partials + (long long)cid * " + slot_floats + ";");
+  w_.line("#pragma unroll");
+  w_.open(absl::StrCat("for (int q = 0; q < ", vecs, "; ++q)"));
+  w_.line("__stcg(part + q * 256 + ct, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));");
+  w_.close();
+  w_.line("asm volatile(\"bar.sync 3, 256;\" ::: \"memory\");");
+  w_.open("if (ct == 0)");
+  w_.line("asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");");
+  w_.line("asm volatile(\"st.relaxed.gpu.global.u32 [%0], 1;\" :: \"l\"(kiln_sk_flags + cid) : \"memory\");");
+  w_.close();
+  w_.line("continue;");
+  w_.close();
+  w_.open(absl::StrCat("if (kb1 < ", KB, ")"));
+  w_.open("if (ct == 0)");
+  w_.line("unsigned ready = 0;");
+  w_.line("do asm volatile(\"ld.acquire.gpu.global.u32 %0, [%1];\" : \"=r\"(ready) : \"l\"(kiln_sk_flags + cid + 1) : \"memory\");");
+  w_.line("while (!ready);");
+  w_.close();
+  w_.line("asm volatile(\"bar.sync 3, 256;\" ::: \"memory\");");
+  w_.line("const float4* const part = kiln_sk_partials + (long long)(cid + 1) * " + slot_floats + ";");
+  w_.line("#pragma unroll");
+  w_.open(absl::StrCat("for (int q = 0; q < ", vecs, "; ++q)"));
+  w_.line("const float4 p = __ldcg(part + q * 256 + ct);");
+  w_.line("acc[4 * q] += p.x, acc[4 * q + 1] += p.y, acc[4 * q + 2] += p.z, acc[4 * q + 3] += p.w;");
+  w_.close();
+  w_.line("if (ct == 0) asm volatile(\"st.relaxed.gpu.global.u32 [%0], 0;\" :: \"l\"(kiln_sk_flags + cid + 1) : \"memory\");");
+  w_.close();
+}
+
 int Renderer::contraction_sm90(KernelSource* out) {
   const ir::Contraction& c = k_.contraction;
   const int64_t M = k_.shape[c.m_axis], N = k_.shape[c.n_axis], K = k_.shape[c.k_axis];
@@ -570,6 +654,11 @@ int Renderer::contraction_sm90(KernelSource* out) {
   const int group = std::max(1, kGroupM / C);
   const int64_t KB = ceil_div(K, kBK);
   const int a_bytes = kBM * RB, b_bytes = BN * RB, stage_bytes = a_bytes + b_bytes;
+  // KILN_CUDA_SM90_GRID caps the CTAs (tests: many tiles per CTA on small shapes).
+  const int cap = support::options().cuda_sm90_grid > 0 ? support::options().cuda_sm90_grid : t_.parallelism;
+  const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(tiles, std::max(std::min(cap, t_.parallelism), C) / C));
+  const bool sk = !pp && C == 1 && !sym && stream_k(tiles, clusters, KB);
+  if (sk) helpers_ += stream_k_helpers(t_.parallelism);
   const bool bf = A.map.bf16;
   const std::string it = w_.idx_t();
   auto S_ = [](int64_t v) { return std::to_string(v); };
@@ -614,7 +703,20 @@ int Renderer::contraction_sm90(KernelSource* out) {
     w_.unravel("btx", batch_axes);
   };
   const std::string tile_loop =
-      absl::StrCat("for (long long tile = cid; tile < ", tiles_x, "; tile += nclusters)");
+      sk ? absl::StrCat("while (kiln_sk_next(dpn, skit, tile, kb0, kb1, dp_tiles, sk_end, nclusters, ", KB, "))")
+         : absl::StrCat("for (long long tile = cid; tile < ", tiles_x, "; tile += nclusters)");
+  // Stream-K: the whole tiles of all but the last full wave, then the rest's k blocks split evenly
+  // (kiln_sk_next walks both); the CTA's k blocks of its current unit are [kb0, kb1).
+  const std::string kb_lo = sk ? "kb0" : "0", kb_hi = sk ? "kb1" : S_(KB);
+  auto sk_setup = [&]() {
+    if (!sk) return;
+    w_.line(absl::StrCat("const long long dp_tiles = ", tiles, "LL % nclusters == 0 ? ", tiles, "LL : (", tiles,
+                         "LL / nclusters - 1) * nclusters;"));
+    w_.line(absl::StrCat("const long long sk_iters = (", tiles, "LL - dp_tiles) * ", KB, "LL;"));
+    w_.line("const long long sk_end = sk_iters * (cid + 1) / nclusters;");
+    w_.line("long long dpn = cid, skit = sk_iters * cid / nclusters, tile = 0;");
+    w_.line(absl::StrCat("int kb0 = 0, kb1 = ", KB, ";"));
+  };
 
   // ---- producer warpgroup
   w_.open("if (tid < 128)");
@@ -622,9 +724,10 @@ int Renderer::contraction_sm90(KernelSource* out) {
   w_.open("if (tid == 0)");
   w_.line("int s = 0;");
   w_.line("unsigned ph = 0;");
+  sk_setup();
   w_.open(tile_loop);
   decode();
-  w_.open("for (int kb = 0; kb < " + S_(KB) + "; ++kb)");
+  w_.open("for (int kb = " + kb_lo + "; kb < " + kb_hi + "; ++kb)");
   w_.line("const int k0 = kb * " + S_(kBK) + ";");
   w_.line("const unsigned full = full0 + 8 * s, sa = smem + s * " + S_(stage_bytes) + ", sb = sa + " + S_(a_bytes) + ";");
   w_.line("kiln_mbar_wait(empty0 + 8 * s, ph ^ 1u);");
@@ -668,6 +771,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   w_.line("unsigned ph = 0;");
   if (tmast) w_.line("unsigned ech = 0;  // the epilogue's chunks so far (its staging buffer: ech % buffers)");
   if (!pp) {
+    sk_setup();
     w_.open(tile_loop);
   } else {
     // Tiles j = wg, wg + 2, ... of this CTA's sequence; tile j's stages start at j * KB.
@@ -683,7 +787,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
   }
   w_.line("#pragma unroll");
   w_.line("for (int q = 0; q < " + S_(P * BN / 2) + "; ++q) acc[q] = 0.0f;");
-  w_.open("for (int kb = 0; kb < " + S_(KB) + "; ++kb)");
+  w_.open("for (int kb = " + kb_lo + "; kb < " + kb_hi + "; ++kb)");
   w_.line("const unsigned sa = smem + s * " + S_(stage_bytes) + (pp ? "" : " + wg * " + S_(64 * RB)) +
           ", sb = smem + s * " + S_(stage_bytes) + " + " + S_(a_bytes) + ";");
   w_.line("kiln_mbar_wait(full0 + 8 * s, ph);");
@@ -737,7 +841,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
     // One group stays in flight: the previous k block's stage is free once only this one is
     // pending (the last one's after the loop).
     w_.line("asm volatile(\"wgmma.wait_group.sync.aligned 1;\" ::: \"memory\");");
-    w_.line("if (kb > 0 && lane == 0) " + release("empty0 + 8 * prev"));
+    w_.line("if (kb > " + kb_lo + " && lane == 0) " + release("empty0 + 8 * prev"));
     w_.line("prev = s;");
     w_.line("if (++s == " + S_(S) + ") { s = 0; ph ^= 1u; }");
     w_.close();
@@ -745,6 +849,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
     w_.line("if (lane == 0) " + release("empty0 + 8 * prev"));
   }
   if (pp) w_.line("if (lane == 0) kiln_mbar_arrive(order0 + 8 * (1 - wg));  // the other's turn");
+  if (sk) stream_k_fixup(BN, KB);
   // Epilogue: thread (warp cw, lane) holds rows 16cw + lane/4 (+8) and columns 8j + 2(lane%4)
   // (+1) of its warpgroup's 64 x BN accumulator.
   // Ping-pong: the warpgroup's tile is two such 64-row blocks (acc[0..], acc[BN/2..]).
@@ -896,9 +1001,6 @@ int Renderer::contraction_sm90(KernelSource* out) {
   // No CTA leaves while its peer may still arrive on its barriers.
   if (C > 1) w_.line("kiln_cluster_sync();");
 
-  // KILN_CUDA_SM90_GRID caps the CTAs (tests: many tiles per CTA on small shapes).
-  const int cap = support::options().cuda_sm90_grid > 0 ? support::options().cuda_sm90_grid : t_.parallelism;
-  const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(tiles, std::max(std::min(cap, t_.parallelism), C) / C));
   out->grid[0] = uint32_t(clusters * C);
   out->strided_tiles = tiles * C;  // (the loop over clusters below walks them all with any grid)
   out->shared_bytes = uint32_t(int64_t(S) * stage_bytes + ebytes + 16 * S + (pp ? 16 : 0) + 1024);
@@ -913,6 +1015,7 @@ int Renderer::contraction_sm90(KernelSource* out) {
                                tmast    ? absl::StrCat(", epilogue staged through shared memory (TMA stores, ", tma_buffers(BN), " buffers)")
                                : staged ? ", epilogue staged through shared memory (16-byte stores)"
                                         : ", epilogue in registers",
+                               sk ? ", stream-K after the last full wave (partial tiles through global memory)" : "",
                                wait0 ? ", wgmma waited per k block" : "");
   return kThreads;
 }

@@ -787,6 +787,7 @@ class Renderer {
   // The load a tensor-core operand reads: under the cast to f32 (16-bit), or itself (TF32).
   KNodeId operand(KNodeId x) const { return k_.nodes[x].op == Op::kCast ? k_.nodes[x].inputs[0] : x; }
   int contraction_sm90(KernelSource* out);
+  void stream_k_fixup(int BN, int64_t KB);  // contraction_sm90's stream-K hand-over
   std::vector<std::string> contraction_sm90_candidates(std::string* shape_class) const;
   std::string sm90_kernel_open(const std::string& name) const;
   // Fused attention (attention_cuda.cc): the kernel's attention node (-1 when none), its body.

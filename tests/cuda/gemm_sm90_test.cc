@@ -383,6 +383,48 @@ TEST_F(GemmSm90Compile, WholeTilesNeedNoBoundsChecks) {
   EXPECT_EQ(source_of({matmul(a, b)}).find("if (om < "), std::string::npos);
 }
 
+// Stream-K: where the tiles are no multiple of the grid and k is long, the last wave's tiles are
+// split over k between neighbouring CTAs (partial sums through global memory, a flag each); not
+// where the tiles fill whole waves, for short k, ping-pong or clusters; KILN_CUDA_SM90_STREAMK
+// forces it either way. The kernels compile and assemble.
+TEST_F(GemmSm90Compile, StreamKSplitsTheLastWave) {
+  Tensor a = random_tensor({4096, 4096}, bfloat16, 1), b = random_tensor({4096, 4096}, bfloat16, 2);
+  Tensor bias = random_tensor({4096}, bfloat16, 3);
+  Tensor short_a = random_tensor({4096, 256}, bfloat16, 4), short_b = random_tensor({256, 4096}, bfloat16, 5);
+  const char* kSk = "stream-K after the last full wave";
+  {
+    // 512 tiles of 128 x 256 on 132 SMs: 3.9 waves.
+    Rendered r = render_h100({gelu(matmul(a, b) + bias, true)});
+    ASSERT_EQ(r.r.kernels.size(), 1u);
+    EXPECT_NE(r.r.kernels[0].strategy.find(kSk), std::string::npos) << r.r.kernels[0].strategy;
+    EXPECT_NE(r.r.module_source.find("kiln_sk_partials[132 * 128 * 256 / 4]"), std::string::npos);
+    auto bin = runtime::cuda::nvrtc_compile(r.r.module_source, 90, /*keep_ptx=*/true, /*arch_specific=*/true);
+    ASSERT_TRUE(bin.ok()) << bin.status();
+    EXPECT_NE(bin->ptx.find("ld.acquire.gpu.global.u32"), std::string::npos);
+    EXPECT_NE(bin->ptx.find("fence.acq_rel.gpu"), std::string::npos);
+    expect_assembles_for_sm90a(bin->ptx);
+  }
+  EXPECT_EQ(strategy_of(matmul(short_a, short_b)).find(kSk), std::string::npos);  // 4 k blocks
+  {
+    ScopedEnv four({{"KILN_CUDA_SM90_GRID", "4"}});  // 512 tiles: 128 whole waves
+    EXPECT_EQ(strategy_of(matmul(a, b)).find(kSk), std::string::npos);
+  }
+  {
+    ScopedEnv pp({{"KILN_CUDA_SM90_SCHEDULE", "pingpong"}});
+    EXPECT_EQ(strategy_of(matmul(a, b)).find(kSk), std::string::npos);
+  }
+  {
+    ScopedEnv pairs({{"KILN_CUDA_SM90_CLUSTER", "2"}});
+    EXPECT_EQ(strategy_of(matmul(a, b)).find(kSk), std::string::npos);
+  }
+  {
+    ScopedEnv off({{"KILN_CUDA_SM90_STREAMK", "0"}});
+    EXPECT_EQ(strategy_of(matmul(a, b)).find(kSk), std::string::npos);
+  }
+  ScopedEnv on({{"KILN_CUDA_SM90_STREAMK", "1"}});
+  EXPECT_NE(strategy_of(matmul(short_a, short_b)).find(kSk), std::string::npos);
+}
+
 // Exact float32 products keep the SIMT kernel; large tiles with a long k put each thread on runs
 // of 4 rows and columns, which NVRTC reads from shared memory in 16-byte loads (ld.shared.v4);
 // a short k keeps the strided rows and columns (coalesced stores).
@@ -574,6 +616,29 @@ TEST_F(GemmSm90Run, EveryTileWidthWithAndWithoutClusters) {
                                kHalf);
     }
   }
+}
+
+// Stream-K forced on small grids (KILN_CUDA_SM90_GRID: 3, 6 and 9 CTAs over 65, 35 or 20 tiles of
+// the first product, no multiple of them; each CTA's share of the split tiles cut anywhere in a
+// tile's 16 k blocks) at every tile width: ragged and whole tiles, batched, every kind of epilogue
+// store (TMA, 16-byte, registers); on 3 CTAs replayed (the flags are cleared for the next launch).
+TEST_F(GemmSm90Run, StreamKSplitsTheLastWave) {
+  Tensor a = random_tensor({520, 1000}, bfloat16, 1), b = random_tensor({1000, 776}, bfloat16, 2);
+  Tensor bias = random_tensor({776}, bfloat16, 3);
+  Tensor wa = random_tensor({384, 648}, bfloat16, 4), wb = random_tensor({648, 512}, bfloat16, 5);
+  Tensor x3 = random_tensor({3, 200, 520}, bfloat16, 6), w3 = random_tensor({3, 520, 300}, bfloat16, 7);
+  for (const char* bn : {"64", "128", "256"})
+    for (const char* grid : {"3", "6", "9"})
+      for (const char* store : {"tma", "16", "registers"}) {
+        SCOPED_TRACE(::testing::Message() << "BN " << bn << ", grid " << grid << ", " << store);
+        ScopedEnv env({{"KILN_CUDA_SM90_BN", bn}, {"KILN_CUDA_SM90_GRID", grid}, {"KILN_CUDA_SM90_STREAMK", "1"},
+                       {"KILN_CUDA_SM90_SCHEDULE", "cooperative"},
+                       {"KILN_CUDA_SM90_STAGED", store == std::string("registers") ? "0" : "1"},
+                       {"KILN_CUDA_SM90_TMA_STORE", store == std::string("tma") ? "1" : "0"}});
+        EXPECT_NE(strategy_of(matmul(a, b)).find("stream-K"), std::string::npos);
+        for (int run = 0; run < (grid == std::string("3") ? 2 : 1); ++run)
+          EXPECT_MATCHES_REFERENCE({gelu(matmul(a, b) + bias, true), matmul(wa, wb), matmul(x3, w3).cast(float32)}, kHalf);
+      }
 }
 
 TEST_F(GemmSm90Run, EveryEpilogue) {
